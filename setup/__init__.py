@@ -1,0 +1,1 @@
+"""Deployment knowledge: model preparation, Triton repositories, launcher. No UI code here."""
