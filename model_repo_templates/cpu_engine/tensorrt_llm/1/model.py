@@ -126,6 +126,8 @@ class TritonPythonModel:
         if gen.stop_requested:
             return True
         try:
+            if gen.sender is not None and gen.sender.is_cancelled():
+                return True
             return gen.request.is_cancelled()
         except Exception:
             return False
@@ -134,6 +136,9 @@ class TritonPythonModel:
         """One step for one request; False when the request is finished."""
         try:
             if self._cancelled(gen):
+                pb_utils.Logger.log_info(
+                    f"cpu engine: request '{gen.request_id}' ({'stop' if gen.stop_requested else 'cancel'}) ended after {len(gen.output_ids)} tokens"
+                )
                 self._finish(gen, cancelled=True)
                 return False
             if gen.first_scheduled_ns == 0:

@@ -1,0 +1,1 @@
+"""The web app and everything that talks to a running Triton server."""
