@@ -234,6 +234,10 @@ class TritonProcess:
                 on_wait(waited)
             time.sleep(0.25)
 
+    def wait(self) -> int | None:
+        """Block until the process exits; its exit code."""
+        return self._proc.wait() if self._proc else None
+
     def log_tail(self, lines: int = 30) -> str:
         try:
             text = self.log_path.read_text(errors="replace").splitlines()

@@ -1,0 +1,91 @@
+"""Command line of the app.
+
+    python -m app --demo [--port 7860] [--triton-http-port 8000 ...]   embedded CPU Triton + UI
+    python -m app --triton HOST:GRPC_PORT [--port 7860]                  UI against a running server
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import signal
+import sys
+
+from app.constants import SUPPORTED_MODELS
+from app.context import AppConfig, AppContext
+from setup.__main__ import _port, _positive, raise_interrupt
+
+HELP = AppConfig.help()
+
+
+def _host_port(text: str) -> str:
+    match = re.fullmatch(r"\[?([A-Za-z0-9.\-:]+?)\]?:(\d+)", text.strip())
+    if not match or not 1 <= int(match.group(2)) <= 65535:
+        raise argparse.ArgumentTypeError(f"'{text}' is not HOST:PORT (for example 127.0.0.1:8001)")
+    return text.strip()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m app", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--demo", action="store_true",
+                       help="Start the embedded tritonserver with the CPU engine (SmolLM2-135M), then the UI.")
+    where.add_argument("--triton", type=_host_port, metavar="HOST:GRPC_PORT",
+                       help="Serve the UI against an existing Triton server's gRPC endpoint.")
+    parser.add_argument("--port", type=_port, default=AppConfig.port, help=HELP["port"] + " (default 7860)")
+    parser.add_argument("--host", default=AppConfig.host, help=HELP["host"] + " (default 127.0.0.1)")
+    parser.add_argument("--triton-http-port", type=_port, default=8000, help="--demo: Triton HTTP port (default 8000).")
+    parser.add_argument("--triton-grpc-port", type=_port, default=8001, help="--demo: Triton gRPC port (default 8001).")
+    parser.add_argument("--triton-metrics-port", type=_port, default=8002,
+                        help="--demo: Triton metrics port (default 8002).")
+    parser.add_argument("--model", choices=SUPPORTED_MODELS, default=AppConfig.model, help=HELP["model"])
+    parser.add_argument("--template", default=AppConfig.template, help=HELP["template"])
+    parser.add_argument("--tokenizer", dest="tokenizer_dir", help=HELP["tokenizer_dir"])
+    parser.add_argument("--system-prompt", default="", help=HELP["system_prompt"])
+    parser.add_argument("--concurrency", type=_positive, default=AppConfig.concurrency,
+                        help=HELP["concurrency"] + " (default 64)")
+    parser.add_argument("--max-file-size", default=AppConfig.max_file_size, help=HELP["max_file_size"])
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from setup.cpu_model import ModelPreparationError
+    from setup.launcher import LaunchError
+    from setup.repo import RepoError
+
+    signal.signal(signal.SIGTERM, raise_interrupt)
+    triton = None
+    try:
+        if args.demo:
+            from setup.demo import start_demo_triton
+
+            triton = start_demo_triton(args.triton_http_port, args.triton_grpc_port, args.triton_metrics_port)
+            url = f"127.0.0.1:{args.triton_grpc_port}"
+        else:
+            url = args.triton
+        config = AppConfig(triton_url=url, model=args.model, host=args.host, port=args.port,
+                           concurrency=args.concurrency, template=args.template, tokenizer_dir=args.tokenizer_dir,
+                           system_prompt=args.system_prompt, max_file_size=args.max_file_size, demo=args.demo)
+        from app.ui import launch
+
+        print(f"Web UI on http://{args.host}:{args.port} (Ctrl-C stops {'both' if triton else 'it'})", flush=True)
+        launch(AppContext(config))
+        return 0
+    except KeyboardInterrupt:
+        return 0
+    except (LaunchError, RepoError, ModelPreparationError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"error: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    finally:
+        if triton is not None:
+            print("Stopping tritonserver...", flush=True)
+            triton.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,32 @@
+"""Assemble the app: one tab per page module, the API endpoints, queue settings."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from app import api
+from app.context import AppContext
+from app.pages import chat
+
+APP_TITLE = "Triton VLM + LoRA demo"
+
+
+def build_app(ctx: AppContext) -> gr.Blocks:
+    with gr.Blocks(title=APP_TITLE, analytics_enabled=False) as blocks:
+        gr.Markdown(f"## {APP_TITLE}")
+        with gr.Tabs():
+            with gr.Tab(chat.TITLE, id="chat"):
+                chat.build(ctx)
+        api.register(ctx)
+    blocks.queue(default_concurrency_limit=ctx.config.concurrency, max_size=None)
+    return blocks
+
+
+def launch(ctx: AppContext, prevent_thread_lock: bool = False) -> gr.Blocks:
+    blocks = build_app(ctx)
+    blocks.launch(
+        server_name=ctx.config.host, server_port=ctx.config.port, max_file_size=ctx.config.max_file_size,
+        max_threads=max(64, ctx.config.concurrency * 2), prevent_thread_lock=prevent_thread_lock,
+        show_error=True, quiet=True,
+    )
+    return blocks

@@ -1,0 +1,112 @@
+"""Command line of the setup layer: `python -m setup repo|launch ...`."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+
+from setup.launcher import LaunchError, LaunchOptions, TritonProcess, find_tritonserver
+from setup.repo import DeploymentConfig, RepoError, write_repository
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a port number") from None
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"port {value} is outside 1-65535")
+    return value
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
+def add_port_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--http-port", type=_port, default=8000, help="Triton HTTP port (default 8000).")
+    parser.add_argument("--grpc-port", type=_port, default=8001, help="Triton gRPC port (default 8001).")
+    parser.add_argument("--metrics-port", type=_port, default=8002, help="Triton metrics port (default 8002).")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m setup", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    repo = sub.add_parser("repo", help="Write a Triton model repository from a deployment config.")
+    repo.add_argument("--config", type=Path, required=True, help="Deployment config YAML (template, engine, parameters).")
+    repo.add_argument("--out", type=Path, required=True, help="Folder to write; it appears only when complete.")
+    repo.add_argument("--force", action="store_true", help="Replace --out if it exists.")
+
+    launch = sub.add_parser("launch", help="Run tritonserver on a repository in the foreground (Ctrl-C stops it).")
+    launch.add_argument("--repo", type=Path, required=True, help="Model repository folder.")
+    add_port_flags(launch)
+    launch.add_argument("--world-size", type=_positive, default=1, help="Ranks (tp x pp); >1 runs under mpirun.")
+    launch.add_argument("--address", default="127.0.0.1", help="Address to bind (default 127.0.0.1).")
+    launch.add_argument("--tritonserver", help="Path of the tritonserver binary (default: $TRITONSERVER, "
+                        "/opt/tritonserver/bin/tritonserver, then the nvidia-pytriton wheel).")
+    launch.add_argument("--multimodal-gpu0-cuda-mem-pool-bytes", type=int, default=0,
+                        help="CUDA memory pool on GPU 0 for multimodal deployments (e.g. 300000000).")
+    launch.add_argument("--engine-models", default="tensorrt_llm",
+                        help="Comma list of engine models that ranks above 0 load (default tensorrt_llm).")
+    launch.add_argument("--cpu-only", action="store_true", help="No GPU: disable pinned memory and GPU metrics.")
+    launch.add_argument("--log-file", type=Path, default=Path("triton_log.txt"), help="Server log (default triton_log.txt).")
+    launch.add_argument("--ready-timeout", type=float, default=600.0, help="Seconds to wait for readiness.")
+    return parser
+
+
+def raise_interrupt(*_args) -> None:
+    """SIGTERM handler: leave through the same clean path as Ctrl-C."""
+    raise KeyboardInterrupt
+
+
+def cmd_repo(args: argparse.Namespace) -> int:
+    out = write_repository(DeploymentConfig.from_yaml(args.config), args.out, force=args.force)
+    print(f"Wrote {out}")
+    return 0
+
+
+def cmd_launch(args: argparse.Namespace) -> int:
+    options = LaunchOptions(
+        model_repo=args.repo.resolve(), http_port=args.http_port, grpc_port=args.grpc_port,
+        metrics_port=args.metrics_port, address=args.address, world_size=args.world_size,
+        engine_model_names=tuple(n for n in args.engine_models.split(",") if n),
+        multimodal_gpu0_cuda_mem_pool_bytes=args.multimodal_gpu0_cuda_mem_pool_bytes, cpu_only=args.cpu_only,
+    )
+    process = TritonProcess(find_tritonserver(args.tritonserver), options, args.log_file.resolve())
+    print(" ".join(process.command))
+    signal.signal(signal.SIGTERM, raise_interrupt)
+    process.start()
+    try:
+        waited = process.wait_ready(timeout=args.ready_timeout)
+        print(f"Ready in {waited:.1f} s: HTTP {args.http_port}, gRPC {args.grpc_port}, metrics {args.metrics_port}. "
+              "Ctrl-C stops it.")
+        code = process.wait()
+        print(f"tritonserver exited with code {code}.\n{process.log_tail()}")
+        return 1
+    except KeyboardInterrupt:
+        print("Stopping tritonserver...")
+        return 0
+    finally:
+        process.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return {"repo": cmd_repo, "launch": cmd_launch}[args.command](args)
+    except (RepoError, LaunchError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

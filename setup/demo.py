@@ -1,0 +1,46 @@
+"""The embedded CPU deployment: prepare the model, write the demo repository, start tritonserver."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from setup.cpu_engine import CpuEngineSpec, build_cpu_engine
+from setup.cpu_model import model_dir
+from setup.launcher import LaunchOptions, TritonProcess, find_tritonserver
+from setup.paths import DATA_DIR, cache_dir
+from setup.repo import DeploymentConfig, write_repository
+
+DEMO_CONFIG = DATA_DIR / "demo_deployment.yaml"
+DEMO_EXIT_TIMEOUT = ("--exit-timeout-secs=5",)
+
+
+def demo_config(engine: Path, overrides: dict | None = None) -> DeploymentConfig:
+    config = DeploymentConfig.from_yaml(DEMO_CONFIG)
+    config.parameters.update(engine_dir=str(engine), tokenizer_dir=str(model_dir()), **(overrides or {}))
+    return config
+
+
+def write_demo_repository(out: Path | None = None, overrides: dict | None = None, log=print) -> Path:
+    """Prepare the CPU engine and (re)write the demo repository; return its path."""
+    engine = build_cpu_engine(CpuEngineSpec(), log=log)
+    target = out or cache_dir() / "demo_repository"
+    return write_repository(demo_config(engine, overrides), target, force=True)
+
+
+def start_demo_triton(http_port: int = 8000, grpc_port: int = 8001, metrics_port: int = 8002,
+                      repo: Path | None = None, log_path: Path | None = None, log=print,
+                      ready_timeout: float = 180.0) -> TritonProcess:
+    """Write the demo repository and start tritonserver on the CPU; returns once it is ready."""
+    repo = repo or write_demo_repository(log=log)
+    options = LaunchOptions(model_repo=repo, http_port=http_port, grpc_port=grpc_port,
+                            metrics_port=metrics_port, cpu_only=True, extra_args=DEMO_EXIT_TIMEOUT)
+    process = TritonProcess(find_tritonserver(), options, log_path or cache_dir() / "logs" / "triton.log")
+    log(f"Starting tritonserver (gRPC 127.0.0.1:{grpc_port}, log {process.log_path})...")
+    process.start()
+    try:
+        waited = process.wait_ready(timeout=ready_timeout)
+    except BaseException:
+        process.stop()
+        raise
+    log(f"tritonserver ready in {waited:.1f} s")
+    return process
