@@ -13,7 +13,7 @@ import sys
 
 from app.constants import SUPPORTED_MODELS
 from app.context import AppConfig, AppContext
-from setup.__main__ import _port, _positive, raise_interrupt
+from setup.__main__ import OneLineErrorParser, _port, _positive, raise_interrupt
 
 HELP = AppConfig.help()
 
@@ -26,7 +26,7 @@ def _host_port(text: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m app", description=__doc__,
+    parser = OneLineErrorParser(prog="python -m app", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--demo", action="store_true",

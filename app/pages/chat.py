@@ -88,7 +88,8 @@ def build(ctx: AppContext) -> None:
                       api_visibility="private")
     submitted = box.submit(on_submit, [box, chatbot], [box, chatbot], api_visibility="private")
     replying = submitted.success(**reply_args)
-    regenerating = regenerate.click(on_regenerate, chatbot, chatbot, api_visibility="private").success(**reply_args)
+    regenerating = regenerate.click(on_regenerate, chatbot, chatbot, api_visibility="private",
+                                    cancels=[replying]).success(**reply_args)
     stop.click(on_stop, None, None, cancels=[replying, regenerating], api_visibility="private")
     clear.click(on_clear, None, chatbot, cancels=[replying, regenerating], api_visibility="private")
 

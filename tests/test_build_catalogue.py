@@ -1,0 +1,112 @@
+"""The build catalogue (setup/data/build/*.yaml) against the facts of the references.
+
+TensorRT-LLM is not installable here, so flags are checked against the documented flag lists
+(tests/build_standins.py, from shared/reference/trtllm_backend_spec.md §7 and multimodal_spec.md §3).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from setup.build_catalogue import by_era, families, get_family, resolve_version
+from tests.build_standins import TRTLLM_BUILD_019
+
+FAMILY_IDS = {"llama", "gpt", "blip2-opt", "blip2-t5", "llava-1.5", "llava-next", "vila", "cogvlm", "deplot", "fuyu",
+              "kosmos-2", "neva", "nougat", "phi-3-vision", "video-neva", "internlm-xcomposer2", "llava-onevision",
+              "mllama", "qwen2-vl"}
+# Visual builder --model_type choices (multimodal_spec.md §3, latest) plus the Njuapp fork's XComposer2 name.
+BUILDER_TYPES = {"blip2", "llava", "llava_next", "llava_onevision", "llava_onevision_lmms", "vila", "nougat", "cogvlm",
+                 "fuyu", "pix2struct", "neva", "kosmos-2", "video-neva", "phi-3-vision", "phi-4-multimodal", "mllama",
+                 "internvl", "qwen2_vl", "internlm-xcomposer2", "qwen2_audio", "pixtral"}
+FORK_TYPES = {"internlm-xcomposer2-vl-7b"}
+ERAS = ("0.11", "0.12", "0.19")
+
+
+def test_every_family_of_the_issue_has_an_entry():
+    assert set(families()) == FAMILY_IDS
+
+
+@pytest.mark.parametrize("family_id", sorted(FAMILY_IDS))
+def test_entry_is_complete(family_id):
+    family = get_family(family_id)
+    assert family.kind in ("text", "vlm", "encdec")
+    assert family.dtypes and family.engines
+    for era in ERAS:
+        assert family.convert_script(era).endswith(".py")
+    assert "core" in family.convert_script("0.19") or "contrib" in family.convert_script("0.19") \
+        or "quantization" in family.convert_script("0.19")
+    for engine in family.engines:
+        for era in ERAS:
+            flags = {f"--{name}" for name in engine.flags_for(era)} | {f"--{name}" for name in engine.limits}
+            assert flags - {"--max_seq_len"} <= TRTLLM_BUILD_019, engine.name
+    assert family.triton.get("note")
+    if not family.triton.get("since"):
+        assert family.triton.get("instead"), "an unserved family must say what serves it instead"
+
+
+@pytest.mark.parametrize("family_id", sorted(f for f in FAMILY_IDS if f not in ("llama", "gpt")))
+def test_visual_builder_type_is_a_documented_choice(family_id):
+    family = get_family(family_id)
+    assert family.is_multimodal and family.tokens_per_image > 0
+    assert family.visual_model_type("0.19") in BUILDER_TYPES
+    assert family.visual_model_type("0.11") in BUILDER_TYPES | FORK_TYPES
+
+
+def test_documented_numbers():
+    assert get_family("llava-1.5").tokens_per_image == 576
+    assert get_family("llava-1.5").visual["image_size"] == [336, 336]
+    assert get_family("blip2-opt").tokens_per_image == 32
+    assert get_family("blip2-opt").convert["flags"] == {"model_type": "blip2"}
+    assert get_family("vila").tokens_per_image == 196
+    assert get_family("internlm-xcomposer2").tokens_per_image == 1225
+    assert get_family("qwen2-vl").tokens_per_image == 324
+    assert get_family("mllama").tokens_per_image == 6404
+
+
+def test_cogvlm_is_bf16_only_and_pads_input_before_019():
+    cogvlm = get_family("cogvlm")
+    assert cogvlm.dtypes == ["bfloat16"]
+    (engine,) = cogvlm.engines
+    assert engine.flags_for("0.11")["remove_input_padding"] == "disable"
+    assert engine.flags_for("0.12")["remove_input_padding"] == "disable"
+    assert engine.flags_for("0.19")["remove_input_padding"] == "enable"
+    assert cogvlm.convert["flags"] == {"use_prompt_tuning": True}
+    assert not cogvlm.triton_served(resolve_version("0.19"))
+
+
+def test_lora_support():
+    assert get_family("llama").lora["supported"] and get_family("gpt").lora["supported"]
+    xcomposer = get_family("internlm-xcomposer2")
+    assert xcomposer.lora["required"] and xcomposer.lora["default_rank"] == 256
+    assert not get_family("llava-1.5").lora["supported"]
+
+
+def test_triton_support_depends_on_version():
+    llava = get_family("llava-1.5")
+    assert llava.triton_served(resolve_version("0.13")) and llava.triton_served(resolve_version("0.19.0"))
+    assert not llava.triton_served(resolve_version("0.11"))
+    assert get_family("qwen2-vl").triton_served(resolve_version("0.19"))
+    assert get_family("mllama").triton["parameters"]["encoder_input_features_data_type"] == "TYPE_BF16"
+    for unserved in ("cogvlm", "phi-3-vision", "llava-next", "nougat", "deplot", "blip2-t5"):
+        assert not get_family(unserved).triton_served(resolve_version("0.19"))
+
+
+def test_version_eras():
+    assert resolve_version("0.11.0").era.key == "0.11"
+    assert resolve_version("0.15").era.key == "0.12"
+    assert resolve_version("0.19.0").era.key == "0.19"
+    assert resolve_version("1.0").era.key == "0.19"
+    assert resolve_version("0.11").era.seq_len_flag == "max_output_len"
+    assert resolve_version("0.19").era.multimodal_path_parameter == "multimodal_model_path"
+    assert resolve_version("0.15").era.multimodal_path_parameter == "visual_model_path"
+    with pytest.raises(ValueError, match="oldest supported"):
+        resolve_version("0.9")
+    with pytest.raises(ValueError, match="not a version number"):
+        resolve_version("latest")
+
+
+def test_by_era_picks_newest_key_not_above():
+    value = {"0.11": "a", "0.19": "b"}
+    assert by_era(value, "0.11") == "a" and by_era(value, "0.12") == "a" and by_era(value, "0.19") == "b"
+    assert by_era("plain", "0.19") == "plain"
+    assert by_era({"gemm_plugin": "float16"}, "0.19") == {"gemm_plugin": "float16"}
