@@ -25,6 +25,17 @@ def _host_port(text: str) -> str:
     return text.strip()
 
 
+def _auth_file(path: str) -> tuple[tuple[str, str], ...]:
+    try:
+        lines = [line.strip() for line in open(path, encoding="utf-8") if line.strip()]
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot read {path}: {exc.strerror}") from None
+    pairs = tuple(tuple(line.split(":", 1)) for line in lines if ":" in line)
+    if not pairs or len(pairs) != len(lines) or any(not u or not p for u, p in pairs):
+        raise argparse.ArgumentTypeError(f"{path} must hold USER:PASSWORD lines")
+    return pairs
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(prog="python -m app", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -45,6 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--system-prompt", default="", help=HELP["system_prompt"])
     parser.add_argument("--concurrency", type=_positive, default=AppConfig.concurrency,
                         help=HELP["concurrency"] + " (default 64)")
+    parser.add_argument("--auth-file", type=_auth_file, help="File of USER:PASSWORD lines; the UI asks for a login. "
+                        "Required for the Build tab when --host is not a loopback address.")
     parser.add_argument("--max-file-size", default=AppConfig.max_file_size, help=HELP["max_file_size"])
     return parser
 
@@ -67,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
             url = args.triton
         config = AppConfig(triton_url=url, model=args.model, host=args.host, port=args.port,
                            concurrency=args.concurrency, template=args.template, tokenizer_dir=args.tokenizer_dir,
-                           system_prompt=args.system_prompt, max_file_size=args.max_file_size, demo=args.demo)
+                           system_prompt=args.system_prompt, max_file_size=args.max_file_size, demo=args.demo,
+                           auth=args.auth_file)
         from app.ui import launch
 
         print(f"Web UI on http://{args.host}:{args.port} (Ctrl-C stops {'both' if triton else 'it'})", flush=True)

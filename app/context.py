@@ -29,6 +29,8 @@ class AppConfig:
     system_prompt: str = configfield("", "System prompt put before every conversation.")
     max_file_size: str = configfield(MAX_UPLOAD, "Largest upload the UI accepts.")
     demo: bool = configfield(False, "Running the embedded CPU demo.")
+    auth: tuple[tuple[str, str], ...] | None = configfield(
+        None, "Username/password pairs required to open the UI (from --auth-file); needed off loopback for Build.")
 
     @classmethod
     def help(cls) -> dict[str, str]:

@@ -6,7 +6,7 @@ import gradio as gr
 
 from app import api
 from app.context import AppContext
-from app.pages import chat
+from app.pages import build, chat
 
 APP_TITLE = "Triton VLM + LoRA demo"
 
@@ -17,6 +17,8 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         with gr.Tabs():
             with gr.Tab(chat.TITLE, id="chat"):
                 chat.build(ctx)
+            with gr.Tab(build.TITLE, id="build"):
+                build.build(ctx)
         api.register(ctx)
     blocks.queue(default_concurrency_limit=ctx.config.concurrency, max_size=None)
     return blocks
@@ -27,6 +29,6 @@ def launch(ctx: AppContext, prevent_thread_lock: bool = False) -> gr.Blocks:
     blocks.launch(
         server_name=ctx.config.host, server_port=ctx.config.port, max_file_size=ctx.config.max_file_size,
         max_threads=max(64, ctx.config.concurrency * 2), prevent_thread_lock=prevent_thread_lock,
-        show_error=True, quiet=True,
+        show_error=True, quiet=True, auth=list(ctx.config.auth) if ctx.config.auth else None,
     )
     return blocks

@@ -1,0 +1,118 @@
+"""Foundation benchmark: (a) the app's API vs a direct Triton stream, (b) Triton CPU engine vs plain
+transformers generate. Starts its own tritonserver and app on free loopback ports; prints tables.
+
+    python -m benchmarks.foundation [--runs 5] [--max-tokens 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from app.client import SamplingParams, TritonChatClient
+from app.context import AppConfig, AppContext
+from app.prompts import PromptBuilder
+from app.ui import build_app
+from tests.conftest import free_port, start_triton
+
+QUESTION = "Explain in a few sentences why the sky is blue."
+
+
+def timings(stamps: list[float], start: float) -> tuple[float, float, int]:
+    """(time to first token, mean gap between later tokens, number of updates)."""
+    gaps = [b - a for a, b in zip(stamps, stamps[1:], strict=False)]
+    return stamps[0] - start, (statistics.mean(gaps) if gaps else 0.0), len(stamps)
+
+
+def direct_run(url: str, prompt: str, params: SamplingParams) -> tuple[float, float, int]:
+    client = TritonChatClient(url)
+    start = time.perf_counter()
+    stream = client.stream(prompt, params)
+    stamps = [time.perf_counter() for _ in stream]
+    return timings(stamps, start)
+
+
+def api_run(app_url: str, params: SamplingParams) -> tuple[float, float, int]:
+    from gradio_client import Client
+
+    client = Client(app_url, verbose=False)
+    start = time.perf_counter()
+    job = client.submit(text=QUESTION, max_tokens=params.max_tokens, temperature=params.temperature,
+                        api_name="/generate")
+    stamps = [time.perf_counter() for _ in job]
+    return timings(stamps, start)
+
+
+def plain_generate(model_dir: Path, prompt: str, new_tokens: int) -> float:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+    ids = tokenizer(prompt, return_tensors="pt")
+    with torch.inference_mode():
+        model.generate(**ids, max_new_tokens=4, do_sample=False)  # warm-up
+        start = time.perf_counter()
+        out = model.generate(**ids, max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False)
+        elapsed = time.perf_counter() - start
+    return (out.shape[1] - ids["input_ids"].shape[1]) / elapsed
+
+
+def med(values):
+    return statistics.median(values)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=5, help="Runs per path (median reported).")
+    parser.add_argument("--max-tokens", type=int, default=64, help="Tokens per reply.")
+    args = parser.parse_args()
+
+    from setup.cpu_model import prepare_cpu_model
+
+    model_dir = prepare_cpu_model()
+    tmp = Path(tempfile.mkdtemp(prefix="bench-"))
+    triton = start_triton(tmp)
+    port = free_port()
+    blocks = build_app(AppContext(AppConfig(triton_url=triton.grpc_url, port=port)))
+    blocks.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    app_url = f"http://127.0.0.1:{port}/"
+    try:
+        params = SamplingParams(max_tokens=args.max_tokens)
+        prompt = PromptBuilder(tokenizer_dir=str(model_dir)).build([{"role": "user", "content": QUESTION}])
+        direct_run(triton.grpc_url, prompt, params)  # warm-up both paths
+        api_run(app_url, params)
+        direct, api = [], []
+        for _ in range(args.runs):  # interleaved so both see the same machine state
+            direct.append(direct_run(triton.grpc_url, prompt, params))
+            api.append(api_run(app_url, params))
+        tokens = med([d[2] for d in direct])
+        triton_tps = [d[2] / (d[0] + d[1] * (d[2] - 1)) for d in direct]
+        plain_tps = plain_generate(model_dir, prompt, tokens)
+    finally:
+        blocks.close()
+        triton.process.stop()
+
+    print(f"\nMachine: {platform.processor() or platform.machine()}, {__import__('os').cpu_count()} cores, "
+          f"Python {platform.python_version()}; {args.runs} runs, {tokens} tokens per reply, greedy\n")
+    print("(a) Time to first token and per-token latency (median)")
+    print(f"{'path':<34}{'TTFT ms':>10}{'per token ms':>15}{'updates':>9}")
+    for name, rows in (("direct tritonclient gRPC stream", direct), ("app API (gradio_client /generate)", api)):
+        print(f"{name:<34}{med([r[0] for r in rows]) * 1000:>10.1f}{med([r[1] for r in rows]) * 1000:>15.2f}"
+              f"{med([r[2] for r in rows]):>9}")
+    added_ttft = (med([r[0] for r in api]) - med([r[0] for r in direct])) * 1000
+    added_token = (med([r[1] for r in api]) - med([r[1] for r in direct])) * 1000
+    print(f"{'app adds':<34}{added_ttft:>10.1f}{added_token:>15.2f}   (goal: < 30 ms, < 1 ms)\n")
+    print("(b) CPU engine tokens/s through Triton vs plain transformers generate (same model, prompt, length)")
+    print(f"{'path':<34}{'tokens/s':>10}")
+    print(f"{'plain transformers generate':<34}{plain_tps:>10.1f}")
+    print(f"{'Triton (BLS stream, end to end)':<34}{med(triton_tps):>10.1f}")
+    print(f"{'ratio':<34}{med(triton_tps) / plain_tps:>10.1%}   (goal: >= 90%)")
+
+
+if __name__ == "__main__":
+    main()
