@@ -1,4 +1,4 @@
-"""Command line of the setup layer: `python -m setup repo|launch ...`."""
+"""Command line of the setup layer: `python -m setup repo|launch|lora|plan|build ...`."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ import signal
 import sys
 from pathlib import Path
 
+from setup.build_cli import add_build_commands, add_repo_flags, cmd_build, cmd_plan, repo_config_from_args
 from setup.launcher import LaunchError, LaunchOptions, TritonProcess, find_tritonserver
-from setup.repo import DeploymentConfig, RepoError, write_repository
+from setup.lora import STORAGE_DTYPES, LoraConvertError, convert_folder, describe
+from setup.repo import RepoError, write_repository
 
 
 def _port(text: str) -> int:
@@ -31,6 +33,13 @@ def _positive(text: str) -> int:
     return value
 
 
+class OneLineErrorParser(argparse.ArgumentParser):
+    """Bad values end in one line on stderr (`prog: error: ...`), without the usage block."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
 def add_port_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--http-port", type=_port, default=8000, help="Triton HTTP port (default 8000).")
     parser.add_argument("--grpc-port", type=_port, default=8001, help="Triton gRPC port (default 8001).")
@@ -38,11 +47,12 @@ def add_port_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m setup", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = OneLineErrorParser(prog="python -m setup", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineErrorParser)
 
     repo = sub.add_parser("repo", help="Write a Triton model repository from a deployment config.")
-    repo.add_argument("--config", type=Path, required=True, help="Deployment config YAML (template, engine, parameters).")
+    repo.add_argument("--config", type=Path, help="Deployment config YAML (template, engine, parameters).")
+    add_repo_flags(repo)
     repo.add_argument("--out", type=Path, required=True, help="Folder to write; it appears only when complete.")
     repo.add_argument("--force", action="store_true", help="Replace --out if it exists.")
 
@@ -60,6 +70,19 @@ def build_parser() -> argparse.ArgumentParser:
     launch.add_argument("--cpu-only", action="store_true", help="No GPU: disable pinned memory and GPU metrics.")
     launch.add_argument("--log-file", type=Path, default=Path("triton_log.txt"), help="Server log (default triton_log.txt).")
     launch.add_argument("--ready-timeout", type=float, default=600.0, help="Seconds to wait for readiness.")
+
+    lora = sub.add_parser("lora", help="LoRA adapter tools.")
+    lora_sub = lora.add_subparsers(dest="lora_command", required=True)
+    convert = lora_sub.add_parser("convert", help="PEFT adapter folder -> model.lora_{weights,config}.npy.")
+    convert.add_argument("--in", dest="peft_dir", type=Path, required=True,
+                         help="PEFT folder (adapter_config.json + adapter_model.safetensors or .bin).")
+    convert.add_argument("--out", type=Path, required=True, help="Folder for the two .npy files.")
+    convert.add_argument("--dtype", choices=list(STORAGE_DTYPES), default=None,
+                         help="Storage dtype (default: the engine's dtype, else float16). bfloat16 is stored "
+                              "as uint16 bit patterns because NumPy has no bfloat16.")
+    convert.add_argument("--engine-dir", type=Path, help="Engine folder whose config.json the adapter is checked "
+                         "against (rank, target modules, dtype, model shape).")
+    add_build_commands(sub)
     return parser
 
 
@@ -69,7 +92,7 @@ def raise_interrupt(*_args) -> None:
 
 
 def cmd_repo(args: argparse.Namespace) -> int:
-    out = write_repository(DeploymentConfig.from_yaml(args.config), args.out, force=args.force)
+    out = write_repository(repo_config_from_args(args), args.out, force=args.force)
     print(f"Wrote {out}")
     return 0
 
@@ -99,11 +122,18 @@ def cmd_launch(args: argparse.Namespace) -> int:
         process.stop()
 
 
+def cmd_lora(args: argparse.Namespace) -> int:
+    converted = convert_folder(args.peft_dir, args.out, dtype=args.dtype, engine_dir=args.engine_dir)
+    print(f"Wrote {args.out}: {describe(converted)}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return {"repo": cmd_repo, "launch": cmd_launch}[args.command](args)
-    except (RepoError, LaunchError) as exc:
+        return {"repo": cmd_repo, "launch": cmd_launch, "lora": cmd_lora, "plan": cmd_plan,
+                "build": cmd_build}[args.command](args)
+    except (RepoError, LaunchError, LoraConvertError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

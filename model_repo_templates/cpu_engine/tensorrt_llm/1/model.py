@@ -19,7 +19,7 @@ import triton_python_backend_utils as pb_utils
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from engine_lib.requests import GenerationRequest, RequestError, parse_request  # noqa: E402
+from engine_lib.requests import RequestError, parse_request  # noqa: E402
 from engine_lib.runner import EngineRunner  # noqa: E402
 
 
@@ -66,6 +66,7 @@ class TritonPythonModel:
                 gen = parse_request(request, self.runner.limits, self.exclude_input_default)
                 if gen.streaming and not self.decoupled:
                     raise RequestError("Streaming is only supported if model is deployed using decoupled mode.")
+                self.runner.attach_lora(gen)  # last check: from here on the adapter is held until _finish
                 gen.sender = sender
                 gen.request = request
                 gen.arrival_ns = time.time_ns()

@@ -2,7 +2,6 @@
 
 from dataclasses import dataclass, field
 
-import numpy as np
 import triton_python_backend_utils as pb_utils
 
 
@@ -39,7 +38,7 @@ class GenerationRequest:
     embedding_bias: object = None
     prompt_table: object = None
     return_context_logits: bool = False
-    lora_task_id: int = 0
+    lora_task_id: int | None = None  # None: the request carries no lora_task_id
     lora_weights: object = None
     lora_config: object = None
     # runtime state
@@ -48,6 +47,7 @@ class GenerationRequest:
     finished: bool = False
     stop_requested: bool = False
     cache: object = None
+    lora_adapter: object = None  # the decoded adapter this request runs with (held in use)
     generator: object = None
     context_logits: object = None
     sender: object = None
@@ -129,7 +129,7 @@ def parse_request(request, limits, exclude_input_default):
         embedding_bias=_get(request, "embedding_bias"),
         prompt_table=None if table is None or table.size == 0 else table.reshape(-1, table.shape[-1]),
         return_context_logits=_scalar(request, "return_context_logits", False, bool),
-        lora_task_id=_scalar(request, "lora_task_id", 0, int),
+        lora_task_id=_scalar(request, "lora_task_id", None, int),
         lora_weights=_get(request, "lora_weights"),
         lora_config=_get(request, "lora_config"),
     )

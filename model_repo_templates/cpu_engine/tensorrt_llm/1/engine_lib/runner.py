@@ -7,6 +7,7 @@ import numpy as np
 import torch
 from transformers import AutoModelForCausalLM, DynamicCache
 
+from .lora import LoraManager
 from .requests import Limits, RequestError
 
 
@@ -32,9 +33,21 @@ class EngineRunner:
             vocab_size=self.vocab_size,
         )
         self.logger = logger
+        self.lora = LoraManager(self.model, self.config, params, log=self._warn)
+
+    def _warn(self, text):
+        if self.logger is not None:
+            self.logger.log_warn(text)
+
+    def attach_lora(self, gen):
+        """Resolve the request's adapter from its LoRA inputs (held in use until release); raises LoraError."""
+        gen.lora_adapter = self.lora.acquire(gen.lora_task_id, gen.lora_weights, gen.lora_config)
+        gen.lora_weights = gen.lora_config = None
 
     def release(self, gen):
         gen.cache = None
+        self.lora.release(gen.lora_adapter)
+        gen.lora_adapter = None
 
     def _prefill_inputs(self, gen):
         ids = torch.tensor([gen.input_ids], dtype=torch.long)
@@ -59,15 +72,16 @@ class EngineRunner:
     @torch.inference_mode()
     def step(self, gen):
         """Run one forward pass for `gen`; return (token, logprob) or (None, None) when it ends."""
-        if gen.cache is None:
-            gen.cache = DynamicCache()
-            gen.generator = torch.Generator().manual_seed(int(gen.seed) & 0xFFFFFFFFFFFFFFFF)
-            out = self.model(**self._prefill_inputs(gen), past_key_values=gen.cache, use_cache=True)
-            if gen.return_context_logits:
-                gen.context_logits = out.logits.float().numpy()
-        else:
-            last = torch.tensor([[gen.output_ids[-1]]], dtype=torch.long)
-            out = self.model(input_ids=last, past_key_values=gen.cache, use_cache=True)
+        with self.lora.hooks.use(gen.lora_adapter):
+            if gen.cache is None:
+                gen.cache = DynamicCache()
+                gen.generator = torch.Generator().manual_seed(int(gen.seed) & 0xFFFFFFFFFFFFFFFF)
+                out = self.model(**self._prefill_inputs(gen), past_key_values=gen.cache, use_cache=True)
+                if gen.return_context_logits:
+                    gen.context_logits = out.logits.float().numpy()
+            else:
+                last = torch.tensor([[gen.output_ids[-1]]], dtype=torch.long)
+                out = self.model(input_ids=last, past_key_values=gen.cache, use_cache=True)
         logits = out.logits[0, -1].float()
         token, logprob = self._sample(gen, logits)
         if token == gen.end_id:

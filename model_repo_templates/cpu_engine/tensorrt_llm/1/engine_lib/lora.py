@@ -1,0 +1,323 @@
+"""LoRA for the CPU engine, following the TensorRT-LLM backend's contract.
+
+- `decode_adapter` reads a request's `lora_weights` [1, rows, row_len] and `lora_config` [1, rows, 3]
+  ([module_id, layer, rank]; row = flatten(A[rank, in]) then flatten(B[out, rank]), B pre-scaled)
+  and checks them in the executor's order with its error texts.
+- `LoraCache` is the host cache keyed by task id: its size is the bytes of weights it holds (the
+  request tensors' size), and it evicts the least recently used task that no request is using.
+- `LoraHooks` adds x @ A^T @ B^T to the matching Linear layers of the model for the adapter that is
+  active; the scheduler runs one request's forward at a time and activates that request's adapter.
+
+This module has no Triton import so tests can use it directly.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+# module id -> (TensorRT-LLM module name, attribute path inside a decoder layer of a Llama-style model)
+MODULES = {
+    1: ("attn_q", "self_attn.q_proj"), 2: ("attn_k", "self_attn.k_proj"), 3: ("attn_v", "self_attn.v_proj"),
+    4: ("attn_dense", "self_attn.o_proj"), 5: ("mlp_h_to_4h", "mlp.gate_proj"),
+    6: ("mlp_4h_to_h", "mlp.down_proj"), 7: ("mlp_gate", "mlp.up_proj"),
+}
+OTHER_MODULE_NAMES = {
+    0: "attn_qkv", 8: "cross_attn_qkv", 9: "cross_attn_q", 10: "cross_attn_k", 11: "cross_attn_v",
+    12: "cross_attn_dense", 13: "moe_h_to_4h", 14: "moe_4h_to_h", 15: "moe_gate", 16: "moe_router",
+    17: "mlp_router", 18: "mlp_gate_up",
+}
+CONFIG_ROW = 3
+DEFAULT_HOST_CACHE_BYTES = 1 << 30  # the backend's default lora_cache_host_memory_bytes
+ENGINE_NUMPY_DTYPES = {"float16": np.float16, "float32": np.float32}
+
+# Error texts of the TensorRT-LLM executor / backend.
+MSG_TASK_ID_REQUIRED = "lora_task_id must be set for LoRA inference"
+MSG_BOTH_TENSORS = "Request for LoRA inference must have both lora_weights and lora_keys"
+MSG_WEIGHTS_SHAPE = "Invalid shape for lora_weights tensor"
+MSG_KEYS_SHAPE = "Invalid shape for lora_keys tensor"
+MSG_BATCH = "Expected batch dimension to be 1 for each lora request"
+MSG_KEYS_DTYPE = "Expected  lora keys to have TYPE_INT32 but was {dtype}"
+MSG_ROWS = "Expected dim1 lora_weights and lora_keys to have the same size"
+MSG_KEYS_WIDTH = "Expected dim2 of lora_keys to have a size in [3, 4]"
+MSG_DTYPE = "Expected lora weights to be the same data type as base model"
+MSG_LAYER = "Expected layerId to be in the range [0, numModelLayers)"
+MSG_ADAPTER_SIZE = "Expected adapterSize to be > 0"
+MSG_MODULE = "lora module {module} not enabled for this model"
+MSG_TOO_FEW = "lora_weights has to few values for {module}"
+MSG_RANK = "Invalid low_rank ({rank}). low_rank must be smaller than mMaxLowRank ({max_rank})"
+MSG_NOT_CACHED = "LoRA task {task_id} not found in cache. Please send LoRA weights with request"
+MSG_CACHE_FULL = "Cache is full. There are no done tasks to evict"
+MSG_STORE = "Error storing task={task_id} in PEFT cache -- {reason}"
+
+
+class LoraError(ValueError):
+    """A LoRA request the backend would refuse; the text goes back to the client."""
+
+
+def module_name(module_id: int) -> str:
+    if module_id in MODULES:
+        return MODULES[module_id][0]
+    return OTHER_MODULE_NAMES.get(module_id, str(module_id))
+
+
+@dataclass(frozen=True)
+class EngineLora:
+    """The engine's LoRA limits (build_config.lora_config) and its Linear layers' (in, out) sizes."""
+
+    dtype: str
+    max_rank: int
+    target_modules: tuple[str, ...]
+    num_layers: int
+    shapes: dict  # module id -> (in, out)
+
+    @classmethod
+    def from_engine(cls, engine_config: dict, model: torch.nn.Module) -> EngineLora:
+        lora = engine_config.get("build_config", {}).get("lora_config") or {}
+        layers = _decoder_layers(model)
+        shapes = {}
+        for module_id, (_, path) in MODULES.items():
+            linear = _resolve(layers[0], path)
+            if linear is not None:
+                shapes[module_id] = (linear.in_features, linear.out_features)
+        return cls(
+            dtype=str(engine_config.get("pretrained_config", {}).get("dtype", "float16")),
+            max_rank=int(lora.get("max_lora_rank") or 0),
+            target_modules=tuple(lora.get("lora_target_modules") or ()),
+            num_layers=len(layers),
+            shapes=shapes,
+        )
+
+
+@dataclass
+class LoraAdapter:
+    """A decoded adapter: (layer, module id) -> (A [rank, in], B [out, rank]) float32 tensors."""
+
+    task_id: int
+    weights: dict
+    nbytes: int
+
+
+def _decoder_layers(model: torch.nn.Module):
+    inner = getattr(model, "model", model)
+    return inner.layers
+
+
+def _resolve(root: torch.nn.Module, path: str):
+    for part in path.split("."):
+        root = getattr(root, part, None)
+        if root is None:
+            return None
+    return root
+
+
+def decode_adapter(task_id: int, weights: np.ndarray, config: np.ndarray, engine: EngineLora) -> LoraAdapter:
+    """Check a request's LoRA tensors as the executor does and split every row into A and B."""
+    if weights is None or config is None:
+        raise LoraError(MSG_BOTH_TENSORS)
+    if weights.ndim != 3:
+        raise LoraError(MSG_WEIGHTS_SHAPE)
+    if config.ndim != 3:
+        raise LoraError(MSG_KEYS_SHAPE)
+    if weights.shape[0] != 1 or config.shape[0] != 1:
+        raise LoraError(MSG_BATCH)
+    if config.dtype != np.int32:
+        raise LoraError(MSG_KEYS_DTYPE.format(dtype=str(config.dtype)))
+    if config.shape[1] != weights.shape[1]:
+        raise LoraError(MSG_ROWS)
+    if config.shape[2] not in (CONFIG_ROW, CONFIG_ROW + 1):
+        raise LoraError(MSG_KEYS_WIDTH)
+    if weights.dtype != np.dtype(ENGINE_NUMPY_DTYPES.get(engine.dtype, np.float16)):
+        raise LoraError(MSG_DTYPE)
+    rows = {}
+    for index, row in enumerate(config[0].tolist()):
+        module_id, layer, rank = row[0], row[1], row[2]
+        if not 0 <= layer < engine.num_layers:
+            raise LoraError(MSG_LAYER)
+        if rank <= 0:
+            raise LoraError(MSG_ADAPTER_SIZE)
+        name = module_name(module_id)
+        if name not in engine.target_modules or module_id not in engine.shapes:
+            raise LoraError(MSG_MODULE.format(module=name))
+        in_size, out_size = engine.shapes[module_id]
+        if rank * (in_size + out_size) > weights.shape[2]:
+            raise LoraError(MSG_TOO_FEW.format(module=name))
+        if rank > engine.max_rank:
+            raise LoraError(MSG_RANK.format(rank=rank, max_rank=engine.max_rank))
+        values = torch.from_numpy(np.ascontiguousarray(weights[0, index], dtype=np.float32))
+        a = values[: rank * in_size].reshape(rank, in_size)
+        b = values[rank * in_size: rank * (in_size + out_size)].reshape(out_size, rank)
+        rows[(layer, module_id)] = (a.clone(), b.clone())
+    return LoraAdapter(task_id=int(task_id), weights=rows, nbytes=int(weights.nbytes))
+
+
+class LoraCache:
+    """Host LoRA cache keyed by task id; LRU eviction of tasks no request is using."""
+
+    def __init__(self, capacity_bytes: int):
+        self.capacity = int(capacity_bytes)
+        self._entries: OrderedDict[int, LoraAdapter] = OrderedDict()
+        self._in_use: dict[int, int] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def used_bytes(self) -> int:
+        return sum(a.nbytes for a in self._entries.values())
+
+    def task_ids(self) -> list[int]:
+        with self._lock:
+            return list(self._entries)
+
+    def has(self, task_id: int) -> bool:
+        with self._lock:
+            return task_id in self._entries
+
+    def _make_room(self, adapter: LoraAdapter) -> None:
+        needed = self.used_bytes + adapter.nbytes - self.capacity
+        for task_id in list(self._entries):
+            if needed <= 0:
+                break
+            if self._in_use.get(task_id, 0) == 0:
+                needed -= self._entries.pop(task_id).nbytes
+        if needed > 0:
+            raise LoraError(MSG_STORE.format(task_id=adapter.task_id, reason=MSG_CACHE_FULL))
+
+    def put(self, adapter: LoraAdapter, acquire: bool = False) -> LoraAdapter:
+        """Store an adapter (replacing a task that is not in use); optionally mark it in use."""
+        with self._lock:
+            current = self._entries.get(adapter.task_id)
+            if current is not None and self._in_use.get(adapter.task_id, 0):
+                adapter = current  # a running request uses this task: keep what it runs with
+            else:
+                self._entries.pop(adapter.task_id, None)
+                self._make_room(adapter)
+                self._entries[adapter.task_id] = adapter
+            self._entries.move_to_end(adapter.task_id)
+            if acquire:
+                self._in_use[adapter.task_id] = self._in_use.get(adapter.task_id, 0) + 1
+            return adapter
+
+    def acquire(self, task_id: int) -> LoraAdapter:
+        """The cached adapter for a task id alone, marked in use; the backend's error when absent."""
+        with self._lock:
+            adapter = self._entries.get(task_id)
+            if adapter is None:
+                raise LoraError(MSG_NOT_CACHED.format(task_id=task_id))
+            self._entries.move_to_end(task_id)
+            self._in_use[task_id] = self._in_use.get(task_id, 0) + 1
+            return adapter
+
+    def release(self, adapter: LoraAdapter) -> None:
+        with self._lock:
+            left = self._in_use.get(adapter.task_id, 0) - 1
+            if left > 0:
+                self._in_use[adapter.task_id] = left
+            else:
+                self._in_use.pop(adapter.task_id, None)
+
+
+class LoraHooks:
+    """Forward hooks on every LoRA-capable Linear; they add the active adapter's update, if any."""
+
+    def __init__(self, model: torch.nn.Module):
+        self.active: LoraAdapter | None = None
+        self._handles = []
+        for layer_index, layer in enumerate(_decoder_layers(model)):
+            for module_id, (_, path) in MODULES.items():
+                linear = _resolve(layer, path)
+                if linear is not None:
+                    self._handles.append(linear.register_forward_hook(self._hook(layer_index, module_id)))
+
+    def _hook(self, layer: int, module_id: int):
+        key = (layer, module_id)
+
+        def add_update(_module, args, output):
+            adapter = self.active
+            if adapter is None:
+                return None
+            ab = adapter.weights.get(key)
+            if ab is None:
+                return None
+            a, b = ab
+            x = args[0]
+            return output + (x.to(a.dtype) @ a.T @ b.T).to(output.dtype)
+
+        return add_update
+
+    @contextmanager
+    def use(self, adapter: LoraAdapter | None):
+        previous, self.active = self.active, adapter
+        try:
+            yield
+        finally:
+            self.active = previous
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+
+
+class LoraManager:
+    """What the runner needs: validate + cache + hooks + prefetch, configured from the model parameters."""
+
+    def __init__(self, model: torch.nn.Module, engine_config: dict, params: dict, log=print):
+        self.engine = EngineLora.from_engine(engine_config, model)
+        capacity = _int_param(params, "lora_cache_host_memory_bytes", DEFAULT_HOST_CACHE_BYTES)
+        self.cache = LoraCache(capacity)
+        self.hooks = LoraHooks(model)
+        self.log = log
+        prefetch = params.get("lora_prefetch_dir", "")
+        if prefetch:
+            self.prefetch(Path(prefetch))
+
+    def acquire(self, task_id: int | None, weights: np.ndarray | None, config: np.ndarray | None):
+        """The adapter a request runs with (marked in use), or None for a request without LoRA."""
+        if task_id is None and weights is None and config is None:
+            return None
+        if task_id is None:
+            raise LoraError(MSG_TASK_ID_REQUIRED)
+        if weights is None and config is None:
+            return self.cache.acquire(task_id)
+        adapter = decode_adapter(task_id, weights, config, self.engine)
+        return self.cache.put(adapter, acquire=True)
+
+    def release(self, adapter: LoraAdapter | None) -> None:
+        if adapter is not None:
+            self.cache.release(adapter)
+
+    def prefetch(self, folder: Path) -> list[int]:
+        """Load <folder>/<digits>/model.lora_{weights,config}.npy into the cache; return the task ids."""
+        if not folder.is_dir():
+            return []
+        loaded = []
+        for entry in sorted(folder.iterdir(), key=lambda p: p.name):
+            if not entry.is_dir():
+                continue
+            if not entry.name.isdigit():
+                self.log(f"lora_prefetch_dir: skipping '{entry.name}' (folder names must be task ids, digits only)")
+                continue
+            try:
+                weights = np.load(entry / "model.lora_weights.npy", allow_pickle=False)
+                config = np.load(entry / "model.lora_config.npy", allow_pickle=False)
+                adapter = decode_adapter(int(entry.name), weights, config.astype(np.int32), self.engine)
+                self.cache.put(adapter)
+                loaded.append(adapter.task_id)
+            except (OSError, ValueError) as exc:
+                self.log(f"lora_prefetch_dir: skipping task {entry.name}: {exc}")
+        if loaded:
+            self.log(f"lora_prefetch_dir: loaded LoRA tasks {loaded} from {folder}")
+        return loaded
+
+
+def _int_param(params: dict, key: str, default: int) -> int:
+    try:
+        return int(float(params.get(key, default)))
+    except (TypeError, ValueError):
+        return default
