@@ -5,10 +5,20 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from app.client import SamplingParams
-from app.constants import MAX_PROMPT_CHARS, MSG_EMPTY_PROMPT, MSG_PROMPT_TOO_LONG, MSG_STOPPED, MSG_TEXT_ONLY
+from app.constants import (
+    ADAPTER_TAG,
+    MAX_PROMPT_CHARS,
+    MSG_EMPTY_PROMPT,
+    MSG_NO_LORA,
+    MSG_PROMPT_TOO_LONG,
+    MSG_STOPPED,
+    MSG_TEXT_ONLY,
+    MSG_UNKNOWN_ADAPTER,
+)
 from app.context import AppContext
 from app.errors import ChatError, InvalidRequest
-from app.prompts import message_text
+from app.lora import BASE_MODEL
+from app.prompts import _ADAPTER_TAG, message_text
 
 
 def validate_user_text(text: str) -> str:
@@ -39,24 +49,72 @@ def without_last_reply(history: list[dict]) -> list[dict]:
     return out
 
 
+def reply_adapter(message: dict) -> str | None:
+    """The adapter recorded on an assistant reply (None for the base model)."""
+    match = _ADAPTER_TAG.search(message_text(message.get("content")))
+    return match.group("adapter") if match else None
+
+
+def history_for(history: list[dict], adapter: str | None, mode: str = "same adapter") -> list[dict]:
+    """The turns the model sees: all of them, or only exchanges answered by `adapter` (and the new turn)."""
+    if mode == "whole conversation":
+        return history
+    wanted = None if not adapter or adapter == BASE_MODEL else adapter
+    kept, pending = [], []
+    for message in history:
+        if message.get("role") == "assistant":
+            if reply_adapter(message) == wanted:
+                kept += [*pending, message]
+            pending = []
+        else:
+            pending.append(message)
+    return kept + pending
+
+
+def check_adapter(ctx: AppContext, adapter: str | None) -> str | None:
+    """The adapter to use (None for the base model); InvalidRequest when it cannot be applied."""
+    if not adapter or adapter == BASE_MODEL:
+        return None
+    known = ctx.adapters.names()
+    if adapter not in known:
+        raise InvalidRequest(MSG_UNKNOWN_ADAPTER.format(adapter=adapter, known=", ".join(known) or "none"))
+    if ctx.client.model_info().resolve("lora_task_id") is None:
+        raise InvalidRequest(MSG_NO_LORA.format(model=ctx.client.model, adapter=adapter))
+    return adapter
+
+
+def open_stream(ctx: AppContext, history: list[dict], params: SamplingParams, system_prompt: str | None,
+                adapter: str | None):
+    """Start the server request for the reply to `history` (through the adapter registry)."""
+    adapter = check_adapter(ctx, adapter)
+    prompts = ctx.prompts()
+    prompt = prompts.build(history, system_prompt)
+    stop_words = prompts.stop_words()
+    return ctx.adapters.stream(ctx.client, adapter, prompt, params, extra={"stop_words": stop_words or None})
+
+
+def reply_text(stream, adapter: str | None, final: bool) -> str:
+    text = stream.text.strip() if final else stream.text.lstrip()
+    if final and stream.cancelled:
+        text = (text + " " + MSG_STOPPED).strip()
+    elif final and not text:
+        text = "(the model returned no text)"
+    return text + (ADAPTER_TAG.format(adapter=adapter) if adapter and adapter != BASE_MODEL else "")
+
+
 def stream_reply(ctx: AppContext, session: str, history: list[dict], params: SamplingParams,
-                 system_prompt: str | None = None) -> Iterator[list[dict]]:
+                 system_prompt: str | None = None, adapter: str | None = None,
+                 history_mode: str = "same adapter") -> Iterator[list[dict]]:
     """Yield the history with a growing assistant reply; errors become a plain reply text."""
     history = [*history, {"role": "assistant", "content": ""}]
     stream = None
     try:
-        prompts = ctx.prompts()
-        prompt = prompts.build(history[:-1], system_prompt)
-        stop_words = prompts.stop_words()
-        stream = ctx.client.stream(prompt, params, extra={"stop_words": stop_words or None})
+        stream = open_stream(ctx, history_for(history[:-1], adapter, history_mode), params, system_prompt, adapter)
         ctx.active.register(session, stream)
         for _ in stream:
-            history[-1] = {"role": "assistant", "content": stream.text.lstrip()}
+            history[-1] = {"role": "assistant", "content": reply_text(stream, adapter, final=False)}
             yield history
-        if stream.cancelled:
-            history[-1] = {"role": "assistant", "content": (stream.text.strip() + " " + MSG_STOPPED).strip()}
-        elif not stream.text.strip():
-            history[-1] = {"role": "assistant", "content": "(the model returned no text)"}
+        history[-1] = {"role": "assistant", "content": reply_text(stream, adapter, final=True)}
         yield history
     except ChatError as exc:
         partial = stream.text.strip() + "\n\n" if stream is not None and stream.text.strip() else ""

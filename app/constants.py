@@ -25,9 +25,70 @@ MSG_EMPTY_PROMPT = "Type a message first."
 MSG_PROMPT_TOO_LONG = "The message is longer than {limit} characters; shorten it."
 MSG_SERVER_WAITING = "Waiting for the Triton server at {url}..."
 MSG_STOPPED = "(stopped)"
+MSG_NO_LORA = ("Model '{model}' of this deployment takes no LoRA inputs, so adapter '{adapter}' cannot be applied. "
+               "Pick \"base model\" or deploy tensorrt_llm_bls / an ensemble with LoRA inputs.")
+MSG_UNKNOWN_ADAPTER = "There is no adapter named '{adapter}'. Known: {known}."
+ADAPTER_TAG = "\n\n*adapter: {adapter}*"  # appended to each reply so the history shows who produced it
+ADAPTER_TAG_PATTERN = r"\n\n\*adapter: (?P<adapter>[^*\n]+)\*$"
+HISTORY_MODES = {
+    "same adapter": "Each adapter sees only the turns it answered (plus your new message), so styles do not leak "
+                    "between adapters through the conversation.",
+    "whole conversation": "Every reply sees the whole conversation, whichever adapter wrote the earlier replies.",
+}
+MAX_COMPARE_ADAPTERS = 3
 MSG_TEXT_ONLY = "This deployment is text-only: images are not sent. Remove the image or deploy a vision model."
 
 CPU_DEMO_NOTE = (
     "CPU demo: a real Triton server runs SmolLM2-135M-Instruct on the CPU in the `tensorrt_llm` slot, "
     "standing in for a TensorRT-LLM engine; greedy decoding unless top-k or top-p is set."
 )
+
+# Image intake (app/images.py): formats, limits and the message for each refusal.
+IMAGE_FORMATS = {"PNG": "PNG", "JPEG": "JPEG", "WEBP": "WebP", "BMP": "BMP", "GIF": "GIF"}
+MAX_IMAGE_BYTES = 20 * 1024 * 1024
+MAX_IMAGE_PIXELS = 40_000_000  # a 12-megapixel photo passes; larger is refused before decoding
+IMAGE_BACKGROUND = (255, 255, 255)  # transparent areas are composited onto white
+
+MSG_IMAGE_EMPTY = "{name} is empty (0 bytes)."
+MSG_IMAGE_TOO_LARGE_BYTES = "{name} is {size_mb:.1f} MB; images may be at most {limit_mb:.0f} MB."
+MSG_IMAGE_NOT_AN_IMAGE = "{name} is not an image. Upload a PNG, JPEG, WebP, BMP or GIF file."
+MSG_IMAGE_UNSUPPORTED_FORMAT = "{name} is a {format} image; upload a PNG, JPEG, WebP, BMP or GIF file instead."
+MSG_IMAGE_TOO_MANY_PIXELS = (
+    "{name} is {width} x {height} pixels ({megapixels:.0f} megapixels); images may have at most "
+    "{limit_mp:.0f} megapixels. Scale it down and upload it again."
+)
+MSG_IMAGE_BOMB = (
+    "{name} declares far more pixels than an image may have (at most {limit_mp:.0f} megapixels); "
+    "it was not decoded."
+)
+MSG_IMAGE_TRUNCATED = "{name} is truncated or damaged and cannot be read completely. Upload the complete file."
+MSG_IMAGE_UNREADABLE = "{name} could not be decoded ({detail})."
+MSG_TOO_MANY_IMAGES = "This deployment takes at most {limit} image(s) per message; {count} were attached."
+MSG_IMAGE_NO_TEXT_PROMPT = "Add a question or instruction to go with the image."
+MSG_UNKNOWN_FAMILY = "The deployment names image family '{family}', which this app does not know."
+MSG_IMAGE_INPUT_UNSUPPORTED = (
+    "The deployment takes images as {kind}, which this app cannot send yet (it sends image_input tensors)."
+)
+CPU_OCR_NOTE = (
+    "Images on the CPU demo: the stand-in vision encoder reads the text in each image (OCR with the models "
+    "inside rapidocr-onnxruntime) and hands the LLM its own embeddings of that text, so it answers questions "
+    "about signs, screenshots and documents but does not see shapes or colours. GPU deployments run the "
+    "model's own vision tower (LLaVA, BLIP-2, VILA) in the multimodal_encoders slot."
+)
+
+# Benchmarks (app/bench*.py, app/pages/benchmark.py, app/pages/server.py).
+MSG_BENCH_HOOK_MISSING = (
+    "{flag} is not connected to the benchmark yet (app.bench.register_extra_hook); run without it."
+)
+MSG_BENCH_IMAGE_MISSING = "Image file {path} does not exist."
+MSG_BENCH_INPUT_LEN_WITH_DATASET = "--input-len makes synthetic prompts; it cannot be combined with --dataset."
+MSG_BENCH_JSON_DIR = "Cannot write {path}: its folder does not exist."
+MSG_BENCH_UNREACHABLE = "The Triton server at {url} cannot be reached ({detail})."
+MSG_BENCH_MODEL_NOT_READY = "Model '{model}' is not ready on the Triton server at {url} (is it in the repository?)."
+MSG_BENCH_HUNG = "The reply stream hung: nothing new for {seconds:.0f} s."
+MSG_BENCH_DATASET_UNREADABLE = "Dataset {path} cannot be read: {reason}"
+MSG_BENCH_DATASET_EMPTY = "Dataset {path} holds no prompts (expected a JSON list or JSON lines)."
+MSG_BENCH_DATASET_ITEM = "Dataset {path}, item {number}: no prompt text (give a string or one of: {keys})."
+MSG_BENCH_BUSY = "A benchmark is already running; wait for it to finish."
+MSG_METRICS_UNREACHABLE = "Triton's metrics at {url} cannot be read ({detail})."
+MSG_METRICS_NOT_SET = "No metrics address is configured (start the app with --demo, or give the metrics URL)."

@@ -9,6 +9,7 @@ from pathlib import Path
 from app.client import TritonChatClient
 from app.constants import DEFAULT_CONCURRENCY, DEFAULT_HOST, DEFAULT_MODEL, DEFAULT_UI_PORT, MAX_UPLOAD
 from app.errors import ChatError
+from app.lora import DEFAULT_ADAPTERS_DIR, AdapterRegistry
 from app.prompts import PromptBuilder
 
 
@@ -29,6 +30,8 @@ class AppConfig:
     system_prompt: str = configfield("", "System prompt put before every conversation.")
     max_file_size: str = configfield(MAX_UPLOAD, "Largest upload the UI accepts.")
     demo: bool = configfield(False, "Running the embedded CPU demo.")
+    adapters_dir: str = configfield(str(DEFAULT_ADAPTERS_DIR), "Folder of LoRA adapters (PEFT folders or npy pairs).")
+    engine_dir: str | None = configfield(None, "Engine folder whose config.json adapters are checked against.")
     auth: tuple[tuple[str, str], ...] | None = configfield(
         None, "Username/password pairs required to open the UI (from --auth-file); needed off loopback for Build.")
 
@@ -76,6 +79,8 @@ class AppContext:
         self.config = config
         self.client = client or TritonChatClient(config.triton_url, model=config.model)
         self.active = ActiveStreams()
+        self.adapters = AdapterRegistry(Path(config.adapters_dir),
+                                        engine_dir=Path(config.engine_dir) if config.engine_dir else None)
         self._prompts: PromptBuilder | None = None
         self._lock = threading.Lock()
 

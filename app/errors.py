@@ -82,3 +82,15 @@ def parse_error(text: str) -> ChatError:
                 return LoraNotInCache(message, int(match.group(1)))
             return kind(message)
     return InvalidRequest(f"The server refused the request: {text}")
+
+
+class InvalidImage(ChatError):
+    """An uploaded file cannot be used as an image; the message says why and what to do."""
+
+
+class TooManyImages(InvalidImage):
+    pass
+
+
+class TextOnlyDeployment(ChatError):
+    """Images were attached, but the deployed model declares no image input."""

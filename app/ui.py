@@ -6,7 +6,7 @@ import gradio as gr
 
 from app import api
 from app.context import AppContext
-from app.pages import build, chat
+from app.pages import adapters, build, chat, compare
 
 APP_TITLE = "Triton VLM + LoRA demo"
 
@@ -17,6 +17,10 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         with gr.Tabs():
             with gr.Tab(chat.TITLE, id="chat"):
                 chat.build(ctx)
+            with gr.Tab(compare.TITLE, id="compare"):
+                compare.build(ctx)
+            with gr.Tab(adapters.TITLE, id="adapters"):
+                adapters.build(ctx)
             with gr.Tab(build.TITLE, id="build"):
                 build.build(ctx)
         api.register(ctx)

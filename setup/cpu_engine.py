@@ -28,7 +28,7 @@ class CpuEngineSpec:
     max_seq_len: int = 3072
     max_lora_rank: int = 64
     lora_target_modules: tuple[str, ...] = ALL_LORA_MODULES
-    max_prompt_embedding_table_size: int = 8 * 64
+    max_prompt_embedding_table_size: int = 8 * 64  # the demo sizes it from its image family (setup/demo.py)
 
 
 def engine_dir(root: Path | None = None) -> Path:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+from setup.cpu_encoder import build_cpu_encoder
 from setup.cpu_engine import CpuEngineSpec, build_cpu_engine
 from setup.cpu_model import model_dir
+from setup.families import get_family
 from setup.launcher import LaunchOptions, TritonProcess, find_tritonserver
 from setup.paths import DATA_DIR, cache_dir
 from setup.repo import DeploymentConfig, write_repository
@@ -14,17 +17,35 @@ DEMO_CONFIG = DATA_DIR / "demo_deployment.yaml"
 DEMO_EXIT_TIMEOUT = ("--exit-timeout-secs=5",)
 
 
-def demo_config(engine: Path, overrides: dict | None = None) -> DeploymentConfig:
+def demo_config(engine: Path, overrides: dict | None = None, encoder: Path | None = None) -> DeploymentConfig:
     config = DeploymentConfig.from_yaml(DEMO_CONFIG)
-    config.parameters.update(engine_dir=str(engine), tokenizer_dir=str(model_dir()), **(overrides or {}))
+    config.parameters.update(engine_dir=str(engine), tokenizer_dir=str(model_dir()))
+    if encoder is not None:
+        config.parameters.update(multimodal_model_path=str(encoder), hf_model_path=str(model_dir()))
+    config.parameters.update(overrides or {})
     return config
 
 
 def write_demo_repository(out: Path | None = None, overrides: dict | None = None, log=print) -> Path:
-    """Prepare the CPU engine and (re)write the demo repository; return its path."""
-    engine = build_cpu_engine(CpuEngineSpec(), log=log)
+    """Prepare the CPU engine and OCR encoder, (re)write the demo repository; return its path.
+
+    The engine's prompt table is sized exactly max_batch_size x visual tokens per image x
+    max_num_images of the demo's image family, as a TensorRT-LLM build must be.
+    """
+    parameters = {**DeploymentConfig.from_yaml(DEMO_CONFIG).parameters, **(overrides or {})}
+    family = get_family(str(parameters["multimodal_family"])) if parameters.get("multimodal_family") else None
+    spec = CpuEngineSpec()
+    if family is not None:
+        images = int(parameters.get("max_num_images") or family.max_num_images)
+        table = spec.max_batch_size * family.visual_tokens_per_image * images
+        spec = CpuEngineSpec(max_prompt_embedding_table_size=table)
+    engine = build_cpu_engine(spec, log=log)
+    encoder = None
+    if family is not None:
+        hidden = json.loads((engine / "config.json").read_text())["pretrained_config"]["hidden_size"]
+        encoder = build_cpu_encoder(family, images, hidden)
     target = out or cache_dir() / "demo_repository"
-    return write_repository(demo_config(engine, overrides), target, force=True)
+    return write_repository(demo_config(engine, overrides, encoder), target, force=True)
 
 
 def start_demo_triton(http_port: int = 8000, grpc_port: int = 8001, metrics_port: int = 8002,

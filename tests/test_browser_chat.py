@@ -57,7 +57,7 @@ def settled_reply(page, quiet: float = 2.0, timeout: float = 90) -> str:
     last, since, deadline = None, time.monotonic(), time.monotonic() + timeout
     while time.monotonic() < deadline:
         texts = bot_texts(page)
-        current = texts[-1] if texts else None
+        current = texts[-1] if texts and texts[-1].strip() not in ("", "Loading content") else None
         if current != last:
             last, since = current, time.monotonic()
         elif current and time.monotonic() - since > quiet:

@@ -1,6 +1,5 @@
 """`python -m app --demo` as a person runs it: it serves the page, and Ctrl-C stops the UI and Triton."""
 
-import os
 import signal
 import subprocess
 import sys

@@ -6,15 +6,23 @@ import gradio as gr
 
 from app.chat_logic import add_user_message, stream_reply, without_last_reply
 from app.client import SamplingParams
-from app.constants import CPU_DEMO_NOTE, MSG_SERVER_WAITING, SAMPLING_LIMITS, STATUS_REFRESH_SECONDS
+from app.constants import (
+    CPU_DEMO_NOTE,
+    HISTORY_MODES,
+    MSG_SERVER_WAITING,
+    SAMPLING_LIMITS,
+    STATUS_REFRESH_SECONDS,
+)
 from app.context import AppConfig, AppContext
 from app.errors import ChatError
+from app.lora import BASE_MODEL
 
 TITLE = "Chat"
 
 
 def status_markdown(ctx: AppContext) -> str:
     status = ctx.client.status()
+    ctx.adapters.observe_server(status.live)
     where = f"`{ctx.client.url}`"
     if not status.live:
         return "**Waiting** · " + MSG_SERVER_WAITING.format(url=where)
@@ -34,8 +42,11 @@ def build(ctx: AppContext) -> None:
     if ctx.config.demo:
         gr.Markdown(CPU_DEMO_NOTE, elem_id="demo-note")
     chatbot = gr.Chatbot(elem_id="chatbot", label="Conversation", height=460, buttons=["copy", "copy_all"])
-    box = gr.MultimodalTextbox(elem_id="chat-input", placeholder="Ask something and press Enter",
-                               file_types=["image"], file_count="multiple", show_label=False)
+    with gr.Row(equal_height=True):
+        box = gr.MultimodalTextbox(elem_id="chat-input", placeholder="Ask something and press Enter",
+                                   file_types=["image"], file_count="multiple", show_label=False, scale=5)
+        adapter = gr.Dropdown(ctx.adapters.choices(), value=BASE_MODEL, label="Adapter", elem_id="adapter",
+                              info="LoRA adapter for the next message.", scale=1, min_width=160)
     with gr.Row():
         stop = gr.Button("Stop", elem_id="stop", variant="stop")
         regenerate = gr.Button("Regenerate", elem_id="regenerate")
@@ -53,6 +64,8 @@ def build(ctx: AppContext) -> None:
                          elem_id="seed")
         system_prompt = gr.Textbox(value=ctx.config.system_prompt, label="System prompt", lines=2,
                                    elem_id="system-prompt")
+        history_mode = gr.Radio(list(HISTORY_MODES), value="same adapter", label="History sent with each message",
+                                info=" / ".join(f"{k}: {v}" for k, v in HISTORY_MODES.items()), elem_id="history-mode")
     sampling_inputs = [max_tokens, temperature, top_k, top_p, repetition_penalty, seed]
 
     def on_submit(message: dict, history: list):
@@ -64,12 +77,12 @@ def build(ctx: AppContext) -> None:
         return gr.MultimodalTextbox(value=None), history
 
     def on_reply(history: list, max_tokens, temperature, top_k, top_p, repetition_penalty, seed, system,
-                 request: gr.Request):
+                 adapter_name: str, mode: str, request: gr.Request):
         try:
             params = _sampling(max_tokens, temperature, top_k, top_p, repetition_penalty, seed)
         except ChatError as exc:
             raise gr.Error(str(exc), print_exception=False) from None
-        yield from stream_reply(ctx, request.session_hash, history, params, system or None)
+        yield from stream_reply(ctx, request.session_hash, history, params, system or None, adapter_name, mode)
 
     def on_regenerate(history: list):
         try:
@@ -84,7 +97,8 @@ def build(ctx: AppContext) -> None:
         ctx.active.cancel(request.session_hash)
         return []
 
-    reply_args = dict(fn=on_reply, inputs=[chatbot, *sampling_inputs, system_prompt], outputs=chatbot,
+    reply_args = dict(fn=on_reply, inputs=[chatbot, *sampling_inputs, system_prompt, adapter, history_mode],
+                      outputs=chatbot,
                       api_visibility="private")
     submitted = box.submit(on_submit, [box, chatbot], [box, chatbot], api_visibility="private")
     replying = submitted.success(**reply_args)
@@ -92,6 +106,9 @@ def build(ctx: AppContext) -> None:
                                     cancels=[replying]).success(**reply_args)
     stop.click(on_stop, None, None, cancels=[replying, regenerating], api_visibility="private")
     clear.click(on_clear, None, chatbot, cancels=[replying, regenerating], api_visibility="private")
+
+    adapter.focus(lambda: gr.Dropdown(choices=ctx.adapters.choices()), None, adapter,
+                  api_visibility="private", show_progress="hidden")
 
     timer = gr.Timer(STATUS_REFRESH_SECONDS)
     timer.tick(lambda: status_markdown(ctx), None, status, api_visibility="private", show_progress="hidden")

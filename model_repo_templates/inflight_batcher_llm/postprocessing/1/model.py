@@ -35,7 +35,7 @@ def _byte_level_decoder():
             printable.append(b)
             chars.append(256 + extra)
             extra += 1
-    return {chr(c): b for b, c in zip(printable, chars)}
+    return {chr(c): b for b, c in zip(printable, chars, strict=True)}
 
 
 def token_byte_table(tokenizer, skip_special_tokens):

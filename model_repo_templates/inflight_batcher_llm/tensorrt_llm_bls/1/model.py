@@ -1,5 +1,9 @@
 """Business-logic model: preprocessing -> tensorrt_llm -> postprocessing, one thread per request.
 
+In the multimodal layout (`multimodal_encoders_name` set) a request with `image_input` also goes
+through the encoder model, whose prompt-table rows and vocab size reach tensorrt_llm together with
+the fake ids preprocessing puts where the images are. One kind of image input per request.
+
 With accumulate_tokens (the default here) every streamed response carries the full text so far,
 which is the one way to stream text that never loses spaces or splits characters, whatever the
 tokenizer. Text stop words are checked on the decoded text. A cancelled client request is passed
@@ -50,6 +54,8 @@ PREPROCESS = {
     "end_id": "END_ID",
     "pad_id": "PAD_ID",
 }
+# BLS image input -> preprocessing input (preprocessing counts images and places their fake ids)
+IMAGE_INPUTS = {"image_input": "IMAGE_INPUT", "image_bytes_input": "IMAGE_BYTES", "image_url_input": "IMAGE_URL"}
 FROM_PREPROCESS = {
     "INPUT_ID": "input_ids",
     "REQUEST_INPUT_LEN": "input_lengths",
@@ -95,6 +101,7 @@ class TritonPythonModel:
         self.accumulate = _param(config, "accumulate_tokens", "false").lower() in ("true", "1")
         self.llm_name = _param(config, "tensorrt_llm_model_name", "tensorrt_llm")
         self.draft_name = _param(config, "tensorrt_llm_draft_model_name")
+        self.encoders_name = _param(config, "multimodal_encoders_name")
         if self.draft_name:
             raise pb_utils.TritonModelException("Speculative decoding is not supported by this BLS template.")
 
@@ -125,8 +132,41 @@ class TritonPythonModel:
             pass  # client already gone
         return None
 
-    def _preprocess(self, request):
-        inputs = []
+    def _images(self, request):
+        """{input name: array} of the image inputs this request carries (at most one kind)."""
+        images = {}
+        for name in IMAGE_INPUTS:
+            value = _get(request, name)
+            if value is not None and value.size:
+                images[name] = value
+        if len(images) > 1:
+            raise ValueError(f"Send one kind of image input per request; this request has {' and '.join(images)}.")
+        if images and not self.encoders_name:
+            raise ValueError("This deployment is text-only: it takes no images.")
+        if images and _get(request, "prompt_embedding_table") is not None:
+            raise ValueError("Send either images or a prompt_embedding_table, not both.")
+        return images
+
+    def _encode_images(self, images, max_tokens):
+        """Prompt-table rows for image_input from the multimodal_encoders model ({} for other kinds)."""
+        pixels = images.get("image_input")
+        if pixels is None:
+            return {}
+        result = pb_utils.InferenceRequest(
+            model_name=self.encoders_name,
+            inputs=[pb_utils.Tensor("IMAGE", pixels.astype(np.float16, copy=False)),
+                    pb_utils.Tensor("max_tokens", max_tokens.astype(np.int32).reshape(-1, 1))],
+            requested_output_names=["OUT_PROMPT_EMBEDDING_TABLE", "OUT_PROMPT_VOCAB_SIZE"],
+        ).exec()
+        if result.has_error():
+            raise ValueError(result.error().message())
+        return {
+            "prompt_embedding_table": pb_utils.get_output_tensor_by_name(result, "OUT_PROMPT_EMBEDDING_TABLE").as_numpy(),
+            "prompt_vocab_size": pb_utils.get_output_tensor_by_name(result, "OUT_PROMPT_VOCAB_SIZE").as_numpy(),
+        }
+
+    def _preprocess(self, request, images=None):
+        inputs = [pb_utils.Tensor(IMAGE_INPUTS[name], value) for name, value in (images or {}).items()]
         for name, target in PREPROCESS.items():
             value = _get(request, name)
             if value is not None:
@@ -183,11 +223,14 @@ class TritonPythonModel:
         stop_words = [] if raw_stops is None else [
             w.decode("utf-8", "replace") if isinstance(w, bytes) else str(w) for w in raw_stops.reshape(-1) if w
         ]
-        llm_inputs = self._preprocess(request)
+        images = self._images(request)
+        llm_inputs = self._preprocess(request, images)
         for name, target in DIRECT.items():
             value = _get(request, name)
             if value is not None:
                 llm_inputs[target] = value
+        if images:
+            llm_inputs.update(self._encode_images(images, _get(request, "max_tokens")))
         request_id = f"bls-{uuid.uuid4().hex}"
         llm_request = pb_utils.InferenceRequest(
             model_name=self.llm_name,

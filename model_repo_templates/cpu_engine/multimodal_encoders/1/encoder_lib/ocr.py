@@ -1,0 +1,96 @@
+"""The CPU demo's visual encoder: read the text in each image, return the LLM's embeddings of it.
+
+A stand-in for a vision tower: the image's text, found by the PP-OCR models shipped inside the
+rapidocr-onnxruntime wheel, is written as "[Image text: ...]", tokenized with the LLM's tokenizer
+and looked up in the LLM's own input-embedding matrix. Each image yields exactly
+`num_visual_features` rows (longer text is cut, shorter text padded with newline embeddings), so
+the rows line up with the fake ids the preprocessing step placed for it.
+"""
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+EMBEDDING_KEYS = ("model.embed_tokens.weight", "embed_tokens.weight", "transformer.wte.weight")
+
+
+def load_encoder_config(folder):
+    """config.json of the CPU encoder folder (builder_config + ocr settings)."""
+    path = Path(folder) / "config.json"
+    config = json.loads(path.read_text())
+    builder = config.get("builder_config", {})
+    if builder.get("model_type") != "cpu-ocr":
+        raise RuntimeError(f"{path} does not describe a cpu-ocr encoder (model_type {builder.get('model_type')}).")
+    return config
+
+
+def load_embeddings(hf_dir):
+    """The input-embedding matrix (vocab x hidden, float32) from the safetensors files of `hf_dir`."""
+    from safetensors import safe_open
+
+    for file in sorted(Path(hf_dir).glob("*.safetensors")):
+        with safe_open(str(file), framework="np") as weights:
+            for key in EMBEDDING_KEYS:
+                if key in weights.keys():
+                    return weights.get_tensor(key).astype(np.float32)
+    raise RuntimeError(f"No input-embedding weights ({', '.join(EMBEDDING_KEYS)}) in {hf_dir}.")
+
+
+def to_bgr_uint8(pixels, mean, std, rescale):
+    """One normalised [3, H, W] image back to the uint8 [H, W, 3] BGR array OCR reads."""
+    chw = pixels.astype(np.float32) * np.asarray(std, np.float32)[:, None, None]
+    chw += np.asarray(mean, np.float32)[:, None, None]
+    rgb = np.clip(np.rint(chw / np.float32(rescale)), 0, 255).astype(np.uint8).transpose(1, 2, 0)
+    return np.ascontiguousarray(rgb[:, :, ::-1])
+
+
+class OcrEncoder:
+    def __init__(self, folder, hf_dir=None, ocr_engine=None):
+        self.config = load_encoder_config(folder)
+        builder, self.ocr_settings = self.config["builder_config"], self.config.get("ocr", {})
+        self.tokens = int(builder["num_visual_features"])
+        self.mean, self.std = builder.get("mean", [0, 0, 0]), builder.get("std", [1, 1, 1])
+        self.rescale = float(builder.get("rescale", 1 / 255))
+        hf_dir = Path(hf_dir) if hf_dir else Path(folder) / self.config["hf_model_dir"]
+        from transformers import AutoTokenizer
+
+        self.tokenizer = AutoTokenizer.from_pretrained(str(hf_dir))
+        self.embeddings = load_embeddings(hf_dir)
+        self.hidden = self.embeddings.shape[1]
+        self.pad_id = self._ids(self.ocr_settings.get("pad_text", "\n"))[-1]
+        self.close_ids = self._ids(self.ocr_settings.get("text_format", "[Image text: {text}]").split("{text}")[-1])
+        if ocr_engine is None:
+            from rapidocr_onnxruntime import RapidOCR
+
+            ocr_engine = RapidOCR()
+        self.ocr = ocr_engine
+
+    def _ids(self, text):
+        return self.tokenizer.encode(text, add_special_tokens=False) if text else []
+
+    def read_text(self, bgr):
+        """The text OCR finds in one image, lines in reading order joined by spaces."""
+        result, _ = self.ocr(bgr)
+        min_score = float(self.ocr_settings.get("min_score", 0.5))
+        words = [str(item[1]).strip() for item in result or [] if float(item[2]) >= min_score]
+        return " ".join(w for w in words if w)
+
+    def text_ids(self, text):
+        """Exactly `tokens` token ids for one image's text (cut or padded)."""
+        shown = text or self.ocr_settings.get("empty_text", "(no readable text)")
+        ids = self._ids(self.ocr_settings.get("text_format", "[Image text: {text}]").format(text=shown))
+        if len(ids) > self.tokens:
+            keep = max(0, self.tokens - len(self.close_ids))
+            ids = ids[:keep] + self.close_ids[: self.tokens - keep]
+        return ids + [self.pad_id] * (self.tokens - len(ids))
+
+    def encode(self, images):
+        """[n, 3, H, W] normalised pixels -> (table [n * tokens, hidden] float16, texts)."""
+        texts, ids = [], []
+        for pixels in images:
+            text = self.read_text(to_bgr_uint8(pixels, self.mean, self.std, self.rescale))
+            texts.append(text)
+            ids += self.text_ids(text)
+        table = self.embeddings[np.asarray(ids, dtype=np.int64)] if ids else np.zeros((0, self.hidden), np.float32)
+        return table.astype(np.float16), texts

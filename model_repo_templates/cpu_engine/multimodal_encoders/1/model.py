@@ -1,0 +1,72 @@
+"""CPU multimodal_encoders: images -> prompt-table rows, by reading the text in them (OCR).
+
+The tensor contract is the backend's (IMAGE in; OUT_PROMPT_EMBEDDING_TABLE and
+OUT_PROMPT_VOCAB_SIZE out). A request without IMAGE gets an empty table, so text-only requests pass
+through the multimodal ensemble unchanged. GPU deployments run the model's own vision tower here.
+"""
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from encoder_lib.ocr import OcrEncoder  # noqa: E402
+
+
+def _param(config, key):
+    value = config.get("parameters", {}).get(key, {}).get("string_value", "")
+    return "" if value.startswith("${") else value
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        config = json.loads(args["model_config"])
+        started = time.monotonic()
+        self.encoder = OcrEncoder(_param(config, "multimodal_model_path"), _param(config, "hf_model_path") or None)
+        self.max_images = int(_param(config, "max_num_images") or 0)
+        pb_utils.Logger.log_info(
+            f"cpu-ocr encoder ready in {time.monotonic() - started:.1f} s "
+            f"({self.encoder.tokens} rows per image, hidden {self.encoder.hidden})"
+        )
+
+    def _one(self, request):
+        tensor = pb_utils.get_input_tensor_by_name(request, "IMAGE")
+        max_tokens = pb_utils.get_input_tensor_by_name(request, "max_tokens")
+        batch = 1 if max_tokens is None else max_tokens.as_numpy().shape[0]
+        if tensor is None or tensor.as_numpy().size == 0:
+            tables = [np.zeros((0, self.encoder.hidden), np.float16)] * batch
+        else:
+            pixels = tensor.as_numpy()
+            if pixels.ndim == 4:  # [B, 3, H, W]: one image per row
+                pixels = pixels[:, None]
+            if pixels.ndim != 5 or pixels.shape[2] != 3:
+                raise ValueError(f"IMAGE must be [batch, images, 3, H, W]; got shape {list(pixels.shape)}.")
+            if self.max_images and pixels.shape[1] > self.max_images:
+                raise ValueError(f"At most {self.max_images} image(s) per request; got {pixels.shape[1]}.")
+            tables = []
+            for row in pixels:
+                table, texts = self.encoder.encode(row)
+                pb_utils.Logger.log_verbose(f"cpu-ocr read: {texts}")
+                tables.append(table)
+            batch = len(tables)
+        rows = max(t.shape[0] for t in tables)
+        out = np.zeros((batch, rows, self.encoder.hidden), np.float16)
+        for i, table in enumerate(tables):
+            out[i, : table.shape[0]] = table
+        sizes = np.array([[t.shape[0]] for t in tables], dtype=np.int32)
+        return pb_utils.InferenceResponse([pb_utils.Tensor("OUT_PROMPT_EMBEDDING_TABLE", out),
+                                           pb_utils.Tensor("OUT_PROMPT_VOCAB_SIZE", sizes)])
+
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            try:
+                responses.append(self._one(request))
+            except Exception as exc:  # this request's error, reported to its client
+                responses.append(pb_utils.InferenceResponse(error=pb_utils.TritonError(str(exc))))
+        return responses

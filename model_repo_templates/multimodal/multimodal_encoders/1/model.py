@@ -1,0 +1,101 @@
+"""GPU multimodal_encoders: run the visual TensorRT engine on preprocessed pixels (image_input families).
+
+Input IMAGE is FP16 [batch, images, 3, H, W] (llava, blip2-opt, vila: pixels made by the client);
+the engine in multimodal_model_path (model.engine, or visual_encoder.engine of older builders) maps
+[N, 3, H, W] to [N, visual tokens, hidden], its input named `input` and its output `encoder_output`
+(TensorRT-LLM 0.19+) or `output` (older). Rows of one request are concatenated in image order, which
+is the order of the fake ids preprocessing placed. A request without IMAGE gets an empty table.
+Needs `tensorrt` and a CUDA build of torch; the CPU demo replaces this file with its OCR encoder.
+"""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+ENGINE_FILES = ("model.engine", "visual_encoder.engine")
+OUTPUT_NAMES = ("encoder_output", "output")
+
+
+def _param(config, key):
+    value = config.get("parameters", {}).get(key, {}).get("string_value", "")
+    return "" if value.startswith("${") else value
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        import tensorrt as trt
+        import torch
+
+        self.torch = torch
+        config = json.loads(args["model_config"])
+        folder = Path(_param(config, "multimodal_model_path"))
+        builder = json.loads((folder / "config.json").read_text()).get("builder_config", {})
+        self.model_type = builder.get("model_type", "")
+        self.max_images = int(_param(config, "max_num_images") or 0)
+        self.engine_batch = int(builder.get("max_batch_size") or 1)
+        engine_file = next((folder / name for name in ENGINE_FILES if (folder / name).is_file()), None)
+        if engine_file is None:
+            raise pb_utils.TritonModelException(f"No visual engine ({' or '.join(ENGINE_FILES)}) in {folder}.")
+        self.device = torch.device("cuda:0")
+        runtime = trt.Runtime(trt.Logger(trt.Logger.WARNING))
+        self.engine = runtime.deserialize_cuda_engine(engine_file.read_bytes())
+        self.context = self.engine.create_execution_context()
+        names = [self.engine.get_tensor_name(i) for i in range(self.engine.num_io_tensors)]
+        self.output_name = next((n for n in OUTPUT_NAMES if n in names), names[-1])
+        self.input_name = "input" if "input" in names else names[0]
+        self.input_dtype = self._torch_dtype(self.engine.get_tensor_dtype(self.input_name), trt)
+        self.output_dtype = self._torch_dtype(self.engine.get_tensor_dtype(self.output_name), trt)
+
+    def _torch_dtype(self, trt_dtype, trt):
+        mapping = {trt.float16: self.torch.float16, trt.float32: self.torch.float32, trt.bfloat16: self.torch.bfloat16}
+        return mapping[trt_dtype]
+
+    def _run(self, pixels):
+        """[N, 3, H, W] numpy -> [N, tokens, hidden] float16 numpy, in engine-sized chunks."""
+        torch = self.torch
+        outputs = []
+        stream = torch.cuda.current_stream(self.device)
+        for start in range(0, pixels.shape[0], self.engine_batch):
+            chunk = torch.from_numpy(np.ascontiguousarray(pixels[start:start + self.engine_batch]))
+            chunk = chunk.to(self.device, dtype=self.input_dtype)
+            self.context.set_input_shape(self.input_name, tuple(chunk.shape))
+            shape = tuple(self.context.get_tensor_shape(self.output_name))
+            out = torch.empty(shape, dtype=self.output_dtype, device=self.device)
+            self.context.set_tensor_address(self.input_name, chunk.data_ptr())
+            self.context.set_tensor_address(self.output_name, out.data_ptr())
+            if not self.context.execute_async_v3(stream.cuda_stream):
+                raise RuntimeError("The visual engine failed to run.")
+            stream.synchronize()
+            outputs.append(out.to(torch.float16).cpu().numpy())
+        return np.concatenate(outputs)
+
+    def _one(self, request):
+        tensor = pb_utils.get_input_tensor_by_name(request, "IMAGE")
+        max_tokens = pb_utils.get_input_tensor_by_name(request, "max_tokens")
+        batch = 1 if max_tokens is None else max_tokens.as_numpy().shape[0]
+        if tensor is None or tensor.as_numpy().size == 0:
+            table = np.zeros((batch, 0, 0), np.float16)
+            sizes = np.zeros((batch, 1), np.int32)
+        else:
+            pixels = tensor.as_numpy()
+            if pixels.ndim == 4:
+                pixels = pixels[:, None]
+            if self.max_images and pixels.shape[1] > self.max_images:
+                raise ValueError(f"At most {self.max_images} image(s) per request; got {pixels.shape[1]}.")
+            batch, images = pixels.shape[:2]
+            features = self._run(pixels.reshape(batch * images, *pixels.shape[2:]))
+            table = features.reshape(batch, images * features.shape[1], features.shape[2])
+            sizes = np.full((batch, 1), table.shape[1], np.int32)
+        return pb_utils.InferenceResponse([pb_utils.Tensor("OUT_PROMPT_EMBEDDING_TABLE", table),
+                                           pb_utils.Tensor("OUT_PROMPT_VOCAB_SIZE", sizes)])
+
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            try:
+                responses.append(self._one(request))
+            except Exception as exc:
+                responses.append(pb_utils.InferenceResponse(error=pb_utils.TritonError(str(exc))))
+        return responses
