@@ -12,12 +12,12 @@ from app.constants import (
     MSG_NO_LORA,
     MSG_PROMPT_TOO_LONG,
     MSG_STOPPED,
-    MSG_TEXT_ONLY,
     MSG_UNKNOWN_ADAPTER,
 )
 from app.context import AppContext
 from app.errors import ChatError, InvalidRequest
 from app.lora import BASE_MODEL
+from app.multimodal import prepare_images, strip_image_markers
 from app.prompts import _ADAPTER_TAG, message_text
 
 
@@ -30,13 +30,55 @@ def validate_user_text(text: str) -> str:
     return text
 
 
-def add_user_message(history: list[dict], text: str, files: list[str] | None, accepts_images: bool) -> list[dict]:
-    """History with the new user turn; InvalidRequest with a plain message when it cannot be sent."""
-    if files and not accepts_images:
-        raise InvalidRequest(MSG_TEXT_ONLY)
+def add_user_message(history: list[dict], text: str, files: list[str] | None) -> list[dict]:
+    """History with the new user turn (images first, then the text); InvalidRequest for bad text."""
     text = validate_user_text(text)
     turn = [{"role": "user", "content": {"path": path}} for path in files or []]
     return [*history, *turn, {"role": "user", "content": text}]
+
+
+def check_new_turn(ctx: AppContext, text: str, files: list[str] | None) -> None:
+    """Refuse a message before it enters the history: bad text, images a deployment cannot take."""
+    validate_user_text(text)
+    if files:
+        prepare_images(files, ctx.client.model_info(), text)  # raises with the specific message
+
+
+def file_path(content: object) -> str | None:
+    """Path of a Gradio file message content (either of the shapes Gradio 6 uses), else None."""
+    if isinstance(content, list | tuple):
+        return next((p for p in map(file_path, content) if p), None)
+    if isinstance(content, dict):
+        if content.get("type") == "file":
+            return file_path(content.get("file"))
+        if content.get("type", "file") != "text" and isinstance(content.get("path"), str):
+            return content["path"]
+    return None
+
+
+def current_turn_images(history: list[dict]) -> list[str]:
+    """Files attached to the trailing user turn (after the last reply)."""
+    files = []
+    for message in reversed(history):
+        if message.get("role") != "user":
+            break
+        path = file_path(message.get("content"))
+        if path:
+            files.insert(0, path)
+    return files
+
+
+def model_turns(ctx: AppContext, history: list[dict], images: list[str]) -> tuple[list[dict], dict]:
+    """History as the model sees it (image markers for this turn's images) and the image tensors."""
+    if not images:
+        return history, {}
+    info = ctx.client.model_info()
+    cleaned = [{**m, "content": strip_image_markers(message_text(m.get("content")), info)}
+               if m.get("role") == "user" and not file_path(m.get("content")) else m for m in history]
+    last = max(i for i, m in enumerate(cleaned) if m.get("role") == "user" and not file_path(m.get("content")))
+    request = prepare_images(images, info, message_text(cleaned[last]["content"]))
+    cleaned[last] = {**cleaned[last], "content": request.text}
+    return cleaned, request.extra
 
 
 def without_last_reply(history: list[dict]) -> list[dict]:
@@ -84,13 +126,18 @@ def check_adapter(ctx: AppContext, adapter: str | None) -> str | None:
 
 
 def open_stream(ctx: AppContext, history: list[dict], params: SamplingParams, system_prompt: str | None,
-                adapter: str | None):
-    """Start the server request for the reply to `history` (through the adapter registry)."""
+                adapter: str | None, images: list[str] | None = None):
+    """Start the server request for the reply to `history` (through the adapter registry).
+
+    `images` default to the files attached to the last user turn of `history`.
+    """
     adapter = check_adapter(ctx, adapter)
+    history, image_inputs = model_turns(ctx, history, current_turn_images(history) if images is None else images)
     prompts = ctx.prompts()
     prompt = prompts.build(history, system_prompt)
     stop_words = prompts.stop_words()
-    return ctx.adapters.stream(ctx.client, adapter, prompt, params, extra={"stop_words": stop_words or None})
+    return ctx.adapters.stream(ctx.client, adapter, prompt, params,
+                               extra={"stop_words": stop_words or None, **image_inputs})
 
 
 def reply_text(stream, adapter: str | None, final: bool) -> str:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import gradio as gr
 
-from app.chat_logic import add_user_message, stream_reply, without_last_reply
+from app.chat_logic import add_user_message, check_new_turn, stream_reply, without_last_reply
 from app.client import SamplingParams
 from app.constants import (
     CPU_DEMO_NOTE,
+    CPU_OCR_NOTE,
     HISTORY_MODES,
     MSG_SERVER_WAITING,
     SAMPLING_LIMITS,
@@ -40,7 +41,7 @@ def build(ctx: AppContext) -> None:
     """Lay out the chat tab inside the current Blocks context and wire its events."""
     status = gr.Markdown(lambda: status_markdown(ctx), elem_id="status")  # evaluated on each page load
     if ctx.config.demo:
-        gr.Markdown(CPU_DEMO_NOTE, elem_id="demo-note")
+        gr.Markdown(CPU_DEMO_NOTE + "\n\n" + CPU_OCR_NOTE, elem_id="demo-note")
     chatbot = gr.Chatbot(elem_id="chatbot", label="Conversation", height=460, buttons=["copy", "copy_all"])
     with gr.Row(equal_height=True):
         box = gr.MultimodalTextbox(elem_id="chat-input", placeholder="Ask something and press Enter",
@@ -69,9 +70,10 @@ def build(ctx: AppContext) -> None:
     sampling_inputs = [max_tokens, temperature, top_k, top_p, repetition_penalty, seed]
 
     def on_submit(message: dict, history: list):
+        text, files = (message or {}).get("text", ""), (message or {}).get("files", [])
         try:
-            history = add_user_message(history or [], (message or {}).get("text", ""),
-                                       (message or {}).get("files", []), accepts_images=False)
+            check_new_turn(ctx, text, files)
+            history = add_user_message(history or [], text, files)
         except ChatError as exc:
             raise gr.Error(str(exc), print_exception=False) from None
         return gr.MultimodalTextbox(value=None), history
