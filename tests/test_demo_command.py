@@ -10,20 +10,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import free_port
+from tests.proc_helpers import children_of
 
 pytestmark = pytest.mark.integration
-
-
-def children_of(pid: int) -> list[int]:
-    found = []
-    for stat_file in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat_file.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid and fields[0] != "Z":
-            found.append(int(stat_file.parent.name))
-    return found
 
 
 def test_demo_serves_and_ctrl_c_stops_everything():

@@ -16,6 +16,7 @@ from setup.launcher import (
     build_command,
     find_tritonserver,
 )
+from tests.proc_helpers import live_members
 
 
 def opts(tmp_path, **kw) -> LaunchOptions:
@@ -113,19 +114,6 @@ def test_stop_terminates_the_process_group_we_started(tmp_path):
     process.stop(grace=5)
     assert not process.is_running()
     assert live_members(pgid) == []
-
-
-def live_members(pgid: int) -> list[int]:
-    """Pids in process group `pgid` that are still running (zombies awaiting their reaper excluded)."""
-    alive = []
-    for stat_file in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat_file.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            alive.append(int(stat_file.parent.name))
-    return alive
 
 
 def free() -> int:
