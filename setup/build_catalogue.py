@@ -1,7 +1,9 @@
-"""Model-family build catalogue (setup/data/build/*.yaml) and TensorRT-LLM eras (trtllm_versions.yaml).
+"""The build view of the model families (setup/family_data.py) and TensorRT-LLM eras (trtllm_versions.yaml).
 
-Values that change between TensorRT-LLM versions are written in the YAML as a mapping keyed by era
-("0.11", "0.12", "0.19"); `by_era` picks the newest key not above the chosen era.
+Every family file with a `build:` section is in the catalogue; facts the image fields already state at the
+top level (tokens and images per request, image size, hf_model_path, ...) are filled into that section
+(family_data.SHARED_FACTS). Values that change between TensorRT-LLM versions are written in the YAML as a
+mapping keyed by era ("0.11", "0.12", "0.19"); `by_era` picks the newest key not above the chosen era.
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ from pathlib import Path
 import yaml
 
 from setup.build_messages import MSG_BAD_VERSION
+from setup.family_data import BUILD_KEY, FAMILIES_DIR, SHARED_FACTS, family_files, top_value
 from setup.paths import DATA_DIR
 
-BUILD_DIR = DATA_DIR / "build"
 VERSIONS_FILE = DATA_DIR / "trtllm_versions.yaml"
 
 
@@ -101,7 +103,11 @@ class EngineSpec:
 
 @dataclass(frozen=True)
 class Family:
-    """Everything the planner and the wizard need to know about one model family."""
+    """Everything the planner and the wizard need to know about one model family.
+
+    `raw` is the file's build section with the shared top-level facts filled in, plus `id`, `name` (the
+    display name) and `example_checkpoint`.
+    """
 
     id: str
     name: str
@@ -126,14 +132,14 @@ class Family:
 
     @property
     def defaults(self) -> dict:
-        return dict(self.raw["build"]["defaults"])
+        return dict(self.raw["defaults"])
 
     @property
     def engines(self) -> list[EngineSpec]:
         return [EngineSpec(name=e["name"], flags=dict(e.get("flags") or {}), limits=tuple(e["limits"]),
                            checkpoint_subdir=e.get("checkpoint_subdir", ""), era_flags=dict(e.get("era_flags") or {}),
                            encoder_input_len=e.get("encoder_input_len"))
-                for e in self.raw["build"]["engines"]]
+                for e in self.raw["engines"]]
 
     @property
     def convert(self) -> dict:
@@ -181,17 +187,31 @@ class Family:
         return list(self.raw.get("notes") or []) + ([extra] if extra else [])
 
 
-def _load(path: Path) -> Family:
-    raw = yaml.safe_load(path.read_text())
-    if raw.get("id") != path.stem:
-        raise ValueError(f"{path}: id '{raw.get('id')}' does not match the file name.")
+def _build_view(family: dict) -> Family:
+    raw = family[BUILD_KEY]
+    for top, path in SHARED_FACTS:
+        value = top_value(family, top)
+        if value is None:
+            continue
+        section, *inner, key = path
+        if not isinstance(raw.get(section), dict):
+            continue  # e.g. no `visual` section: no visual engine is built
+        holder = raw[section]
+        for part in inner:
+            holder = holder.setdefault(part, {})
+        filled = {key: value, **holder}  # the shared fact first: deployment parameters keep their order
+        holder.clear()
+        holder.update(filled)
+    raw.update(id=family["id"], name=family["display_name"],
+               example_checkpoint=family.get("example_checkpoint"))
     return Family(id=raw["id"], name=raw["name"], kind=raw["kind"], raw=raw)
 
 
 @cache
-def families() -> dict[str, Family]:
-    """Every family of setup/data/build/, by id, in file-name order."""
-    return {f.id: f for f in (_load(p) for p in sorted(BUILD_DIR.glob("*.yaml")))}
+def families(folder: Path = FAMILIES_DIR) -> dict[str, Family]:
+    """Every family with a build section, by id, in file-name order."""
+    return {family_id: _build_view(raw)
+            for family_id, raw in family_files(folder).items() if BUILD_KEY in raw}
 
 
 def get_family(family_id: str) -> Family:

@@ -1,6 +1,8 @@
-"""Model families as data: setup/data/families/<name>.yaml (image preprocessing, tokens, prompt layout).
+"""The image view of the model families (setup/family_data.py): preprocessing, tokens, prompt layout.
 
-The setup wizard and the app read the same entries; nothing here knows a family by name.
+Every family file with an `image_input` is an image family; its top-level fields are read here. The build
+catalogue (setup/build_catalogue.py) reads the `build:` section of the same files. Nothing here knows a
+family by name.
 """
 
 from __future__ import annotations
@@ -9,18 +11,14 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-import yaml
+from setup.family_data import BUILD_KEY, FAMILIES_DIR, IMAGE_KEY, FamilyError, family_files
 
-from setup.paths import DATA_DIR
+__all__ = ["FAMILIES_DIR", "IMAGE_INPUT_KINDS", "Family", "FamilyError", "ImageSpec", "PromptLayout",
+           "families", "family_for_model_type", "get_family"]
 
-FAMILIES_DIR = DATA_DIR / "families"
 IMAGE_INPUT_KINDS = ("image_input", "image_bytes_input", "image_url_input")
 RESIZE_MODES = ("stretch", "shortest_side_crop", "letterbox")
 RESAMPLE = ("bicubic", "bilinear", "nearest", "lanczos")
-
-
-class FamilyError(ValueError):
-    """A family entry is missing or malformed."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +77,8 @@ class PromptLayout:
 
 @dataclass(frozen=True)
 class Family:
+    """One image family; `name` is the family id (the file name)."""
+
     name: str
     display_name: str
     model_type: str
@@ -93,9 +93,9 @@ class Family:
 
 
 def _parse(raw: dict, where: str) -> Family:
-    known = {"name", "display_name", "model_type", "image_input", "preprocess", "visual_tokens_per_image",
-             "max_num_images", "prompt", "needs_hf_model_path", "encoder_input_features_data_type"}
-    missing = [k for k in ("name", "model_type", "image_input", "max_num_images") if k not in raw]
+    known = {"id", "display_name", "model_type", "image_input", "preprocess", "visual_tokens_per_image",
+             "max_num_images", "prompt", "needs_hf_model_path", "encoder_input_features_data_type", BUILD_KEY}
+    missing = [k for k in ("id", "model_type", "image_input", "max_num_images") if k not in raw]
     if missing:
         raise FamilyError(f"{where}: missing {', '.join(missing)}.")
     if raw["image_input"] not in IMAGE_INPUT_KINDS:
@@ -106,7 +106,7 @@ def _parse(raw: dict, where: str) -> Family:
     tokens = raw.get("visual_tokens_per_image")
     prompt = raw.get("prompt") or {}
     return Family(
-        name=str(raw["name"]), display_name=str(raw.get("display_name", raw["name"])),
+        name=str(raw["id"]), display_name=str(raw.get("display_name", raw["id"])),
         model_type=str(raw["model_type"]), image_input=raw["image_input"], preprocess=preprocess,
         visual_tokens_per_image=None if tokens is None else int(tokens), max_num_images=int(raw["max_num_images"]),
         prompt=PromptLayout(image_marker=prompt.get("image_marker", "<image>"),
@@ -119,22 +119,17 @@ def _parse(raw: dict, where: str) -> Family:
 
 @cache
 def _load_all(folder: Path) -> dict[str, Family]:
-    out = {}
-    for path in sorted(folder.glob("*.yaml")):
-        family = _parse(yaml.safe_load(path.read_text()) or {}, str(path))
-        if family.name != path.stem:
-            raise FamilyError(f"{path}: name '{family.name}' differs from the file name.")
-        out[family.name] = family
-    return out
+    return {family_id: _parse(raw, str(folder / f"{family_id}.yaml"))
+            for family_id, raw in family_files(folder).items() if IMAGE_KEY in raw}
 
 
 def families(folder: Path = FAMILIES_DIR) -> dict[str, Family]:
-    """Every family entry by name."""
+    """Every image family by id (families without image fields, such as text models, are left out)."""
     return _load_all(Path(folder))
 
 
 def get_family(name: str, folder: Path = FAMILIES_DIR) -> Family:
-    """One family by name (FamilyError names the known ones)."""
+    """One image family by id (FamilyError names the known ones)."""
     known = families(folder)
     if name not in known:
         raise FamilyError(f"Unknown model family '{name}'; known: {', '.join(known)}.")

@@ -40,7 +40,7 @@ INT_FIELDS = ("tp", "pp", "max_batch_size", "max_input_len", "max_seq_len", "max
 class PlanConfig:
     """What to build and deploy. None means "the family's default"."""
 
-    family: str = _f("", "Model family id (setup/data/build/<family>.yaml).")
+    family: str = _f("", "Model family id (setup/data/families/<family>.yaml).")
     checkpoint: str = _f("", "Hugging Face checkpoint folder (a .nemo file for NeMo families).")
     trtllm_version: str = _f("0.19", "TensorRT-LLM version the commands are written for (0.11 ... 0.19+).")
     out: str = _f("", "Output folder: converted checkpoint, engines, repository, logs, build state.")

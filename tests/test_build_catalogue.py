@@ -1,4 +1,4 @@
-"""The build catalogue (setup/data/build/*.yaml) against the facts of the references.
+"""The build catalogue (`build:` of setup/data/families/*.yaml) against the facts of the references.
 
 TensorRT-LLM is not installable here, so flags are checked against the documented flag lists
 (tests/build_standins.py, from shared/reference/trtllm_backend_spec.md §7 and multimodal_spec.md §3).

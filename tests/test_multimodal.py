@@ -56,7 +56,7 @@ def test_llava_family_uses_its_own_size_and_limit(tmp_path):
 
 
 def test_bytes_family_sends_uint8_hwc(tmp_path):
-    deployment = info({"image_bytes_input": ("TYPE_UINT8", (-1, -1, -1, -1))}, multimodal_family="qwen2_vl")
+    deployment = info({"image_bytes_input": ("TYPE_UINT8", (-1, -1, -1, -1))}, multimodal_family="qwen2-vl")
     tensor = prepare_images([png(tmp_path)], deployment, "What is it?").extra["image_bytes_input"]
     assert tensor.shape == (1, 1, 504, 504, 3) and tensor.dtype == np.uint8
 

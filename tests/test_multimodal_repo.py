@@ -126,7 +126,7 @@ def test_multimodal_checks_name_the_problem(tmp_path, parameters, match):
 def test_server_side_processor_families_are_refused(tmp_path):
     engines(tmp_path, model_type="qwen2_vl")
     with pytest.raises(RepoError, match="Hugging Face processor on the server"):
-        write_repository(mm_config(tmp_path, multimodal_family="qwen2_vl"), tmp_path / "repo")
+        write_repository(mm_config(tmp_path, multimodal_family="qwen2-vl"), tmp_path / "repo")
 
 
 def test_template_chain_and_placeholders_documented():

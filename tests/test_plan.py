@@ -105,6 +105,7 @@ def test_llava_multimodal_length_8_x_576(tmp_path):
     repo = step(plan, "repository")
     assert "multimodal_model_path=" + str(tmp_path / "out/visual_engine") in repo.argv
     assert "max_num_images=1" in repo.argv and value(repo.argv, "--template") == "multimodal"
+    assert "multimodal_family=llava-1.5" in repo.argv  # the app prepares images by this family entry
     launch = step(plan, "launch")
     assert value(launch.argv, "--engine-models") == "tensorrt_llm,multimodal_encoders"
     assert int(value(launch.argv, "--multimodal-gpu0-cuda-mem-pool-bytes")) >= 2 * 576 * 4096 * 8

@@ -98,7 +98,7 @@ def test_pixel_batch_stacks_images_in_order():
 
 def test_every_family_entry_loads_and_pixel_families_are_complete():
     entries = families()
-    assert {"llava-1.5", "blip2-opt", "vila", "mllama", "llava_onevision", "qwen2_vl", "cpu-ocr"} <= set(entries)
+    assert {"llava-1.5", "blip2-opt", "vila", "mllama", "llava-onevision", "qwen2-vl", "cpu-ocr"} <= set(entries)
     for family in entries.values():
         assert family.max_num_images >= 1
         assert family.prompt.image_marker in family.prompt.user_text("q", 1)

@@ -52,8 +52,8 @@ def image_count(request, max_images):
         raise ValueError("This deployment is text-only: it takes no images.")
     name, value = present[0]
     if name != "IMAGE_INPUT":
-        raise ValueError(f"{IMAGE_INPUTS[name]} needs the server-side image processor of mllama, llava_onevision or "
-                         "qwen2_vl, which this deployment does not have; send preprocessed pixels as image_input.")
+        raise ValueError(f"{IMAGE_INPUTS[name]} needs the server-side image processor of mllama, llava-onevision or "
+                         "qwen2-vl, which this deployment does not have; send preprocessed pixels as image_input.")
     count = value.shape[1] if value.ndim == 5 else 1
     if count > max_images:
         raise ValueError(f"This deployment takes at most {max_images} image(s) per request; got {count}.")
