@@ -243,6 +243,13 @@ class Deployment:
                 self.process.stop()
             self.state, self.message = "stopped", "Triton stopped."
 
+    @property
+    def grpc_url(self) -> str | None:
+        """gRPC address of the server started here, once it is ready."""
+        if self.state == "ready" and self.process is not None and self.process.is_running():
+            return f"127.0.0.1:{self.process.opts.grpc_port}"
+        return None
+
     def wait(self, timeout: float) -> str:
         end = time.monotonic() + timeout
         while self.state == "starting" and time.monotonic() < end:

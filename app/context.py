@@ -30,6 +30,8 @@ class AppConfig:
     system_prompt: str = configfield("", "System prompt put before every conversation.")
     max_file_size: str = configfield(MAX_UPLOAD, "Largest upload the UI accepts.")
     demo: bool = configfield(False, "Running the embedded CPU demo.")
+    metrics_url: str | None = configfield(
+        None, "Triton metrics URL for the Server tab (default: the Triton host, port 8002, /metrics).")
     adapters_dir: str = configfield(str(DEFAULT_ADAPTERS_DIR), "Folder of LoRA adapters (PEFT folders or npy pairs).")
     engine_dir: str | None = configfield(None, "Engine folder whose config.json adapters are checked against.")
     auth: tuple[tuple[str, str], ...] | None = configfield(
@@ -83,6 +85,14 @@ class AppContext:
                                         engine_dir=Path(config.engine_dir) if config.engine_dir else None)
         self._prompts: PromptBuilder | None = None
         self._lock = threading.Lock()
+
+    def retarget(self, triton_url: str) -> None:
+        """Point the chat at another Triton server (e.g. one the Build page just launched)."""
+        with self._lock:
+            self.client = TritonChatClient(triton_url, model=self.config.model,
+                                           stall_timeout=self.client.stall_timeout)
+            self._prompts = None
+        self.adapters.forget_server_state()
 
     def _tokenizer_dir(self) -> str | None:
         if self.config.tokenizer_dir:

@@ -14,7 +14,7 @@ APP_TITLE = "Triton VLM + LoRA demo"
 def build_app(ctx: AppContext) -> gr.Blocks:
     with gr.Blocks(title=APP_TITLE, analytics_enabled=False) as blocks:
         gr.Markdown(f"## {APP_TITLE}")
-        with gr.Tabs():
+        with gr.Tabs() as tabs:
             with gr.Tab(chat.TITLE, id="chat"):
                 chat.build(ctx)
             with gr.Tab(compare.TITLE, id="compare"):
@@ -22,7 +22,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             with gr.Tab(adapters.TITLE, id="adapters"):
                 adapters.build(ctx)
             with gr.Tab(build.TITLE, id="build"):
-                build.build(ctx)
+                build.build(ctx, tabs=tabs, chat_tab="chat")
         api.register(ctx)
     blocks.queue(default_concurrency_limit=ctx.config.concurrency, max_size=None)
     return blocks

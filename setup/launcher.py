@@ -8,6 +8,7 @@ The process runs in its own session; it is stopped through the pid we started, n
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import os
 import shutil
@@ -214,6 +215,8 @@ class TritonProcess:
                 self.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 env=env, start_new_session=True,
             )
+        # The server runs in its own session, so it would outlive us; stop it when this process exits.
+        atexit.register(self.stop)
 
     def is_running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None

@@ -42,9 +42,13 @@ def _triton_widget(field: logic.TritonField):
     return gr.Textbox(value=default or "", label=field.label, info=info, elem_id=elem_id)
 
 
-def build(ctx: AppContext, service: BuildService | None = None) -> None:
-    """Lay out the build tab inside the current Blocks context and wire its events."""
-    if not logic.access_allowed(ctx.config.host, getattr(ctx.config, "auth", None)):
+def build(ctx: AppContext, service: BuildService | None = None, tabs: gr.Tabs | None = None,
+          chat_tab: str = "chat") -> None:
+    """Lay out the build tab inside the current Blocks context and wire its events.
+
+    With `tabs`, "Chat with this server" also switches to the `chat_tab` tab.
+    """
+    if not logic.access_allowed(ctx.config.host, ctx.config.auth):
         gr.Markdown(logic.MSG_DISABLED.format(host=ctx.config.host), elem_id="build-disabled")
         return
     service = service or BuildService()
@@ -106,6 +110,7 @@ def build(ctx: AppContext, service: BuildService | None = None) -> None:
         deploy = gr.Button("Write repository and launch", visible=False, elem_id="build-deploy")
         demo = gr.Button("CPU demo: write repository and launch", elem_id="build-cpu-demo")
         stop_server = gr.Button("Stop server", elem_id="build-stop-server")
+        open_chat = gr.Button("Chat with this server", variant="primary", visible=False, elem_id="build-open-chat")
     server = gr.Markdown(elem_id="build-server")
     with gr.Accordion("Built engines", open=False):
         engines = gr.Markdown(lambda: logic.registry_markdown(service.registry), elem_id="build-engines")
@@ -152,7 +157,8 @@ def build(ctx: AppContext, service: BuildService | None = None) -> None:
                           and service.plans[job_id].deployment)
         tail = service.store.log_tail(job_id, LOG_LINES) if job_id else ""
         return (logic.status_html(record), tail, gr.Button(visible=can_deploy),
-                service.deployment.message, gr.Dropdown(choices=logic.job_choices(service.store), value=job_id))
+                service.deployment.message, gr.Dropdown(choices=logic.job_choices(service.store), value=job_id),
+                gr.Button(visible=service.deployment.grpc_url is not None))
 
     def on_deploy(job_id):
         plan = service.plans.get(job_id)
@@ -190,7 +196,16 @@ def build(ctx: AppContext, service: BuildService | None = None) -> None:
     demo.click(on_demo, [http_port, grpc_port], server, **private)
     stop_server.click(on_stop, None, server, **private)
     timer = gr.Timer(POLL_SECONDS)
-    timer.tick(on_tick, jobs, [status, log, deploy, server, jobs], show_progress="hidden", **private)
+    timer.tick(on_tick, jobs, [status, log, deploy, server, jobs, open_chat], show_progress="hidden", **private)
+
+    def on_open_chat():
+        url = service.deployment.grpc_url
+        if url is None:
+            raise gr.Error("No server started from this page is ready.", print_exception=False)
+        ctx.retarget(url)
+        return gr.Tabs(selected=chat_tab)
+
+    open_chat.click(on_open_chat, None, tabs, **private)
     timer.tick(lambda: logic.registry_markdown(service.registry), None, engines, show_progress="hidden", **private)
 
 
