@@ -8,7 +8,7 @@ REQS_HASH := $(shell cat requirements.txt requirements-model.txt pyproject.toml 
 STAMP := $(VENV)/.installed-$(REQS_HASH)
 PORT ?= 7860
 
-.PHONY: demo test lint unit bench chromium clean
+.PHONY: demo test lint unit bench overhead soak chromium clean
 
 $(STAMP): requirements.txt requirements-model.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -36,8 +36,18 @@ test: $(STAMP) chromium lint
 unit: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider -m "not integration and not browser" tests; rc=$$?; [ $$rc -eq 5 ] && rc=0; exit $$rc
 
+# Benchmarks print tables (figures in the README); each starts its own servers on loopback.
 bench: $(STAMP)
 	$(PY) -m benchmarks.foundation
+	$(PY) -m benchmarks.lora
+	$(PY) -m benchmarks.images
+
+overhead: $(STAMP)
+	$(PY) -m benchmarks.overhead
+
+# Full-length load run: 64 chat sessions for 3 minutes through the app's API (CI runs a 20 s version).
+soak: $(STAMP)
+	$(PY) -m benchmarks.soak --sessions 64 --duration 180
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -36,6 +36,13 @@ def _auth_file(path: str) -> tuple[tuple[str, str], ...]:
     return pairs
 
 
+def _model_name(text: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9_.\-]+", text):
+        raise argparse.ArgumentTypeError(
+            f"'{text}' is not a model name (letters, digits, _ . -; e.g. {', '.join(SUPPORTED_MODELS)})")
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(prog="python -m app", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -50,7 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--triton-grpc-port", type=_port, default=8001, help="--demo: Triton gRPC port (default 8001).")
     parser.add_argument("--triton-metrics-port", type=_port, default=8002,
                         help="--demo: Triton metrics port (default 8002).")
-    parser.add_argument("--model", choices=SUPPORTED_MODELS, default=AppConfig.model, help=HELP["model"])
+    parser.add_argument("--model", type=_model_name, default=AppConfig.model,
+                        help=HELP["model"] + f" Usually {' or '.join(SUPPORTED_MODELS)}; any decoupled text model "
+                        "works (e.g. pacing, the benchmark model).")
     parser.add_argument("--template", default=AppConfig.template, help=HELP["template"])
     parser.add_argument("--tokenizer", dest="tokenizer_dir", help=HELP["tokenizer_dir"])
     parser.add_argument("--system-prompt", default="", help=HELP["system_prompt"])
@@ -63,6 +72,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["bench"]:
+        from app.bench import main as bench_main
+        from app.bench_hooks import connect
+
+        problem = connect(argv[1:])
+        if problem:
+            print(f"python -m app bench: error: {problem}", file=sys.stderr)
+            return 2
+        return bench_main(argv[1:])
     args = build_parser().parse_args(argv)
     from setup.cpu_model import ModelPreparationError
     from setup.launcher import LaunchError
@@ -76,12 +95,13 @@ def main(argv: list[str] | None = None) -> int:
 
             triton = start_demo_triton(args.triton_http_port, args.triton_grpc_port, args.triton_metrics_port)
             url = f"127.0.0.1:{args.triton_grpc_port}"
+            metrics_url = f"http://127.0.0.1:{args.triton_metrics_port}/metrics"
         else:
-            url = args.triton
+            url, metrics_url = args.triton, None
         config = AppConfig(triton_url=url, model=args.model, host=args.host, port=args.port,
                            concurrency=args.concurrency, template=args.template, tokenizer_dir=args.tokenizer_dir,
                            system_prompt=args.system_prompt, max_file_size=args.max_file_size, demo=args.demo,
-                           auth=args.auth_file)
+                           auth=args.auth_file, metrics_url=metrics_url)
         from app.ui import launch
 
         print(f"Web UI on http://{args.host}:{args.port} (Ctrl-C stops {'both' if triton else 'it'})", flush=True)

@@ -11,10 +11,11 @@ import gradio as gr
 from gradio.data_classes import FileData
 
 from app.chat_logic import check_new_turn, open_stream, validate_user_text
-from app.client import SamplingParams
 from app.constants import SAMPLING_LIMITS
 from app.context import AppContext
 from app.errors import ChatError, InvalidRequest
+from app.request_values import message_text, sampling_params
+from app.stream_updates import throttled
 
 D = {name: spec[0] for name, spec in SAMPLING_LIMITS.items()}
 UPLOAD_ROOTS = [Path(tempfile.gettempdir()) / "gradio"]
@@ -47,16 +48,15 @@ def register(ctx: AppContext) -> None:
         """
         stream = None
         try:
-            text = validate_user_text(text)
-            params = SamplingParams(max_tokens=int(max_tokens), temperature=float(temperature), top_k=int(top_k),
-                                    top_p=float(top_p), repetition_penalty=float(repetition_penalty), seed=int(seed))
+            text = validate_user_text(message_text(text))
+            params = sampling_params(max_tokens=max_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
+                                     repetition_penalty=repetition_penalty, seed=seed)
             paths = uploaded_paths(images)
             if paths:
                 check_new_turn(ctx, text, paths)
             stream = open_stream(ctx, [{"role": "user", "content": text}], params, system_prompt or None,
                                  adapter or None, images=paths)
-            for _ in stream:
-                yield stream.text.lstrip()
+            yield from throttled(stream, lambda: stream.text.lstrip())
         except ChatError as exc:
             raise gr.Error(str(exc), print_exception=False) from None
         finally:

@@ -19,6 +19,7 @@ from app.errors import ChatError, InvalidRequest
 from app.lora import BASE_MODEL
 from app.multimodal import prepare_images, strip_image_markers
 from app.prompts import _ADAPTER_TAG, message_text
+from app.stream_updates import throttled
 
 
 def validate_user_text(text: str) -> str:
@@ -158,8 +159,8 @@ def stream_reply(ctx: AppContext, session: str, history: list[dict], params: Sam
     try:
         stream = open_stream(ctx, history_for(history[:-1], adapter, history_mode), params, system_prompt, adapter)
         ctx.active.register(session, stream)
-        for _ in stream:
-            history[-1] = {"role": "assistant", "content": reply_text(stream, adapter, final=False)}
+        for text in throttled(stream, lambda: reply_text(stream, adapter, final=False)):
+            history[-1] = {"role": "assistant", "content": text}
             yield history
         history[-1] = {"role": "assistant", "content": reply_text(stream, adapter, final=True)}
         yield history

@@ -14,12 +14,29 @@ import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
+import grpc
 import numpy as np
 import tritonclient.grpc as grpcclient
+from tritonclient.grpc._infer_result import InferResult
 from tritonclient.utils import InferenceServerException
 
-from app.constants import DEFAULT_MODEL, SAMPLING_LIMITS, SERVER_CHECK_TIMEOUT, STREAM_STALL_SECONDS
-from app.errors import Cancelled, ChatError, InvalidRequest, ModelNotReady, StreamStalled, parse_error
+from app import grpc_stream
+from app.constants import (
+    DEFAULT_MODEL,
+    MSG_INVALID_TEXT,
+    SAMPLING_LIMITS,
+    SERVER_CHECK_TIMEOUT,
+    STREAM_STALL_SECONDS,
+)
+from app.errors import (
+    Cancelled,
+    ChatError,
+    InvalidRequest,
+    ModelNotReady,
+    ServerUnreachable,
+    StreamStalled,
+    parse_error,
+)
 from app.textstream import IncrementalText
 
 NUMPY_TYPES = {
@@ -96,6 +113,14 @@ class ServerStatus:
     detail: str = ""
 
 
+def _utf8(name: str, text: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # lone surrogates (e.g. "\ud800" in JSON) have no UTF-8 form
+        field = "message" if name == "text_input" else name.replace("_", " ")
+        raise InvalidRequest(MSG_INVALID_TEXT.format(field=field, position=exc.start)) from None
+
+
 def _tensor(name: str, value: object, data_type: str) -> grpcclient.InferInput:
     dtype = NUMPY_TYPES.get(data_type)
     if dtype is None:
@@ -104,7 +129,7 @@ def _tensor(name: str, value: object, data_type: str) -> grpcclient.InferInput:
         array = value.astype(dtype, copy=False)
     elif dtype is np.object_:
         items = value if isinstance(value, list | tuple) else [value]
-        array = np.array([[v.encode("utf-8") if isinstance(v, str) else v for v in items]], dtype=np.object_)
+        array = np.array([[_utf8(name, v) if isinstance(v, str) else v for v in items]], dtype=np.object_)
     else:
         array = np.array([[value]], dtype=dtype)
     tensor = grpcclient.InferInput(name, list(array.shape), data_type.removeprefix("TYPE_").replace("STRING", "BYTES"))
@@ -113,7 +138,12 @@ def _tensor(name: str, value: object, data_type: str) -> grpcclient.InferInput:
 
 
 class TokenStream:
-    """One streaming request: iterate for text deltas; `cancel()` stops it on the server."""
+    """One streaming request: iterate for text deltas; `cancel()` stops it on the server.
+
+    Responses are read from gRPC by the iterating thread itself (app.grpc_stream); a watchdog
+    cancels the call when nothing arrives for `stall_timeout` seconds, and iteration then raises
+    StreamStalled.
+    """
 
     def __init__(self, url: str, info: ModelInfo, inputs: list, stall_timeout: float):
         self._url = url
@@ -123,50 +153,61 @@ class TokenStream:
         self.first_token_at: float | None = None
         self.started_at = time.monotonic()
         self.responses = 0
+        self.chunks = 0  # responses that carried new text: one per generated token when streaming
         self.cancelled = False
-        self._stall = stall_timeout
-        self._queue: queue.Queue = queue.Queue()
+        self.stall_timeout = stall_timeout
+        self._stalled = False
+        self._last = self.started_at
         self._assembler = IncrementalText(accumulated=info.accumulated_text)
         self._lock = threading.Lock()
         self._closed = False
-        self._client = grpcclient.InferenceServerClient(url)
+        self._done = threading.Event()
+        self._responses = None
         try:
-            self._client.start_stream(callback=self._on_response)
-            self._client.async_stream_infer(
-                info.name, inputs, request_id=self.request_id, enable_empty_final_response=True
-            )
-        except InferenceServerException as exc:
+            self._responses = grpc_stream.open_stream(url, info.name, inputs, self.request_id, self._done)
+        except grpc.RpcError as exc:
             self._close(cancel=True)
-            raise parse_error(exc.message()) from None
-
-    def _on_response(self, result, error) -> None:  # gRPC thread; keyword names are required
-        self._queue.put((result, error))
+            raise self._error(exc) from None
+        grpc_stream.WATCHDOG.watch(self)
 
     def __iter__(self) -> Iterator[str]:
         return self
 
     def __next__(self) -> str:
         while True:
+            if self._stalled:
+                raise self._stall_error()
             if self.cancelled or self._closed:
                 raise StopIteration
             try:
-                result, error = self._queue.get(timeout=self._stall)
-            except queue.Empty:
+                response = next(self._responses)
+            except StopIteration:  # the server ended the call without a final response
+                self._close(cancel=False)
+                raise
+            except grpc.RpcError as exc:
                 self._close(cancel=True)
-                raise StreamStalled(f"No reply from the server for {self._stall:.0f} s; the request was cancelled.") from None
-            if result is None and error is None:  # cancel() woke us up
-                raise StopIteration
-            if error is not None:
+                if self.cancelled:
+                    raise StopIteration from None
+                if self._stalled:
+                    raise self._stall_error() from None
+                raise self._error(exc) from None
+            self._last = time.monotonic()
+            if response.error_message:
                 self._close(cancel=True)
                 if self.cancelled:
                     raise StopIteration
-                raise parse_error(error.message() if hasattr(error, "message") else str(error))
+                raise parse_error(response.error_message)
             self.responses += 1
-            final = result.get_response().parameters.get("triton_final_response")
+            result = InferResult(response.infer_response)
+            final = response.infer_response.parameters.get("triton_final_response")
             chunk = result.as_numpy("text_output")
             delta = ""
             if chunk is not None and chunk.size:
                 delta = self._assembler.feed(chunk.reshape(-1)[0])
+            if delta:
+                self.chunks += 1
+                if self.first_token_at is None:
+                    self.first_token_at = time.monotonic()
             if final is not None and final.bool_param:
                 delta += self._assembler.finish()
                 self.text = self._assembler.text
@@ -175,10 +216,27 @@ class TokenStream:
                     return delta
                 raise StopIteration
             if delta:
-                if self.first_token_at is None:
-                    self.first_token_at = time.monotonic()
                 self.text = self._assembler.text
                 return delta
+
+    def _stall_error(self) -> StreamStalled:
+        return StreamStalled(f"No reply from the server for {self.stall_timeout:.0f} s; the request was cancelled.")
+
+    def _error(self, exc: grpc.RpcError) -> ChatError:
+        error = parse_error(grpc_stream.rpc_error_text(exc))
+        if isinstance(error, ServerUnreachable):
+            grpc_stream.drop_channel(self._url)  # reconnect from scratch next time
+        return error
+
+    def idle_since(self) -> float:
+        """When the last response arrived (for the stall watchdog)."""
+        return self._last
+
+    def on_stall(self) -> None:
+        """Called by the watchdog: end the call; the iterating thread raises StreamStalled."""
+        if not self._closed:
+            self._stalled = True
+            self._close(cancel=True)
 
     def cancel(self) -> None:
         """Cancel the request on the server (the engine stops generating) and end iteration.
@@ -191,7 +249,6 @@ class TokenStream:
             return
         self.cancelled = True
         self._close(cancel=True)
-        self._queue.put((None, None))
         if self._engine_model:
             send_stop(self._url, self._engine_model, self.request_id)
 
@@ -200,21 +257,21 @@ class TokenStream:
             if self._closed:
                 return
             self._closed = True
-        try:
-            self._client.stop_stream(cancel_requests=cancel)
-        except Exception:  # noqa: BLE001 - closing a broken stream must not raise
-            pass
-        try:
-            self._client.close()
-        except Exception:  # noqa: BLE001
-            pass
+        self._done.set()  # the request side closes; with cancel the call ends on the server too
+        grpc_stream.WATCHDOG.forget(self)
+        if cancel and self._responses is not None:
+            try:
+                self._responses.cancel()
+            except Exception:  # noqa: BLE001 - closing a broken stream must not raise
+                pass
 
     @property
     def time_to_first_token(self) -> float | None:
         return None if self.first_token_at is None else self.first_token_at - self.started_at
 
     def __del__(self) -> None:
-        self._close(cancel=True)
+        if hasattr(self, "_done"):
+            self._close(cancel=True)
 
 
 def send_stop(url: str, engine_model: str, request_id: str, timeout: float = 5.0) -> bool:

@@ -92,3 +92,9 @@ MSG_BENCH_DATASET_ITEM = "Dataset {path}, item {number}: no prompt text (give a 
 MSG_BENCH_BUSY = "A benchmark is already running; wait for it to finish."
 MSG_METRICS_UNREACHABLE = "Triton's metrics at {url} cannot be read ({detail})."
 MSG_METRICS_NOT_SET = "No metrics address is configured (start the app with --demo, or give the metrics URL)."
+MSG_INVALID_TEXT = (
+    "The {field} holds a character that is not valid Unicode text (a lone surrogate at position {position}); "
+    "remove it and send again."
+)
+MSG_NOT_A_NUMBER_FIELD = "{name} must be a number, got {value!r}."
+MSG_NOT_TEXT = "The message must be text, got {kind}."

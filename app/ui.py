@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import gradio as gr
 
-from app import api
+from app import api, speedups
 from app.context import AppContext
-from app.pages import adapters, build, chat, compare
+from app.pages import adapters, benchmark, build, chat, compare, server
 
 APP_TITLE = "Triton VLM + LoRA demo"
 
 
 def build_app(ctx: AppContext) -> gr.Blocks:
+    speedups.apply()
     with gr.Blocks(title=APP_TITLE, analytics_enabled=False) as blocks:
         gr.Markdown(f"## {APP_TITLE}")
         with gr.Tabs() as tabs:
@@ -23,6 +24,10 @@ def build_app(ctx: AppContext) -> gr.Blocks:
                 adapters.build(ctx)
             with gr.Tab(build.TITLE, id="build"):
                 build.build(ctx, tabs=tabs, chat_tab="chat")
+            with gr.Tab(benchmark.TITLE, id="benchmark"):
+                benchmark.build(ctx)
+            with gr.Tab(server.TITLE, id="server"):
+                server.build(ctx)
         api.register(ctx)
     blocks.queue(default_concurrency_limit=ctx.config.concurrency, max_size=None)
     return blocks

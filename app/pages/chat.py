@@ -106,7 +106,9 @@ def build(ctx: AppContext) -> None:
     replying = submitted.success(**reply_args)
     regenerating = regenerate.click(on_regenerate, chatbot, chatbot, api_visibility="private",
                                     cancels=[replying]).success(**reply_args)
-    stop.click(on_stop, None, None, cancels=[replying, regenerating], api_visibility="private")
+    # Stop cancels the server request; the reply generator then ends by itself and shows "(stopped)".
+    # (Gradio's `cancels=` would race with that last update and could drop it.)
+    stop.click(on_stop, None, None, api_visibility="private")
     clear.click(on_clear, None, chatbot, cancels=[replying, regenerating], api_visibility="private")
 
     adapter.focus(lambda: gr.Dropdown(choices=ctx.adapters.choices()), None, adapter,

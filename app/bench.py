@@ -1,0 +1,189 @@
+"""`python -m app bench`: drive a Triton deployment and print the backend benchmark tools' figures.
+
+    python -m app bench --triton 127.0.0.1:8001 [--model tensorrt_llm_bls] [--concurrency 8]
+        [--request-rate R] [--num-requests 32] [--input-len 64 --output-len 64 | --dataset FILE]
+        [--adapter NAME] [--image FILE] [--json [PATH]]
+
+Constant concurrency by default; with --request-rate, Poisson arrivals capped at --concurrency.
+Prints requests/s, output tokens/s, time to first token, inter-token latency (gaps between
+streamed chunks) and end-to-end latency (avg, p50, p90, p99), and errors. A progress bar runs on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Mapping
+from functools import partial
+from pathlib import Path
+
+from app.bench_load import DatasetError, Progress, load_dataset, run_load, synthetic_requests
+from app.bench_stats import BenchSummary, format_summary, summarize
+from app.bench_targets import TritonSender, word_count
+from app.client import ModelInfo, SamplingParams, TritonChatClient
+from app.constants import (
+    DEFAULT_MODEL,
+    MSG_BENCH_HOOK_MISSING,
+    MSG_BENCH_IMAGE_MISSING,
+    MSG_BENCH_INPUT_LEN_WITH_DATASET,
+    MSG_BENCH_JSON_DIR,
+    MSG_BENCH_MODEL_NOT_READY,
+    MSG_BENCH_UNREACHABLE,
+    SUPPORTED_MODELS,
+)
+from app.errors import ChatError
+
+# (value of --adapter/--image, prompt, model info) -> (prompt, extra request inputs)
+ExtraHook = Callable[[str, str, ModelInfo], tuple[str, Mapping[str, object]]]
+EXTRA_KINDS = ("adapter", "image")
+_EXTRA_HOOKS: dict[str, ExtraHook] = {}
+
+
+def register_extra_hook(kind: str, hook: ExtraHook) -> None:
+    """Connect --adapter or --image: `hook(value, prompt, info)` returns the prompt to send and the
+    extra inputs (e.g. lora_task_id/lora_weights/lora_config, or image_input) for one request."""
+    if kind not in EXTRA_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(EXTRA_KINDS)}, got {kind!r}")
+    _EXTRA_HOOKS[kind] = hook
+
+
+def extra_hook(kind: str) -> ExtraHook | None:
+    return _EXTRA_HOOKS.get(kind)
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} must be a number above 0")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} cannot be negative")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from app.__main__ import _host_port
+    from setup.__main__ import OneLineErrorParser, _positive
+
+    parser = OneLineErrorParser(prog="python -m app bench", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--triton", type=_host_port, required=True, metavar="HOST:GRPC_PORT",
+                        help="Triton gRPC address.")
+    parser.add_argument("--model", default=DEFAULT_MODEL,
+                        help=f"Model to drive: {', '.join(SUPPORTED_MODELS)}, or any decoupled text model "
+                             f"such as pacing (default {DEFAULT_MODEL}).")
+    parser.add_argument("--concurrency", type=_positive, default=8, help="Requests in flight at most (default 8).")
+    parser.add_argument("--request-rate", type=_positive_float, default=None,
+                        help="Poisson arrivals at this many requests/s (default: back to back).")
+    parser.add_argument("--num-requests", type=_positive, default=32, help="Requests measured (default 32).")
+    parser.add_argument("--warmup", type=_count, default=1, metavar="N",
+                        help="Unmeasured requests sent one by one first (default 1).")
+    parser.add_argument("--input-len", type=_positive, default=None,
+                        help="Synthetic prompt length in words, about one token each (default 64).")
+    parser.add_argument("--output-len", type=_positive, default=64,
+                        help="Tokens per reply; synthetic requests ask for exactly this many (default 64).")
+    parser.add_argument("--dataset", type=Path, help="JSON or JSON-lines prompts (strings or {prompt|text|input, "
+                        "instruction?, output_len?}); repeated to --num-requests.")
+    parser.add_argument("--adapter", help="LoRA adapter name to send with every request.")
+    parser.add_argument("--image", type=Path, help="Image file to send with every request.")
+    parser.add_argument("--seed", type=int, default=0, help="Seed for prompts and arrivals (default 0).")
+    parser.add_argument("--timeout", type=_positive_float, default=60.0,
+                        help="Seconds without a streamed chunk before a request counts as failed (default 60).")
+    parser.add_argument("--json", nargs="?", const="-", metavar="PATH",
+                        help="Also write the figures as JSON to PATH (without PATH: JSON on stdout, no table).")
+    parser.add_argument("--no-progress", action="store_true", help="No progress bar on stderr.")
+    return parser
+
+
+def _hooks(args: argparse.Namespace) -> list:
+    """The request hooks for --adapter/--image; ValueError with a one-line message when unavailable."""
+    hooks = []
+    for kind in EXTRA_KINDS:
+        value = getattr(args, kind)
+        if value is None:
+            continue
+        hook = extra_hook(kind)
+        if hook is None:
+            raise ValueError(MSG_BENCH_HOOK_MISSING.format(flag=f"--{kind}"))
+        if kind == "image" and not Path(value).is_file():
+            raise ValueError(MSG_BENCH_IMAGE_MISSING.format(path=value))
+        hooks.append(partial(hook, str(value)))
+    return hooks
+
+
+def run_benchmark(client: TritonChatClient, requests: list, concurrency: int, request_rate: float | None = None,
+                  hooks: list = (), warmup: int = 0, seed: int = 0, progress: bool = True,
+                  label: str = "") -> BenchSummary:
+    """Send requests[:warmup] one by one unmeasured, then the rest under load; summarize them."""
+    info = client.model_info(refresh=True)
+    count = word_count if "tokens_per_second" in info.parameters else None  # pacing model: one word per token
+    send = TritonSender(client, SamplingParams(), hooks=hooks, count_tokens=count)
+    for request in requests[:warmup]:
+        send(request)
+    measured = requests[warmup:]
+    bar = Progress(len(measured)) if progress else None
+    records, wall = run_load(send, measured, concurrency, request_rate, seed=seed, progress=bar)
+    settings = {"triton": client.url, "model": client.model, "concurrency": concurrency,
+                "request_rate": request_rate, "num_requests": len(measured)}
+    return summarize(records, wall, label=label, settings=settings)
+
+
+def check_ready(client: TritonChatClient) -> None:
+    """ValueError with a one-line message unless the server is up and the model ready."""
+    status = client.status()
+    if not status.live:
+        raise ValueError(MSG_BENCH_UNREACHABLE.format(url=client.url, detail=status.detail or "not live"))
+    if not status.model_ready:
+        raise ValueError(MSG_BENCH_MODEL_NOT_READY.format(model=client.model, url=client.url))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.dataset is not None and args.input_len is not None:
+            raise ValueError(MSG_BENCH_INPUT_LEN_WITH_DATASET)
+        if args.json not in (None, "-") and not Path(args.json).resolve().parent.is_dir():
+            raise ValueError(MSG_BENCH_JSON_DIR.format(path=args.json))
+        hooks = _hooks(args)
+        if args.dataset is not None:
+            requests = load_dataset(args.dataset, args.num_requests + args.warmup, args.output_len)
+        else:
+            requests = synthetic_requests(args.num_requests + args.warmup, args.input_len or 64, args.output_len,
+                                          seed=args.seed)
+        client = TritonChatClient(args.triton, model=args.model, stall_timeout=args.timeout)
+        check_ready(client)
+        for hook in hooks:  # a value the deployment cannot take is one message now, not one per request
+            hook(requests[0].prompt, client.model_info())
+        mode = f"Poisson {args.request_rate:g} req/s, " if args.request_rate else ""
+        label = (f"Benchmark: model {args.model} at {args.triton}, {mode}concurrency {args.concurrency}, "
+                 f"{args.num_requests} requests")
+        summary = run_benchmark(client, requests, args.concurrency, args.request_rate, hooks, warmup=args.warmup,
+                                seed=args.seed, progress=not args.no_progress, label=label)
+    except (ValueError, DatasetError, ChatError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+    if args.json != "-":
+        print(format_summary(summary))
+    if args.json:
+        text = json.dumps(summary.as_dict(), indent=2)
+        if args.json == "-":
+            print(text)
+        else:
+            Path(args.json).write_text(text + "\n")
+            print(f"Wrote {args.json}")
+    return 0 if summary.completed else 1
+

@@ -1,0 +1,57 @@
+"""The Benchmark and Server tabs in Debian's Chromium, against a pacing tritonserver."""
+
+from __future__ import annotations
+
+import gradio as gr
+import pytest
+
+from benchmarks.harness import free_port
+from tests.bench_fixtures import pacing  # noqa: F401 - fixture
+
+pytestmark = [pytest.mark.integration, pytest.mark.browser]
+
+
+@pytest.fixture(scope="module")
+def pages_url(pacing):  # noqa: F811
+    from app.context import AppConfig, AppContext
+    from app.pages import benchmark, server
+
+    ctx = AppContext(AppConfig(triton_url=pacing.grpc_url, model="pacing", metrics_url=pacing.metrics_url))
+    with gr.Blocks(title="bench pages") as blocks:
+        with gr.Tabs():
+            with gr.Tab(benchmark.TITLE, id="benchmark"):
+                benchmark.build(ctx)
+            with gr.Tab(server.TITLE, id="server"):
+                server.build(ctx)
+    port = free_port()
+    blocks.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    yield f"http://127.0.0.1:{port}/"
+    blocks.close()
+
+
+def test_benchmark_tab_draws_its_charts(browser_context, pages_url, tmp_path):
+    page = browser_context.new_page()
+    try:
+        page.goto(pages_url)
+        page.wait_for_selector("#bench-run", timeout=30_000)
+        page.fill("#bench-output-len input[type=number]", "5")
+        page.click("#bench-run")
+        page.wait_for_selector("#bench-status:has-text('Done:')", timeout=60_000)
+        for chart in ("#bench-latency", "#bench-throughput"):
+            page.wait_for_selector(f"{chart} canvas, {chart} svg", timeout=20_000)
+        assert "tokens/s" in page.inner_text("#bench-table")
+        page.screenshot(path=str(tmp_path / "benchmark.png"), full_page=True)
+    finally:
+        page.close()
+
+
+def test_server_tab_shows_live_metrics(browser_context, pages_url):
+    page = browser_context.new_page()
+    try:
+        page.goto(pages_url)
+        page.get_by_role("tab", name="Server").click()
+        page.wait_for_selector("#server-summary:has-text('models: pacing')", timeout=30_000)
+        page.wait_for_selector("#server-load canvas, #server-load svg", timeout=20_000)
+        assert "in flight" in page.inner_text("#server-summary")
+    finally:
+        page.close()

@@ -1,0 +1,172 @@
+"""Faults: Triton killed mid-stream, a client that goes away, a server that is slow to start.
+
+Each test starts its own pacing tritonserver (about a second) and stops or kills it by the pid it
+started; the app runs in this process. Only loopback addresses are used.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import httpx
+import pytest
+
+from app.bench_load import BenchRequest
+from app.bench_targets import SseApiSender
+from benchmarks.harness import free_port
+from setup.bench_repo import PacingSpec, start_pacing_triton, write_pacing_repository
+from tests.bench_fixtures import pacing_log_lines, serve_app
+
+pytestmark = pytest.mark.integration
+
+
+class Server:
+    """A pacing tritonserver on fixed ports that a test can kill and start again."""
+
+    def __init__(self, tmp, spec: PacingSpec):
+        self.repo = write_pacing_repository(tmp / "repo", spec)
+        self.ports = (free_port(), free_port(), free_port())
+        self.log_path = tmp / "triton.log"
+        self.grpc_url = f"127.0.0.1:{self.ports[1]}"
+        self.process = None
+
+    def start(self):
+        self.process = start_pacing_triton(self.repo, *self.ports, self.log_path)
+        return self
+
+    def kill(self):
+        os.killpg(self.process.pid, signal.SIGKILL)  # the process group we started
+        self.process.wait()
+
+    def stop(self):
+        if self.process is not None:
+            self.process.stop(grace=5)
+
+
+@pytest.fixture
+def server(tmp_path):
+    srv = Server(tmp_path, PacingSpec(tokens_per_second=10))
+    yield srv
+    srv.stop()
+
+
+def test_killed_server_ends_every_open_stream_with_a_clear_error_then_recovers(server):
+    server.start()
+    blocks, url, ctx = serve_app(server.grpc_url)
+    sender = SseApiSender(url, 4, timeout=20)
+    try:
+        records = [None] * 4
+        threads = [threading.Thread(target=lambda i=i: records.__setitem__(i, sender(i, BenchRequest("hi", 300))))
+                   for i in range(4)]
+        for thread in threads:
+            thread.start()
+        time.sleep(1.5)  # every stream has shown some words (10 per second)
+        killed_at = time.monotonic()
+        server.kill()
+        for thread in threads:
+            thread.join(timeout=10)
+        assert not any(thread.is_alive() for thread in threads), "a stream hung after the server died"
+        for rec in records:
+            assert rec.first_token is not None and rec.ended - killed_at < 2.0, rec
+            assert rec.error and "The Triton server cannot be reached" in rec.error, rec.error
+        # the server comes back on the same ports: the next message works without restarting the app
+        server.start()
+        again = sender(0, BenchRequest("hi again", 5))
+        assert again.error is None and again.text.split() == ["alpha", "bravo", "charlie", "delta", "echo"]
+    finally:
+        sender.close()
+        blocks.close()
+
+
+def test_client_that_disconnects_stops_generation_on_the_server(server):
+    server.start()
+    blocks, url, _ = serve_app(server.grpc_url)
+    try:
+        before = len(pacing_log_lines(server))
+        api = url + "gradio_api/call/generate"
+        with httpx.Client(timeout=10) as client:
+            info = client.get(url + "gradio_api/info").json()["named_endpoints"]["/generate"]["parameters"]
+            args = {"text": "tell me a long story", "max_tokens": 300}
+            data = [args.get(p["parameter_name"], p["parameter_default"]) for p in info]
+            event = client.post(api, json={"data": data, "session_hash": "fault-disconnect"}).json()["event_id"]
+            seen = 0
+            with client.stream("GET", f"{api}/{event}") as stream:
+                for line in stream.iter_lines():
+                    seen += line.startswith("data:")
+                    if seen >= 5:
+                        break  # leave mid-stream: the connection is closed here
+        deadline = time.monotonic() + 10
+        while len(pacing_log_lines(server)) == before and time.monotonic() < deadline:
+            time.sleep(0.1)
+        lines = pacing_log_lines(server)[before:]
+        assert lines, "the server kept generating for a client that left"
+        assert "(cancel) ended after" in lines[0]
+        assert int(lines[0].split("ended after ")[1].split()[0]) < 60  # far from 300 (10 words/s)
+    finally:
+        blocks.close()
+
+
+def test_gradio_client_cancel_stops_generation_on_the_server(server):
+    from gradio_client import Client
+
+    server.start()
+    blocks, url, _ = serve_app(server.grpc_url)
+    try:
+        before = len(pacing_log_lines(server))
+        job = Client(url, verbose=False).submit(text="a long story", max_tokens=300, api_name="/generate")
+        deadline = time.monotonic() + 10
+        while len(job.outputs()) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        job.cancel()
+        while len(pacing_log_lines(server)) == before and time.monotonic() < deadline + 5:
+            time.sleep(0.1)
+        lines = pacing_log_lines(server)[before:]
+        assert lines and "(cancel) ended after" in lines[0], lines
+    finally:
+        blocks.close()
+
+
+def test_slow_server_shows_waiting_then_works(tmp_path):
+    from app.pages.chat import status_markdown
+
+    server = Server(tmp_path, PacingSpec(tokens_per_second=50, startup_delay_seconds=2))
+    blocks, url, ctx = serve_app(server.grpc_url)
+    sender = SseApiSender(url, 1, timeout=10)
+    try:
+        assert status_markdown(ctx).startswith("**Waiting**")
+        early = sender(0, BenchRequest("hi", 3))  # a message before the server is up gets a clear answer
+        assert early.error and "The Triton server cannot be reached" in early.error
+        starting = threading.Thread(target=server.start)
+        starting.start()
+        assert status_markdown(ctx).startswith("**Waiting**")  # still loading its model
+        starting.join(timeout=60)
+        assert status_markdown(ctx).startswith("**Ready**")
+        later = sender(0, BenchRequest("hi", 3))
+        assert later.error is None and later.text.split() == ["alpha", "bravo", "charlie"]
+    finally:
+        sender.close()
+        blocks.close()
+        server.stop()
+
+
+def test_stalled_stream_is_cancelled_with_a_message(server):
+    """A server that stops answering (here: paused) does not hang a chat past the stall timeout."""
+    from app.client import SamplingParams, TritonChatClient
+    from app.errors import StreamStalled
+
+    server.start()
+    client = TritonChatClient(server.grpc_url, model="pacing", stall_timeout=1.0)
+    stream = client.stream("hi", SamplingParams(max_tokens=100))
+    next(stream)
+    os.killpg(server.process.pid, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        with pytest.raises(StreamStalled, match="No reply from the server for 1 s"):
+            for _ in stream:
+                pass
+        assert time.monotonic() - started < 3
+    finally:
+        os.killpg(server.process.pid, signal.SIGCONT)
