@@ -88,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     from setup.repo import RepoError
 
     signal.signal(signal.SIGTERM, raise_interrupt)
+    # Ctrl-C must stop the demo even when a launcher started us with SIGINT ignored (e.g. `make demo &`).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     triton = None
     try:
         if args.demo:
