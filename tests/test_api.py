@@ -24,3 +24,19 @@ def test_bad_input_gets_its_message(app_url, kwargs, message):
     client = Client(app_url, verbose=False)
     with pytest.raises(Exception, match=message):
         client.predict(**kwargs, api_name="/generate")
+
+
+def test_generate_reads_an_uploaded_image(app_url, tmp_path):
+    from gradio_client import handle_file
+    from PIL import Image, ImageDraw, ImageFont
+
+    image = Image.new("RGB", (900, 260), "white")
+    ImageDraw.Draw(image).text((30, 90), "The secret code is 4711", fill="black",
+                               font=ImageFont.load_default(size=64))
+    path = tmp_path / "code.png"
+    image.save(path)
+    client = Client(app_url, verbose=False)
+    job = client.submit(text="What is the secret code?", images=[handle_file(str(path))], max_tokens=30,
+                        api_name="/generate")
+    updates = list(job)
+    assert updates and "4711" in updates[-1]
