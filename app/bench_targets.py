@@ -105,6 +105,13 @@ def _error_text(data: object) -> str:
     return data if isinstance(data, str) and data else "The app reported an error without a message."
 
 
+def _counted(record: RequestRecord, count_tokens: Callable[[str], int] | None) -> RequestRecord:
+    """Replace the update count by a real token count of a successful reply, when a counter is given."""
+    if record.error is None and count_tokens is not None:
+        record.tokens = count_tokens(record.text)
+    return record
+
+
 class SseApiSender:
     """Sends each request through the app's `/generate` endpoint over Gradio's HTTP API
     (POST /gradio_api/call/generate, then its server-sent events), one connection per chat session,
@@ -170,9 +177,7 @@ class SseApiSender:
                 else (str(exc) or type(exc).__name__)
         finally:
             record.ended = time.monotonic()
-        if record.error is None and self.count_tokens is not None:
-            record.tokens = self.count_tokens(record.text)
-        return record
+        return _counted(record, self.count_tokens)
 
     def close(self) -> None:
         for client in self._clients:
@@ -239,9 +244,7 @@ class AppApiSender:
             record.error = str(exc) or type(exc).__name__
         finally:
             record.ended = time.monotonic()
-        if record.error is None and self.count_tokens is not None:
-            record.tokens = self.count_tokens(record.text)
-        return record
+        return _counted(record, self.count_tokens)
 
     def close(self) -> None:
         for client in self._clients:

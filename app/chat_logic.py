@@ -18,7 +18,7 @@ from app.context import AppContext
 from app.errors import ChatError, InvalidRequest
 from app.lora import BASE_MODEL
 from app.multimodal import prepare_images, strip_image_markers
-from app.prompts import _ADAPTER_TAG, message_text
+from app.prompts import ADAPTER_TAG_RE, message_text
 from app.stream_updates import throttled
 
 
@@ -94,7 +94,7 @@ def without_last_reply(history: list[dict]) -> list[dict]:
 
 def reply_adapter(message: dict) -> str | None:
     """The adapter recorded on an assistant reply (None for the base model)."""
-    match = _ADAPTER_TAG.search(message_text(message.get("content")))
+    match = ADAPTER_TAG_RE.search(message_text(message.get("content")))
     return match.group("adapter") if match else None
 
 

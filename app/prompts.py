@@ -12,7 +12,7 @@ import yaml
 from app.constants import ADAPTER_TAG_PATTERN
 from setup.paths import DATA_DIR
 
-_ADAPTER_TAG = re.compile(ADAPTER_TAG_PATTERN)  # the footer chat replies carry
+ADAPTER_TAG_RE = re.compile(ADAPTER_TAG_PATTERN)  # the footer chat replies carry
 
 
 def message_text(content: object) -> str:
@@ -60,7 +60,7 @@ class PromptBuilder:
         out = [{"role": "system", "content": system}] if system else []
         for message in history:
             role = message.get("role")
-            text = _ADAPTER_TAG.sub("", message_text(message.get("content")))
+            text = ADAPTER_TAG_RE.sub("", message_text(message.get("content")))
             if role in ("user", "assistant") and text:
                 if out and out[-1]["role"] == role:  # Gradio splits a turn into blocks; merge them
                     out[-1]["content"] += "\n" + text

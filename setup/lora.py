@@ -29,9 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import yaml
 
-from setup.paths import DATA_DIR
+from setup.checkpoint_info import lora_module_map
 
 WEIGHTS_FILE = "model.lora_weights.npy"
 CONFIG_FILE = "model.lora_config.npy"
@@ -48,7 +47,7 @@ TRT_MODULE_IDS = {
 }
 TRT_MODULE_NAMES = {v: k for k, v in TRT_MODULE_IDS.items()}
 # Hugging Face module name -> TensorRT-LLM module (HF up_proj is TRT mlp_gate, gate_proj is mlp_h_to_4h).
-HF_TO_TRT: dict[str, str] = yaml.safe_load((DATA_DIR / "lora_modules.yaml").read_text())
+HF_TO_TRT: dict[str, str] = lora_module_map()
 # Canonical (Llama-style) HF name of each TRT module, for display of converted pairs.
 TRT_TO_HF = {"attn_qkv": "qkv_proj", "attn_q": "q_proj", "attn_k": "k_proj", "attn_v": "v_proj",
              "attn_dense": "o_proj", "mlp_h_to_4h": "gate_proj", "mlp_4h_to_h": "down_proj", "mlp_gate": "up_proj"}
