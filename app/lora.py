@@ -41,12 +41,11 @@ from app.lora_task_ids import TASK_IDS_FILE, TaskIds, fingerprint
 from setup.lora import (
     ConvertedLora,
     LoraConvertError,
-    check_against_engine,
     convert_peft,
     load_converted,
-    load_engine_spec,
     save_converted,
 )
+from setup.lora_engine import check_against_engine, load_engine_spec
 from setup.paths import PROJECT_ROOT
 
 __all__ = ["BASE_MODEL", "DEFAULT_ADAPTERS_DIR", "TASK_IDS_FILE", "AdapterError", "AdapterInfo", "AdapterRegistry",

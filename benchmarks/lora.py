@@ -26,7 +26,8 @@ from app.client import SamplingParams, TritonChatClient  # noqa: E402
 from app.lora import AdapterRegistry, lora_bytes  # noqa: E402
 from app.prompts import PromptBuilder  # noqa: E402
 from setup.cpu_model import model_dir  # noqa: E402
-from setup.lora import HF_TO_TRT, EngineLoraSpec, check_against_engine, convert_peft  # noqa: E402
+from setup.lora import HF_TO_TRT, convert_peft  # noqa: E402
+from setup.lora_engine import EngineLoraSpec, check_against_engine  # noqa: E402
 from setup.paths import PROJECT_ROOT  # noqa: E402
 
 QUESTION = "What is the capital of France?"

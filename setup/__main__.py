@@ -9,7 +9,8 @@ from pathlib import Path
 
 from setup.build_cli import add_build_commands, add_repo_flags, cmd_build, cmd_plan, repo_config_from_args
 from setup.launcher import LaunchError, LaunchOptions, TritonProcess, find_tritonserver
-from setup.lora import STORAGE_DTYPES, LoraConvertError, convert_folder, describe
+from setup.lora import STORAGE_DTYPES, LoraConvertError, describe
+from setup.lora_engine import convert_folder
 from setup.repo import RepoError, write_repository
 
 

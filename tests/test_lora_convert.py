@@ -16,13 +16,12 @@ from setup.lora import (
     CONFIG_FILE,
     WEIGHTS_FILE,
     LoraConvertError,
-    check_against_engine,
     convert_peft,
     from_storage,
     load_converted,
-    load_engine_spec,
     to_storage,
 )
+from setup.lora_engine import check_against_engine, load_engine_spec
 from tests.lora_helpers import (
     ALL_MODULES,
     DEMO_ADAPTERS,
