@@ -36,6 +36,16 @@ def _auth_file(path: str) -> tuple[tuple[str, str], ...]:
     return pairs
 
 
+def _positive_rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"'{text}' is not a rate above 0 (tokens per second)")
+    return value
+
+
 def _model_name(text: str) -> str:
     if not re.fullmatch(r"[A-Za-z0-9_.\-]+", text):
         raise argparse.ArgumentTypeError(
@@ -57,6 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--triton-grpc-port", type=_port, default=8001, help="--demo: Triton gRPC port (default 8001).")
     parser.add_argument("--triton-metrics-port", type=_port, default=8002,
                         help="--demo: Triton metrics port (default 8002).")
+    parser.add_argument("--pacing-rate", type=_positive_rate, metavar="TOKENS_PER_SECOND",
+                        help="--demo: also serve the benchmark pacing model (`pacing`: words at this fixed rate, "
+                        "no compute), for `python -m benchmarks.overhead --triton ...`.")
     parser.add_argument("--model", type=_model_name, default=AppConfig.model,
                         help=HELP["model"] + f" Usually {' or '.join(SUPPORTED_MODELS)}; any decoupled text model "
                         "works (e.g. pacing, the benchmark model).")
@@ -82,7 +95,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"python -m app bench: error: {problem}", file=sys.stderr)
             return 2
         return bench_main(argv[1:])
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.pacing_rate is not None and not args.demo:
+        parser.error("--pacing-rate adds the pacing model to the demo's own server; use it with --demo")
     from setup.cpu_model import ModelPreparationError
     from setup.launcher import LaunchError
     from setup.repo import RepoError
@@ -95,7 +111,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.demo:
             from setup.demo import start_demo_triton
 
-            triton = start_demo_triton(args.triton_http_port, args.triton_grpc_port, args.triton_metrics_port)
+            triton = start_demo_triton(args.triton_http_port, args.triton_grpc_port, args.triton_metrics_port,
+                                       pacing_rate=args.pacing_rate)
             url = f"127.0.0.1:{args.triton_grpc_port}"
             metrics_url = f"http://127.0.0.1:{args.triton_metrics_port}/metrics"
         else:

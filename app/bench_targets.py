@@ -184,6 +184,72 @@ class SseApiSender:
             client.close()
 
 
+def _openai_body(request: BenchRequest, p: SamplingParams) -> dict[str, object]:
+    """An OpenAI chat-completions body with the same settings as `_api_args` (temperature 0 is greedy)."""
+    greedy = p.top_k <= 1 and p.top_p == 0
+    body = {"messages": [{"role": "user", "content": request.prompt}], "max_tokens": request.max_tokens,
+            "stream": True, "seed": p.seed, "repetition_penalty": p.repetition_penalty}
+    if greedy:
+        body["temperature"] = 0
+    else:
+        body.update(temperature=p.temperature, top_p=p.top_p or 1.0, top_k=p.top_k)
+    return body
+
+
+class OpenAISender:
+    """Sends each request through the app's OpenAI-compatible `/v1/chat/completions` (streamed), one
+    keep-alive connection per chat session, as `send(session, request)`. Timing is exact."""
+
+    def __init__(self, url: str, sessions: int, params: SamplingParams | None = None,
+                 timeout: float = 60.0, count_tokens: Callable[[str], int] | None = None):
+        import httpx
+
+        self.url = url.rstrip("/") + "/v1/chat/completions"
+        self.timeout, self.count_tokens = timeout, count_tokens
+        self.params = params or SamplingParams()
+        self._clients = [httpx.Client(timeout=httpx.Timeout(10.0, read=timeout)) for _ in range(sessions)]
+
+    def connect_all(self) -> None:
+        """Nothing to do: connections open on first use and are kept."""
+
+    def __call__(self, session: int, request: BenchRequest) -> RequestRecord:
+        record = RequestRecord(started=time.monotonic())
+        timeline = _Timeline(record)
+        text = ""
+        try:
+            body = _openai_body(request, self.params)
+            with self._clients[session].stream("POST", self.url, json=body) as stream:
+                if stream.status_code != 200:
+                    stream.read()
+                    raise RuntimeError(_error_text(stream.json().get("error", {}).get("message")))
+                for line in stream.iter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    payload = line[5:].strip()
+                    if payload == "[DONE]":
+                        break
+                    event = json.loads(payload)
+                    if "error" in event:
+                        raise RuntimeError(_error_text(event["error"].get("message")))
+                    content = event["choices"][0]["delta"].get("content")
+                    if content:
+                        text += content
+                        timeline.update(text, time.monotonic())
+                else:
+                    raise RuntimeError("The app closed the reply stream before it completed.")
+            record.text = text
+        except Exception as exc:  # noqa: BLE001 - every failure becomes the record's error
+            record.error = MSG_BENCH_HUNG.format(seconds=self.timeout) if "ReadTimeout" in type(exc).__name__ \
+                else (str(exc) or type(exc).__name__)
+        finally:
+            record.ended = time.monotonic()
+        return _counted(record, self.count_tokens)
+
+    def close(self) -> None:
+        for client in self._clients:
+            client.close()
+
+
 class AppApiSender:
     """Sends each request through the app's `/generate` endpoint with gradio_client, one Client per
     chat session (each its own Gradio session), as `send(session, request)`.

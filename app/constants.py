@@ -98,3 +98,24 @@ MSG_INVALID_TEXT = (
 )
 MSG_NOT_A_NUMBER_FIELD = "{name} must be a number, got {value!r}."
 MSG_NOT_TEXT = "The message must be text, got {kind}."
+
+# OpenAI-compatible HTTP API (app/openai_api.py, app/openai_schema.py).
+API_MAX_BODY_BYTES = 64 * 1024 * 1024  # a few base64 images at MAX_IMAGE_BYTES each
+API_MAX_STOP_WORDS = 4
+MSG_API_NOT_AN_OBJECT = "The request body must be a JSON object in OpenAI's chat completions format (model, messages, ...)."
+MSG_API_BAD_JSON = "The request body is not valid JSON ({detail})."
+MSG_API_BODY_TOO_LARGE = "The request body is larger than {limit_mb:.0f} MB."
+MSG_API_NO_MESSAGES = "messages must be a non-empty list of {role, content} objects."
+MSG_API_BAD_ROLE = "messages[{index}].role must be system, user or assistant, got {role!r}."
+MSG_API_BAD_CONTENT = "messages[{index}].content must be text or a list of text and image_url parts."
+MSG_API_BAD_PART = "messages[{index}].content[{part}] is a {kind!r} part; only text and image_url parts are read."
+MSG_API_REMOTE_IMAGE = ("messages[{index}]: send images inline as data:image/...;base64,... URLs; "
+                        "the app does not fetch remote files.")
+MSG_API_BAD_BASE64 = "messages[{index}]: the image's data URL does not hold valid base64."
+MSG_API_LAST_NOT_USER = "The last message must be the user's (role 'user')."
+MSG_API_N = "n must be 1: this app returns one choice per request."
+MSG_API_PENALTY = "{name} is not supported by this deployment; use repetition_penalty (0.5 to 2.0) instead."
+MSG_API_STOP = "stop must be a non-empty string or a list of at most {limit} non-empty strings."
+MSG_API_BOOL = "{name} must be true or false."
+MSG_API_UNAUTHORIZED = "This app requires a login: send Authorization: Bearer USER:PASSWORD (or HTTP Basic)."
+MSG_API_NOT_FOUND = "There is no route {path}; the app serves /v1/models and /v1/chat/completions."

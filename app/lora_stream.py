@@ -119,6 +119,11 @@ class AdapterStream:
         return self._stream.request_id if self._stream is not None else ""
 
     @property
+    def chunks(self) -> int:
+        """Responses that carried new text (one per generated token when streaming)."""
+        return self._stream.chunks if self._stream is not None else 0
+
+    @property
     def responses(self) -> int:
         return self._stream.responses if self._stream is not None else 0
 

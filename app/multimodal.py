@@ -100,7 +100,7 @@ def _tensor_for(images: list[Image.Image], support: ImageSupport) -> object:
     return [f"data:image/png;base64,{base64.b64encode(buffer.getvalue()).decode('ascii')}"]
 
 
-def prepare_images(paths: Sequence[str | Path], info: ModelInfo, text: str,
+def prepare_images(paths: Sequence[str | Path | bytes], info: ModelInfo, text: str,
                    limits: ImageLimits | None = None) -> ImagePrompt:
     """Validate, decode and preprocess the uploads for the deployed model.
 

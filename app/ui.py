@@ -6,6 +6,7 @@ import gradio as gr
 
 from app import api, speedups
 from app.context import AppContext
+from app.openai_api import OpenAIApi
 from app.pages import adapters, benchmark, build, chat, compare, server
 
 APP_TITLE = "Triton VLM + LoRA demo"
@@ -34,10 +35,15 @@ def build_app(ctx: AppContext) -> gr.Blocks:
 
 
 def launch(ctx: AppContext, prevent_thread_lock: bool = False) -> gr.Blocks:
+    """Serve the UI, the Gradio API and the OpenAI-compatible API (/v1/...) on one port."""
     blocks = build_app(ctx)
     blocks.launch(
         server_name=ctx.config.host, server_port=ctx.config.port, max_file_size=ctx.config.max_file_size,
-        max_threads=max(64, ctx.config.concurrency * 2), prevent_thread_lock=prevent_thread_lock,
+        max_threads=max(64, ctx.config.concurrency * 2), prevent_thread_lock=True,
         show_error=True, quiet=True, auth=list(ctx.config.auth) if ctx.config.auth else None,
     )
+    # Gradio builds its FastAPI app inside launch(); routes added now are served from the next request on.
+    OpenAIApi(ctx).mount(blocks.server_app)
+    if not prevent_thread_lock:
+        blocks.block_thread()
     return blocks

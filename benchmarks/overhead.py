@@ -29,14 +29,14 @@ from pathlib import Path
 
 from app.bench_load import run_load, synthetic_requests
 from app.bench_stats import summarize
-from app.bench_targets import AppApiSender, SseApiSender, TritonSender, word_count
+from app.bench_targets import AppApiSender, OpenAISender, SseApiSender, TritonSender, word_count
 from app.client import SamplingParams, TritonChatClient
 from benchmarks.harness import AppProcess, pacing_server, tokenizer_args
 from setup.bench_repo import PACING_MODEL, PacingSpec
 
 TOKENS_GOAL = 0.95
 BATCH_GOAL = 1.2
-CLIENTS = {"sse": SseApiSender, "gradio_client": AppApiSender}
+CLIENTS = {"openai": OpenAISender, "sse": SseApiSender, "gradio_client": AppApiSender}
 
 
 def _session_sender(sender, sessions: int):

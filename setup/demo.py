@@ -26,8 +26,11 @@ def demo_config(engine: Path, overrides: dict | None = None, encoder: Path | Non
     return config
 
 
-def write_demo_repository(out: Path | None = None, overrides: dict | None = None, log=print) -> Path:
+def write_demo_repository(out: Path | None = None, overrides: dict | None = None, log=print,
+                          pacing_rate: float | None = None) -> Path:
     """Prepare the CPU engine and OCR encoder, (re)write the demo repository; return its path.
+
+    With `pacing_rate` (tokens per second) the benchmark pacing model is added beside the demo's models.
 
     The engine's prompt table is sized exactly max_batch_size x visual tokens per image x
     max_num_images of the demo's image family, as a TensorRT-LLM build must be.
@@ -45,14 +48,20 @@ def write_demo_repository(out: Path | None = None, overrides: dict | None = None
         hidden = json.loads((engine / "config.json").read_text())["pretrained_config"]["hidden_size"]
         encoder = build_cpu_encoder(family, images, hidden)
     target = out or cache_dir() / "demo_repository"
-    return write_repository(demo_config(engine, overrides, encoder), target, force=True)
+    repo = write_repository(demo_config(engine, overrides, encoder), target, force=True)
+    if pacing_rate is not None:
+        from setup.bench_repo import PacingSpec, add_pacing_model
+
+        add_pacing_model(repo, PacingSpec(tokens_per_second=pacing_rate))
+    return repo
 
 
 def start_demo_triton(http_port: int = 8000, grpc_port: int = 8001, metrics_port: int = 8002,
                       repo: Path | None = None, log_path: Path | None = None, log=print,
-                      ready_timeout: float = 180.0) -> TritonProcess:
-    """Write the demo repository and start tritonserver on the CPU; returns once it is ready."""
-    repo = repo or write_demo_repository(log=log)
+                      ready_timeout: float = 180.0, pacing_rate: float | None = None) -> TritonProcess:
+    """Write the demo repository (with the pacing model when `pacing_rate` is given) and start
+    tritonserver on the CPU; returns once it is ready."""
+    repo = repo or write_demo_repository(log=log, pacing_rate=pacing_rate)
     options = LaunchOptions(model_repo=repo, http_port=http_port, grpc_port=grpc_port,
                             metrics_port=metrics_port, cpu_only=True, extra_args=DEMO_EXIT_TIMEOUT)
     process = TritonProcess(find_tritonserver(), options, log_path or cache_dir() / "logs" / "triton.log")

@@ -12,13 +12,11 @@ from setup.bench_repo import PACING_MODEL, PacingSpec
 def serve_app(triton_url: str, **config):
     """Build and launch the app in this process on a free port; returns (blocks, url, ctx)."""
     from app.context import AppConfig, AppContext
-    from app.ui import build_app
+    from app.ui import launch
 
     port = free_port()
     ctx = AppContext(AppConfig(triton_url=triton_url, model=PACING_MODEL, port=port, **config))
-    blocks = build_app(ctx)
-    blocks.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, max_threads=160,
-                  show_error=True)  # as app.ui.launch
+    blocks = launch(ctx, prevent_thread_lock=True)
     return blocks, f"http://127.0.0.1:{port}/", ctx
 
 

@@ -63,12 +63,10 @@ def triton(tmp_path_factory) -> TritonEndpoints:
 def app_url(triton) -> str:
     """The web app served in this process against the session's tritonserver."""
     from app.context import AppConfig, AppContext
-    from app.ui import build_app
+    from app.ui import launch
 
     port = free_port()
-    blocks = build_app(AppContext(AppConfig(triton_url=triton.grpc_url, port=port, demo=True)))
-    blocks.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                  max_threads=128)
+    blocks = launch(AppContext(AppConfig(triton_url=triton.grpc_url, port=port, demo=True)), prevent_thread_lock=True)
     yield f"http://127.0.0.1:{port}/"
     blocks.close()
 

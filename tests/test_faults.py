@@ -6,6 +6,7 @@ started; the app runs in this process. Only loopback addresses are used.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -105,6 +106,51 @@ def test_client_that_disconnects_stops_generation_on_the_server(server):
         assert lines, "the server kept generating for a client that left"
         assert "(cancel) ended after" in lines[0]
         assert int(lines[0].split("ended after ")[1].split()[0]) < 60  # far from 300 (10 words/s)
+    finally:
+        blocks.close()
+
+
+def test_openai_client_that_disconnects_stops_generation_on_the_server(server):
+    server.start()
+    blocks, url, _ = serve_app(server.grpc_url)
+    try:
+        before = len(pacing_log_lines(server))
+        body = {"messages": [{"role": "user", "content": "tell me a long story"}], "max_tokens": 300, "stream": True}
+        with httpx.Client(timeout=10) as client, client.stream("POST", url + "v1/chat/completions", json=body) as reply:
+            assert reply.status_code == 200
+            seen = 0
+            for line in reply.iter_lines():
+                seen += line.startswith("data:")
+                if seen >= 5:
+                    break  # leave mid-stream: the connection is closed here
+        deadline = time.monotonic() + 10
+        while len(pacing_log_lines(server)) == before and time.monotonic() < deadline:
+            time.sleep(0.1)
+        lines = pacing_log_lines(server)[before:]
+        assert lines and "(cancel) ended after" in lines[0], lines
+        assert int(lines[0].split("ended after ")[1].split()[0]) < 60  # far from 300 (10 words/s)
+    finally:
+        blocks.close()
+
+
+def test_openai_stream_ends_with_an_error_event_when_the_server_dies(server):
+    server.start()
+    blocks, url, _ = serve_app(server.grpc_url)
+    try:
+        body = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 300, "stream": True}
+        events, killed_at = [], None
+        with httpx.Client(timeout=10) as client, client.stream("POST", url + "v1/chat/completions", json=body) as reply:
+            for line in reply.iter_lines():
+                if line.startswith("data:"):
+                    events.append(line[5:].strip())
+                if len(events) == 4 and killed_at is None:
+                    killed_at = time.monotonic()
+                    server.kill()
+        ended = time.monotonic()
+        assert killed_at is not None and ended - killed_at < 2.0
+        assert events[-1] == "[DONE]"
+        error = json.loads(events[-2])["error"]
+        assert error["type"] == "server_error" and "The Triton server cannot be reached" in error["message"]
     finally:
         blocks.close()
 

@@ -163,3 +163,9 @@ def test_engine_contract_direct(triton, cpu_model_dir):
     a = engine_request(triton, {**sampled, "random_seed": np.array([[123]], np.uint64)})
     b = engine_request(triton, {**sampled, "random_seed": np.array([[123]], np.uint64)})
     assert a == b
+    # top_k 1 is greedy whatever top_p and temperature say (top-k, then top-p, as TensorRT-LLM samples)
+    top_one = {**sampled, "runtime_top_k": np.array([[1]], np.int32), "runtime_top_p": np.array([[1.0]], np.float32)}
+    greedy = {**sampled, "runtime_top_k": np.array([[0]], np.int32)}
+    for seed in (1, 2):
+        assert engine_request(triton, {**top_one, "random_seed": np.array([[seed]], np.uint64)}) == \
+            engine_request(triton, greedy)

@@ -114,7 +114,8 @@ class EngineRunner:
         if 0 <= gen.end_id < logits.shape[0] and len(gen.output_ids) < gen.min_length:
             logits[gen.end_id] = float("-inf")
         log_probs = torch.log_softmax(logits, dim=-1)
-        sampling = gen.top_k > 1 or gen.top_p > 0.0
+        # top_k 1 keeps one candidate whatever top_p says: greedy, as in TensorRT-LLM's top-k-then-top-p sampling
+        sampling = gen.top_k != 1 and (gen.top_k > 1 or gen.top_p > 0.0)
         if not sampling:
             token = int(torch.argmax(logits))
             return token, float(log_probs[token])

@@ -1,0 +1,223 @@
+"""OpenAI-compatible HTTP API on the app's own server: GET /v1/models, POST /v1/chat/completions.
+
+Any OpenAI client (or curl) can chat with the deployment: `model` picks the base model (its Triton
+name) or a LoRA adapter by name, images go as `image_url` parts with data: URLs, `stream: true` gives
+server-sent events. It runs the chat panel's request path (prompt template, adapter registry with
+register-once and eviction retry, image checks) without Gradio's per-event machinery: each reply is
+read from Triton on a worker thread and handed to the event loop in batches, so many concurrent
+streams cost the app little. A client that disconnects cancels its request on the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import secrets
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+from starlette.routing import Route
+
+from app.chat_logic import open_stream, validate_user_text
+from app.constants import API_MAX_BODY_BYTES, MSG_API_BAD_JSON, MSG_API_BODY_TOO_LARGE, MSG_API_UNAUTHORIZED
+from app.context import AppContext
+from app.errors import (
+    ChatError,
+    InputTooLong,
+    InvalidImage,
+    InvalidRequest,
+    TextOnlyDeployment,
+)
+from app.openai_schema import (
+    ChatRequest,
+    ChunkWriter,
+    completion_body,
+    error_body,
+    models_body,
+    parse_chat_request,
+)
+
+CLIENT_ERRORS = (InvalidRequest, InvalidImage, TextOnlyDeployment, InputTooLong)
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+def error_response(exc: ChatError) -> JSONResponse:
+    """400 for what the caller can fix, 503 for the server side (unreachable, not ready, cache full)."""
+    if isinstance(exc, CLIENT_ERRORS):
+        return JSONResponse(error_body(str(exc)), status_code=400)
+    return JSONResponse(error_body(str(exc), "server_error"), status_code=503)
+
+
+class DeltaPump:
+    """Reads a blocking text stream on a worker thread and hands the text to the event loop.
+
+    The worker wakes the loop only when the buffer goes from empty to non-empty, so when the loop is
+    busy several tokens travel as one chunk: the app's cost per reply stays flat under load.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self._loop = loop
+        self._ready = asyncio.Event()
+        self._lock = threading.Lock()
+        self._parts: list[str] = []
+        self._done = False
+        self.error: Exception | None = None
+
+    def run(self, stream) -> None:
+        """Worker thread: iterate the stream to its end (or its error), then signal the end."""
+        try:
+            for delta in stream:
+                if delta:
+                    with self._lock:
+                        self._parts.append(delta)
+                        first = len(self._parts) == 1
+                    if first:
+                        self._wake()
+        except Exception as exc:  # noqa: BLE001 - any failure ends the reply with its message
+            self.error = exc
+        finally:
+            with self._lock:
+                self._done = True
+            self._wake()
+
+    def _wake(self) -> None:
+        try:
+            self._loop.call_soon_threadsafe(self._ready.set)
+        except RuntimeError:  # the loop has closed (app shutting down)
+            pass
+
+    async def texts(self):
+        """Text chunks as they come; ends when the stream ended (check `error` afterwards)."""
+        while True:
+            await self._ready.wait()
+            self._ready.clear()
+            with self._lock:
+                parts, self._parts, done = self._parts, [], self._done
+            if parts:
+                yield "".join(parts)
+            if done:
+                return
+
+
+class OpenAIApi:
+    """The routes' behaviour; `mount(app)` adds them to a FastAPI app."""
+
+    def __init__(self, ctx: AppContext, workers: int | None = None):
+        self.ctx = ctx
+        self.executor = ThreadPoolExecutor(max_workers=workers or ctx.config.concurrency,
+                                           thread_name_prefix="openai-api")
+
+    def authorized(self, request: Request) -> bool:
+        """Open unless the app has logins (--auth-file): then Bearer USER:PASSWORD or HTTP Basic."""
+        logins = self.ctx.config.auth
+        if not logins:
+            return True
+        header = request.headers.get("authorization", "")
+        scheme, _, value = header.partition(" ")
+        if scheme.lower() == "basic":
+            try:
+                value = base64.b64decode(value, validate=True).decode("utf-8")
+            except (ValueError, UnicodeDecodeError):
+                return False
+        elif scheme.lower() != "bearer":
+            return False
+        user, _, password = value.strip().partition(":")
+        return any(secrets.compare_digest(user.encode(), u.encode()) &
+                   secrets.compare_digest(password.encode(), p.encode()) for u, p in logins)
+
+    async def models(self, request: Request) -> JSONResponse:
+        if not self.authorized(request):
+            return JSONResponse(error_body(MSG_API_UNAUTHORIZED, "authentication_error"), status_code=401)
+        loop = asyncio.get_running_loop()
+        names = await loop.run_in_executor(self.executor, self.ctx.adapters.names)
+        return JSONResponse(models_body(self.ctx.config.model, names))
+
+    async def chat_completions(self, request: Request):
+        if not self.authorized(request):
+            return JSONResponse(error_body(MSG_API_UNAUTHORIZED, "authentication_error"), status_code=401)
+        try:
+            chat = parse_chat_request(await _json_body(request), self.ctx.config.model)
+        except ChatError as exc:
+            return error_response(exc)
+        loop = asyncio.get_running_loop()
+        try:
+            stream = await loop.run_in_executor(self.executor, self._open, chat)
+        except ChatError as exc:
+            return error_response(exc)
+        pump = DeltaPump(loop)
+        worker = loop.run_in_executor(self.executor, pump.run, stream)
+        if chat.stream:
+            return StreamingResponse(self._events(chat, stream, pump, worker), media_type="text/event-stream",
+                                     headers=SSE_HEADERS)
+        try:
+            text = "".join([part async for part in pump.texts()]).strip()
+        finally:
+            stream.cancel()  # no-op when finished; frees the server if this handler is cancelled
+        if pump.error is not None:
+            return error_response(_as_chat_error(pump.error))
+        return JSONResponse(completion_body(chat.model, text, _finish_reason(stream, chat), stream.chunks))
+
+    def _open(self, chat: ChatRequest):
+        """Worker thread: the chat panel's path from request to an open server stream."""
+        validate_user_text(chat.history[-1]["content"])
+        return open_stream(self.ctx, chat.history, chat.params, chat.system_prompt, chat.adapter,
+                           images=chat.images, stop=chat.stop)
+
+    async def _events(self, chat: ChatRequest, stream, pump: DeltaPump, worker):
+        writer = ChunkWriter(chat.model)
+        started = False
+        try:
+            yield writer.role()
+            async for text in pump.texts():
+                if not started:  # replies start after the template's "assistant" header: drop its spaces
+                    text = text.lstrip()
+                    started = bool(text)
+                    if not started:
+                        continue
+                yield writer.text(text)
+            await worker
+            if pump.error is not None:
+                exc = _as_chat_error(pump.error)
+                yield writer.error(str(exc), "invalid_request_error" if isinstance(exc, CLIENT_ERRORS)
+                                   else "server_error")
+            else:
+                yield writer.finish(_finish_reason(stream, chat))
+            yield writer.done()
+        finally:
+            stream.cancel()  # the client went away (or the reply ended): stop generating on the server
+
+    def mount(self, app: FastAPI) -> None:
+        """Put the routes first, ahead of the UI's own routes."""
+        routes = [Route("/v1/models", self.models, methods=["GET"]),
+                  Route("/v1/chat/completions", self.chat_completions, methods=["POST"])]
+        app.router.routes[:0] = routes
+
+    def close(self) -> None:
+        self.executor.shutdown(wait=False, cancel_futures=True)
+
+
+async def _json_body(request: Request) -> object:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > API_MAX_BODY_BYTES:
+        raise InvalidRequest(MSG_API_BODY_TOO_LARGE.format(limit_mb=API_MAX_BODY_BYTES / 2**20))
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > API_MAX_BODY_BYTES:
+            raise InvalidRequest(MSG_API_BODY_TOO_LARGE.format(limit_mb=API_MAX_BODY_BYTES / 2**20))
+        chunks.append(chunk)
+    try:
+        return json.loads(b"".join(chunks))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidRequest(MSG_API_BAD_JSON.format(detail=str(exc).split(":")[0])) from None
+
+
+def _as_chat_error(exc: Exception) -> ChatError:
+    return exc if isinstance(exc, ChatError) else ChatError(f"The reply failed: {type(exc).__name__}: {exc}")
+
+
+def _finish_reason(stream, chat: ChatRequest) -> str:
+    return "length" if stream.chunks >= chat.params.max_tokens else "stop"

@@ -1,0 +1,135 @@
+"""OpenAI chat-completions bodies in the app's terms: parsing, checks with plain messages, reply shapes."""
+
+import base64
+import json
+
+import pytest
+
+from app.constants import MAX_IMAGE_BYTES
+from app.errors import InvalidImage, InvalidRequest
+from app.openai_schema import ChunkWriter, completion_body, models_body, parse_chat_request
+
+SERVED = "tensorrt_llm_bls"
+PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 16).decode()
+
+
+def body(**fields):
+    return {"model": SERVED, "messages": [{"role": "user", "content": "hi"}], **fields}
+
+
+def test_conversation_system_and_history():
+    chat = parse_chat_request(body(messages=[
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "one"},
+        {"role": "assistant", "content": "1"},
+        {"role": "user", "content": [{"type": "text", "text": "two"}, {"type": "text", "text": "three"}]},
+    ]), SERVED)
+    assert chat.system_prompt == "Be brief."
+    assert chat.history == [{"role": "user", "content": "one"}, {"role": "assistant", "content": "1"},
+                            {"role": "user", "content": "two\nthree"}]
+    assert chat.adapter is None and chat.model == SERVED and chat.stream is False and chat.images == []
+
+
+@pytest.mark.parametrize("model, adapter", [(SERVED, None), ("", None), ("base model", None), ("pirate", "pirate")])
+def test_model_names_base_or_adapter(model, adapter):
+    chat = parse_chat_request(body(model=model), SERVED)
+    assert chat.adapter == adapter
+    assert chat.model == (model or SERVED)
+
+
+def test_images_of_the_last_user_message_only():
+    url = f"data:image/png;base64,{PNG}"
+    chat = parse_chat_request(body(messages=[
+        {"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": "a"}]},
+        {"role": "assistant", "content": "b"},
+        {"role": "user", "content": [{"type": "text", "text": "c"}, {"type": "image_url", "image_url": url}]},
+    ]), SERVED)
+    assert chat.images == [base64.b64decode(PNG)]
+    chat = parse_chat_request(body(messages=[
+        {"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": "a"}]},
+        {"role": "assistant", "content": "b"}, {"role": "user", "content": "c"}]), SERVED)
+    assert chat.images == []
+
+
+def test_openai_sampling_meanings():
+    default = parse_chat_request(body(), SERVED).params
+    assert (default.temperature, default.top_p, default.top_k) == (1.0, 1.0, 0)
+    assert default.max_tokens == 256
+    greedy = parse_chat_request(body(temperature=0, max_completion_tokens=12, seed=5), SERVED).params
+    assert (greedy.top_k, greedy.top_p, greedy.max_tokens, greedy.seed) == (1, 0.0, 12, 5)
+    extended = parse_chat_request(body(top_k=40, repetition_penalty=1.2, temperature=0.5, top_p=0.9), SERVED).params
+    assert (extended.top_k, extended.repetition_penalty, extended.temperature, extended.top_p) == (40, 1.2, 0.5, 0.9)
+    seeds = {parse_chat_request(body(), SERVED).params.seed for _ in range(5)}
+    assert len(seeds) > 1, "without a seed each request samples afresh"
+
+
+def test_stop_words():
+    assert parse_chat_request(body(stop="END"), SERVED).stop == ["END"]
+    assert parse_chat_request(body(stop=["a", "b"]), SERVED).stop == ["a", "b"]
+
+
+BAD = [
+    ([], "must be a JSON object"),
+    (body(messages=[]), "messages must be a non-empty list"),
+    (body(messages="hi"), "messages must be a non-empty list"),
+    (body(messages=[{"role": "tool", "content": "x"}]), "messages[0].role must be system, user or assistant"),
+    (body(messages=[{"role": "user", "content": 5}]), "messages[0].content must be text or a list"),
+    (body(messages=[{"role": "user", "content": [{"type": "input_audio"}]}]), "only text and image_url parts"),
+    (body(messages=[{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://x/y.png"}}]}]),
+     "the app does not fetch remote files"),
+    (body(messages=[{"role": "user", "content": [{"type": "image_url", "image_url": "data:image/png;base64,@@"}]}]),
+     "does not hold valid base64"),
+    (body(messages=[{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]),
+     "The last message must be the user's"),
+    (body(n=2), "n must be 1"),
+    (body(frequency_penalty=0.5), "frequency_penalty is not supported"),
+    (body(stop=["a", "b", "c", "d", "e"]), "at most 4 non-empty strings"),
+    (body(stop=[""]), "at most 4 non-empty strings"),
+    (body(stream="yes"), "stream must be true or false"),
+    (body(temperature=5), "temperature must be between"),
+    (body(max_tokens=0), "max tokens must be between"),
+    (body(max_tokens="many"), "max tokens must be a number"),
+    (body(model=3), "must be a JSON object"),
+]
+
+
+@pytest.mark.parametrize("request_body, message", BAD)
+def test_bad_requests_get_their_message(request_body, message):
+    with pytest.raises(InvalidRequest) as error:
+        parse_chat_request(request_body, SERVED)
+    assert message in str(error.value)
+
+
+def test_oversized_image_refused_before_decoding():
+    huge = "A" * ((MAX_IMAGE_BYTES // 3 + 10) * 4)
+    with pytest.raises(InvalidImage, match="images may be at most 20 MB"):
+        parse_chat_request(body(messages=[{"role": "user", "content": [
+            {"type": "text", "text": "what?"},
+            {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{huge}"}}]}]), SERVED)
+
+
+def _event(line: str) -> dict:
+    assert line.startswith("data: ") and line.endswith("\n\n")
+    return json.loads(line[6:])
+
+
+def test_chunk_writer_events_are_openai_chunks():
+    writer = ChunkWriter("pirate")
+    role, text, finish = _event(writer.role()), _event(writer.text('Arr "matey"\n')), _event(writer.finish("stop"))
+    for event in (role, text, finish):
+        assert event["object"] == "chat.completion.chunk" and event["model"] == "pirate"
+        assert event["id"] == writer.id and event["id"].startswith("chatcmpl-")
+    assert role["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    assert text["choices"] == [{"index": 0, "delta": {"content": 'Arr "matey"\n'}, "finish_reason": None}]
+    assert finish["choices"] == [{"index": 0, "delta": {}, "finish_reason": "stop"}]
+    assert _event(writer.error("boom"))["error"]["message"] == "boom"
+    assert writer.done() == "data: [DONE]\n\n"
+
+
+def test_completion_and_models_bodies():
+    reply = completion_body("french", "Bonjour", "length", 3)
+    assert reply["choices"][0]["message"] == {"role": "assistant", "content": "Bonjour"}
+    assert reply["choices"][0]["finish_reason"] == "length" and reply["usage"]["completion_tokens"] == 3
+    models = models_body(SERVED, ["french", "pirate"])
+    assert [m["id"] for m in models["data"]] == [SERVED, "french", "pirate"]
+    assert models["data"][1]["parent"] == SERVED
