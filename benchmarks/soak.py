@@ -1,7 +1,7 @@
 """Load and soak: N concurrent chat sessions through the app's API for a bounded time (loopback only).
 
     .venv/bin/python -m benchmarks.soak [--sessions 64] [--duration 180] [--tokens 60]
-        [--tokens-per-second 50] [--client gradio_client|sse] [--think-time 0.3] [--triton HOST:PORT]
+        [--tokens-per-second 50] [--client gradio_client|sse|openai] [--think-time 0.3] [--triton HOST:PORT]
         [--json PATH]
 
 Without --triton it starts its own tritonserver with the pacing model on free loopback ports; the app
@@ -25,7 +25,7 @@ from pathlib import Path
 
 from app.bench_load import BenchRequest, Progress, run_sessions, synthetic_requests
 from app.bench_stats import summarize
-from app.bench_targets import AppApiSender, SseApiSender, word_count
+from app.bench_targets import AppApiSender, OpenAISender, SseApiSender, word_count
 from app.constants import MSG_BENCH_HUNG
 from benchmarks.harness import AppProcess, pacing_server, tokenizer_args
 from setup.bench_repo import PACING_MODEL, PacingSpec
@@ -36,7 +36,7 @@ MEMORY_GOAL_MB = 50.0
 # submitted in that instant is dropped by gradio_client's reader (a CancelledError on the client;
 # the app served it). 0.3 s closes that window.
 THINK_SECONDS = 0.3
-CLIENTS = {"gradio_client": AppApiSender, "sse": SseApiSender}
+CLIENTS = {"gradio_client": AppApiSender, "sse": SseApiSender, "openai": OpenAISender}
 
 
 @dataclass

@@ -18,6 +18,9 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
+DEMO_PACING_RATE = 40.0  # the demo servers in tests carry the pacing model too (`--pacing-rate`)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -37,7 +40,7 @@ def start_triton(tmp: Path, overrides: dict | None = None) -> TritonEndpoints:
     """Write the demo repository into `tmp` and start tritonserver on free ports."""
     from setup.demo import start_demo_triton, write_demo_repository
 
-    repo = write_demo_repository(tmp / "repo", overrides=overrides, log=lambda *_: None)
+    repo = write_demo_repository(tmp / "repo", overrides=overrides, log=lambda *_: None, pacing_rate=DEMO_PACING_RATE)
     ports = [free_port() for _ in range(3)]
     process = start_demo_triton(*ports, repo=repo, log_path=tmp / "triton.log", log=lambda *_: None)
     return TritonEndpoints(process, *ports, repo)

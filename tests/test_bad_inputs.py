@@ -129,6 +129,32 @@ def test_api_image_to_a_text_only_model(pacing_app, tmp_path):  # noqa: F811
                                                    api_name="/generate")
 
 
+OPENAI_CASES = [  # (id, raw body, message): the OpenAI-compatible API refuses with 400 and its own sentence
+    ("openai-not-json", b"{nope", "The request body is not valid JSON"),
+    ("openai-not-utf8", b'{"messages": "caf\xe9"}', "The request body is not valid JSON"),
+    ("openai-lone-surrogate", b'{"messages": [{"role": "user", "content": "caf\\ud800"}]}',
+     "The message holds a character that is not valid Unicode text"),
+    ("openai-no-messages", b'{"model": "pacing"}', "messages must be a non-empty list"),
+    ("openai-image-to-text-only-model",
+     json.dumps({"messages": [{"role": "user", "content": [
+         {"type": "text", "text": "what is it?"},
+         {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1"
+                                                    "PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"}}]}]}).encode(),
+     MSG_TEXT_ONLY.split(":")[0]),
+    ("openai-adapter-on-model-without-lora", b'{"model": "pirate", "messages": [{"role": "user", "content": "hi"}]}',
+     "takes no LoRA inputs"),
+]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("case, raw, message", OPENAI_CASES, ids=[c[0] for c in OPENAI_CASES])
+def test_openai_api_answers_each_bad_body(pacing_app, case, raw, message):  # noqa: F811
+    reply = httpx.post(pacing_app + "v1/chat/completions", content=raw, timeout=10,
+                       headers={"content-type": "application/json"})
+    assert reply.status_code == 400, reply.text
+    assert message in reply.json()["error"]["message"]
+
+
 # ----- command lines (run in-process: the same parsers and handlers; a traceback fails the test) -----
 
 def run_main(main, argv, capsys) -> tuple[int, str]:
@@ -166,6 +192,9 @@ CLI_CASES = [  # (id, module, argv, message)
      "tokens per second must be above 0, got 0.0."),
     ("pacing-repo-missing", "bench_repo", ["add", "--repo", "/nonexistent-repo"],
      "Model repository /nonexistent-repo does not exist."),
+    ("app-pacing-rate-without-demo", "app", ["--triton", "127.0.0.1:1", "--pacing-rate", "50"],
+     "--pacing-rate adds the pacing model to the demo's own server; use it with --demo"),
+    ("app-pacing-rate-0", "app", ["--demo", "--pacing-rate", "0"], "'0' is not a rate above 0"),
     ("setup-repo-config-missing", "setup", ["repo", "--config", "/nonexistent.yaml", "--out", "/tmp/x"], "does not exist"),
     ("setup-world-size-0", "setup", ["launch", "--repo", ".", "--world-size", "0"], "0 must be at least 1"),
 ]

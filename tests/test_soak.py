@@ -11,9 +11,10 @@ from tests.bench_fixtures import pacing  # noqa: F401 - fixture
 pytestmark = pytest.mark.integration
 
 
-def test_64_sessions_for_20_seconds(pacing, tmp_path):  # noqa: F811
+@pytest.mark.parametrize("client", ["sse", "openai"])  # Gradio's HTTP API, the OpenAI-compatible API
+def test_64_sessions_for_20_seconds(pacing, tmp_path, client):  # noqa: F811
     with AppProcess(pacing.grpc_url, "pacing", tmp_path / "app.log", extra_args=tokenizer_args()) as app:
-        result = run_soak(app, sessions=64, duration=20, tokens=30, client="sse", stall=20, progress=False)
+        result = run_soak(app, sessions=64, duration=20, tokens=30, client=client, stall=20, progress=False)
     print(format_result(result))
     assert result.errors == 0, result.error_messages
     assert result.hung == 0 and result.sessions_finished == 64

@@ -169,3 +169,16 @@ def test_engine_contract_direct(triton, cpu_model_dir):
     for seed in (1, 2):
         assert engine_request(triton, {**top_one, "random_seed": np.array([[seed]], np.uint64)}) == \
             engine_request(triton, greedy)
+
+
+def test_demo_repository_serves_the_pacing_model_at_its_rate(triton):
+    """`python -m app --demo --pacing-rate R`: the pacing model beside the demo's models, words at R per second."""
+    from tests.conftest import DEMO_PACING_RATE
+
+    stream = TritonChatClient(triton.grpc_url, model="pacing").stream("hi", SamplingParams(max_tokens=21))
+    times = []
+    for _ in stream:
+        times.append(time.monotonic())
+    assert stream.text.split()[:3] == ["alpha", "bravo", "charlie"] and len(stream.text.split()) == 21
+    expected = (len(times) - 1) / DEMO_PACING_RATE  # it paces: never faster, and not stuck (loose upper bound)
+    assert 0.9 * expected <= times[-1] - times[0] < 5 * expected, times[-1] - times[0]
