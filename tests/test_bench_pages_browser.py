@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import gradio as gr
 import pytest
 
@@ -14,6 +16,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.browser]
 @pytest.fixture(scope="module")
 def pages_url(pacing):  # noqa: F811
     from app.context import AppConfig, AppContext
+    from app.openai_api import OpenAIApi
     from app.pages import benchmark, server
 
     ctx = AppContext(AppConfig(triton_url=pacing.grpc_url, model="pacing", metrics_url=pacing.metrics_url))
@@ -25,6 +28,7 @@ def pages_url(pacing):  # noqa: F811
                 server.build(ctx)
     port = free_port()
     blocks.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    OpenAIApi(ctx).mount(blocks.server_app)  # as app.ui.launch does
     yield f"http://127.0.0.1:{port}/"
     blocks.close()
 
@@ -53,5 +57,29 @@ def test_server_tab_shows_live_metrics(browser_context, pages_url):
         page.wait_for_selector("#server-summary:has-text('models: pacing')", timeout=30_000)
         page.wait_for_selector("#server-load canvas, #server-load svg", timeout=20_000)
         assert "in flight" in page.inner_text("#server-summary")
+    finally:
+        page.close()
+
+
+def test_server_tab_tells_how_to_use_the_api_and_the_page_can_call_it(browser_context, pages_url):
+    page = browser_context.new_page()
+    try:
+        page.goto(pages_url)
+        page.get_by_role("tab", name="Server").click()
+        page.get_by_text("Use this deployment from code").click()
+        page.wait_for_selector("#server-api-text:has-text('/v1/chat/completions')", timeout=10_000)
+        assert "OpenAI-compatible API" in page.inner_text("#server-api-text")
+        # the API is served on the page's own origin: the browser can stream a reply from it
+        text = page.evaluate("""async () => {
+            const reply = await fetch('/v1/chat/completions', {method: 'POST',
+                headers: {'Content-Type': 'application/json'},
+                body: JSON.stringify({model: 'pacing', stream: true, max_tokens: 4,
+                                      messages: [{role: 'user', content: 'hi'}]})});
+            return await reply.text();
+        }""")
+        words = [json.loads(line[6:])["choices"][0]["delta"].get("content", "")
+                 for line in text.splitlines() if line.startswith("data: {")]
+        assert "".join(words).split() == ["alpha", "bravo", "charlie", "delta"]
+        assert text.rstrip().endswith("data: [DONE]")
     finally:
         page.close()

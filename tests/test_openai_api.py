@@ -121,3 +121,19 @@ def test_logins_guard_the_api():
     for bad in (None, "Bearer ada:wrong", "Bearer bob:s3cret", "Basic !!", "Token ada:s3cret"):
         assert not api.authorized(_request(bad)), bad
     assert OpenAIApi(AppContext(AppConfig()), workers=1).authorized(_request(None))
+
+
+def test_the_official_openai_client_streams_and_reads_errors(app_url):
+    import openai
+
+    client = openai.OpenAI(base_url=app_url + "v1", api_key="unused", max_retries=0)
+    assert "pirate" in [m.id for m in client.models.list()]
+    pieces = [chunk.choices[0].delta.content or "" for chunk in client.chat.completions.create(
+        model="french", stream=True, temperature=0, max_tokens=24,
+        messages=[{"role": "user", "content": "What is the capital of France?"}])]
+    assert len([p for p in pieces if p]) >= 3 and "Paris" in "".join(pieces)
+    whole = client.chat.completions.create(model="french", temperature=0, max_tokens=24,
+                                           messages=[{"role": "user", "content": "What is the capital of France?"}])
+    assert whole.choices[0].message.content == "".join(pieces).strip()
+    with pytest.raises(openai.BadRequestError, match="There is no adapter named 'klingon'"):
+        client.chat.completions.create(model="klingon", messages=[{"role": "user", "content": "hi"}])

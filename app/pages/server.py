@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import gradio as gr
 import pandas as pd
 
@@ -56,10 +58,34 @@ def charts(history: MetricsHistory) -> tuple:
             _frame(rows, LOAD_METRICS), gr.LinePlot(value=_frame(rows, KV_METRICS), visible=has_kv))
 
 
+def api_markdown(config: AppConfig, adapters: list[str]) -> str:
+    """How to reach this deployment from code through the app's OpenAI-compatible API."""
+    base = f"http://{config.host}:{config.port}/v1"
+    model = adapters[0] if adapters else config.model
+    names = ", ".join(f"`{name}`" for name in adapters) or "none yet"
+    key = "USER:PASSWORD" if config.auth else "unused"
+    request = json.dumps({"model": model, "stream": True, "messages": [{"role": "user", "content": "Hello!"}]})
+    return (
+        f"The app serves an **OpenAI-compatible API** at `{base}` (`GET /models`, `POST /chat/completions`). "
+        f"`model` is `{config.model}` for the base model or an adapter's name ({names}); images go as "
+        "`image_url` parts with `data:image/...;base64,` URLs; `stream: true` streams tokens, and closing the "
+        "connection cancels the request on the server."
+        + (" Send a login from the auth file as `Authorization: Bearer USER:PASSWORD`." if config.auth else "")
+        + f"\n\n```bash\ncurl -N {base}/chat/completions -H 'Content-Type: application/json'"
+        + (" -H 'Authorization: Bearer USER:PASSWORD'" if config.auth else "") + f" \\\n  -d '{request}'\n```\n\n"
+        f"```python\nfrom openai import OpenAI\n\nclient = OpenAI(base_url=\"{base}\", api_key=\"{key}\")\n"
+        f"for chunk in client.chat.completions.create(model=\"{model}\", stream=True,\n"
+        "        messages=[{\"role\": \"user\", \"content\": \"Hello!\"}]):\n"
+        "    print(chunk.choices[0].delta.content or \"\", end=\"\", flush=True)\n```"
+    )
+
+
 def build(ctx: AppContext, history: MetricsHistory | None = None) -> None:
     """Lay out the server tab inside the current Blocks context and wire its timer."""
     history = history or MetricsHistory(metrics_url(ctx.config))
     summary = gr.Markdown(f"Reading {history.url}...", elem_id="server-summary")
+    with gr.Accordion("Use this deployment from code", open=False, elem_id="server-api"):
+        gr.Markdown(api_markdown(ctx.config, ctx.adapters.names()), elem_id="server-api-text")
     common = dict(x="t", y="value", color="metric", x_title="seconds (0 = now)", height=220)
     with gr.Row():
         rate = gr.LinePlot(title="Requests per second", y_title="requests/s", elem_id="server-rate", **common)
