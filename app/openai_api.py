@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import logging
 import secrets
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -41,6 +42,7 @@ from app.openai_schema import (
 )
 
 CLIENT_ERRORS = (InvalidRequest, InvalidImage, TextOnlyDeployment, InputTooLong)
+LOG = logging.getLogger(__name__)
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
@@ -131,8 +133,7 @@ class OpenAIApi:
     async def models(self, request: Request) -> JSONResponse:
         if not self.authorized(request):
             return JSONResponse(error_body(MSG_API_UNAUTHORIZED, "authentication_error"), status_code=401)
-        loop = asyncio.get_running_loop()
-        names = await loop.run_in_executor(self.executor, self.ctx.adapters.names)
+        names = await asyncio.get_running_loop().run_in_executor(None, self.ctx.adapters.names)
         return JSONResponse(models_body(self.ctx.config.model, names))
 
     async def chat_completions(self, request: Request):
@@ -143,18 +144,25 @@ class OpenAIApi:
         except ChatError as exc:
             return error_response(exc)
         loop = asyncio.get_running_loop()
-        try:
-            stream = await loop.run_in_executor(self.executor, self._open, chat)
+        try:  # opening is short (it may send an adapter's weights once): the loop's default threads
+            stream = await loop.run_in_executor(None, self._open, chat)
         except ChatError as exc:
             return error_response(exc)
+        except Exception as exc:  # noqa: BLE001 - a bug must still answer in JSON, not a bare 500 page
+            LOG.exception("opening a reply failed")
+            return JSONResponse(error_body(f"The app could not start the reply ({type(exc).__name__}: {exc}).",
+                                           "server_error"), status_code=500)
         pump = DeltaPump(loop)
+        # each reply holds one of `concurrency` reader threads while it streams
         worker = loop.run_in_executor(self.executor, pump.run, stream)
         if chat.stream:
             return StreamingResponse(self._events(chat, stream, pump, worker), media_type="text/event-stream",
                                      headers=SSE_HEADERS)
+        watcher = asyncio.create_task(_cancel_when_gone(request, stream))
         try:
             text = "".join([part async for part in pump.texts()]).strip()
         finally:
+            watcher.cancel()
             stream.cancel()  # no-op when finished; frees the server if this handler is cancelled
         if pump.error is not None:
             return error_response(_as_chat_error(pump.error))
@@ -213,6 +221,15 @@ async def _json_body(request: Request) -> object:
         return json.loads(b"".join(chunks))
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidRequest(MSG_API_BAD_JSON.format(detail=str(exc).split(":")[0])) from None
+
+
+async def _cancel_when_gone(request: Request, stream, every: float = 0.5) -> None:
+    """Cancel a non-streamed reply on the server when its caller has hung up."""
+    while True:
+        await asyncio.sleep(every)
+        if await request.is_disconnected():
+            stream.cancel()
+            return
 
 
 def _as_chat_error(exc: Exception) -> ChatError:

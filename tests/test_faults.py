@@ -133,6 +133,24 @@ def test_openai_client_that_disconnects_stops_generation_on_the_server(server):
         blocks.close()
 
 
+def test_openai_caller_that_hangs_up_on_a_whole_reply_stops_generation(server):
+    server.start()
+    blocks, url, _ = serve_app(server.grpc_url)
+    try:
+        before = len(pacing_log_lines(server))
+        body = {"messages": [{"role": "user", "content": "tell me a long story"}], "max_tokens": 300}
+        with pytest.raises(httpx.ReadTimeout):  # the caller gives up after 1.5 s and closes the connection
+            httpx.post(url + "v1/chat/completions", json=body, timeout=httpx.Timeout(5.0, read=1.5))
+        deadline = time.monotonic() + 10
+        while len(pacing_log_lines(server)) == before and time.monotonic() < deadline:
+            time.sleep(0.1)
+        lines = pacing_log_lines(server)[before:]
+        assert lines and "(cancel) ended after" in lines[0], lines
+        assert int(lines[0].split("ended after ")[1].split()[0]) < 60  # far from 300 (10 words/s)
+    finally:
+        blocks.close()
+
+
 def test_openai_stream_ends_with_an_error_event_when_the_server_dies(server):
     server.start()
     blocks, url, _ = serve_app(server.grpc_url)
