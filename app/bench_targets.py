@@ -112,22 +112,53 @@ def _counted(record: RequestRecord, count_tokens: Callable[[str], int] | None) -
     return record
 
 
-class SseApiSender:
-    """Sends each request through the app's `/generate` endpoint over Gradio's HTTP API
-    (POST /gradio_api/call/generate, then its server-sent events), one connection per chat session,
-    as `send(session, request)`. Timing is exact: each event is read as it arrives."""
+class _HttpSessionSender:
+    """One kept-alive HTTP connection per chat session; `send(session, request)` times one reply that
+    `_read` streams into a `_Timeline`. Timing is exact: each event is read as it arrives."""
 
     def __init__(self, url: str, sessions: int, params: SamplingParams | None = None,
                  timeout: float = 60.0, count_tokens: Callable[[str], int] | None = None):
         import httpx
 
-        base = url.rstrip("/") + "/gradio_api"
-        self.url = base + "/call/generate"
+        self.base = url.rstrip("/")
         self.timeout, self.count_tokens = timeout, count_tokens
         self.params = params or SamplingParams()
         self._clients = [httpx.Client(timeout=httpx.Timeout(10.0, read=timeout)) for _ in range(sessions)]
+
+    def connect_all(self) -> None:
+        """Nothing to do: connections open on first use and are kept."""
+
+    def _read(self, session: int, request: BenchRequest, timeline: _Timeline) -> None:
+        raise NotImplementedError
+
+    def __call__(self, session: int, request: BenchRequest) -> RequestRecord:
+        record = RequestRecord(started=time.monotonic())
+        timeline = _Timeline(record)
+        try:
+            self._read(session, request, timeline)
+            record.text = timeline.text
+        except Exception as exc:  # noqa: BLE001 - every failure becomes the record's error
+            record.error = MSG_BENCH_HUNG.format(seconds=self.timeout) if "ReadTimeout" in type(exc).__name__ \
+                else (str(exc) or type(exc).__name__)
+        finally:
+            record.ended = time.monotonic()
+        return _counted(record, self.count_tokens)
+
+    def close(self) -> None:
+        for client in self._clients:
+            client.close()
+
+
+class SseApiSender(_HttpSessionSender):
+    """Sends each request through the app's `/generate` endpoint over Gradio's HTTP API
+    (POST /gradio_api/call/generate, then its server-sent events), one connection per chat session."""
+
+    def __init__(self, url: str, sessions: int, params: SamplingParams | None = None,
+                 timeout: float = 60.0, count_tokens: Callable[[str], int] | None = None):
+        super().__init__(url, sessions, params, timeout, count_tokens)
+        self.url = self.base + "/gradio_api/call/generate"
+        self._info_url = self.base + "/gradio_api/info"
         self._parameters: list[dict] | None = None
-        self._info_url = base + "/info"
         # One Gradio session per chat, as a browser tab has: without a session hash every call would be
         # a new session, and the app would build (and keep) a new session state for each request.
         tag = uuid.uuid4().hex[:8]
@@ -141,47 +172,29 @@ class SseApiSender:
             self._parameters = response.json()["named_endpoints"]["/generate"]["parameters"]
         return [args.get(p["parameter_name"], p.get("parameter_default")) for p in self._parameters]
 
-    def connect_all(self) -> None:
-        """Nothing to do: connections open on first use and are kept."""
-
-    def __call__(self, session: int, request: BenchRequest) -> RequestRecord:
-        record = RequestRecord(started=time.monotonic())
-        timeline = _Timeline(record)
-        try:
-            client = self._clients[session]
-            args = _api_args(request, self.params)
-            response = client.post(self.url, json={"data": self._data(args), "session_hash": self._sessions[session]})
-            response.raise_for_status()
-            event_id = response.json()["event_id"]
-            event = None
-            with client.stream("GET", f"{self.url}/{event_id}") as stream:
-                for line in stream.iter_lines():
-                    now = time.monotonic()
-                    if line.startswith("event:"):
-                        event = line[6:].strip()
-                    elif line.startswith("data:"):
-                        data = json.loads(line[5:].strip() or "null")
-                        if event == "error":
-                            raise RuntimeError(_error_text(data))
-                        if event in ("generating", "complete") and isinstance(data, list) and data:
-                            timeline.update(data[0], now)
-                        if event == "complete":
-                            break
-                    if now - timeline.changed > self.timeout:
-                        raise TimeoutError(MSG_BENCH_HUNG.format(seconds=self.timeout))
-                else:
-                    raise RuntimeError("The app closed the reply stream before it completed.")
-            record.text = timeline.text
-        except Exception as exc:  # noqa: BLE001 - every failure becomes the record's error
-            record.error = MSG_BENCH_HUNG.format(seconds=self.timeout) if "ReadTimeout" in type(exc).__name__ \
-                else (str(exc) or type(exc).__name__)
-        finally:
-            record.ended = time.monotonic()
-        return _counted(record, self.count_tokens)
-
-    def close(self) -> None:
-        for client in self._clients:
-            client.close()
+    def _read(self, session: int, request: BenchRequest, timeline: _Timeline) -> None:
+        client = self._clients[session]
+        args = _api_args(request, self.params)
+        response = client.post(self.url, json={"data": self._data(args), "session_hash": self._sessions[session]})
+        response.raise_for_status()
+        event_id = response.json()["event_id"]
+        event = None
+        with client.stream("GET", f"{self.url}/{event_id}") as stream:
+            for line in stream.iter_lines():
+                now = time.monotonic()
+                if line.startswith("event:"):
+                    event = line[6:].strip()
+                elif line.startswith("data:"):
+                    data = json.loads(line[5:].strip() or "null")
+                    if event == "error":
+                        raise RuntimeError(_error_text(data))
+                    if event in ("generating", "complete") and isinstance(data, list) and data:
+                        timeline.update(data[0], now)
+                    if event == "complete":
+                        return
+                if now - timeline.changed > self.timeout:
+                    raise TimeoutError(MSG_BENCH_HUNG.format(seconds=self.timeout))
+        raise RuntimeError("The app closed the reply stream before it completed.")
 
 
 def _openai_body(request: BenchRequest, p: SamplingParams) -> dict[str, object]:
@@ -196,58 +209,31 @@ def _openai_body(request: BenchRequest, p: SamplingParams) -> dict[str, object]:
     return body
 
 
-class OpenAISender:
+class OpenAISender(_HttpSessionSender):
     """Sends each request through the app's OpenAI-compatible `/v1/chat/completions` (streamed), one
-    keep-alive connection per chat session, as `send(session, request)`. Timing is exact."""
+    kept-alive connection per chat session."""
 
-    def __init__(self, url: str, sessions: int, params: SamplingParams | None = None,
-                 timeout: float = 60.0, count_tokens: Callable[[str], int] | None = None):
-        import httpx
-
-        self.url = url.rstrip("/") + "/v1/chat/completions"
-        self.timeout, self.count_tokens = timeout, count_tokens
-        self.params = params or SamplingParams()
-        self._clients = [httpx.Client(timeout=httpx.Timeout(10.0, read=timeout)) for _ in range(sessions)]
-
-    def connect_all(self) -> None:
-        """Nothing to do: connections open on first use and are kept."""
-
-    def __call__(self, session: int, request: BenchRequest) -> RequestRecord:
-        record = RequestRecord(started=time.monotonic())
-        timeline = _Timeline(record)
-        text = ""
-        try:
-            body = _openai_body(request, self.params)
-            with self._clients[session].stream("POST", self.url, json=body) as stream:
-                if stream.status_code != 200:
-                    stream.read()
-                    raise RuntimeError(_error_text(stream.json().get("error", {}).get("message")))
-                for line in stream.iter_lines():
-                    if not line.startswith("data:"):
-                        continue
-                    payload = line[5:].strip()
-                    if payload == "[DONE]":
-                        break
-                    event = json.loads(payload)
-                    if "error" in event:
-                        raise RuntimeError(_error_text(event["error"].get("message")))
-                    content = event["choices"][0]["delta"].get("content")
-                    if content:
-                        text += content
-                        timeline.update(text, time.monotonic())
-                else:
-                    raise RuntimeError("The app closed the reply stream before it completed.")
-            record.text = text
-        except Exception as exc:  # noqa: BLE001 - every failure becomes the record's error
-            record.error = MSG_BENCH_HUNG.format(seconds=self.timeout) if "ReadTimeout" in type(exc).__name__ \
-                else (str(exc) or type(exc).__name__)
-        finally:
-            record.ended = time.monotonic()
-        return _counted(record, self.count_tokens)
-
-    def close(self) -> None:
-        for client in self._clients:
-            client.close()
+    def _read(self, session: int, request: BenchRequest, timeline: _Timeline) -> None:
+        body = _openai_body(request, self.params)
+        with self._clients[session].stream("POST", self.base + "/v1/chat/completions", json=body) as stream:
+            if stream.status_code != 200:
+                stream.read()
+                raise RuntimeError(_error_text(stream.json().get("error", {}).get("message")))
+            text = ""
+            for line in stream.iter_lines():
+                if not line.startswith("data:"):
+                    continue
+                payload = line[5:].strip()
+                if payload == "[DONE]":
+                    return
+                event = json.loads(payload)
+                if "error" in event:
+                    raise RuntimeError(_error_text(event["error"].get("message")))
+                content = event["choices"][0]["delta"].get("content")
+                if content:
+                    text += content
+                    timeline.update(text, time.monotonic())
+        raise RuntimeError("The app closed the reply stream before it completed.")
 
 
 class AppApiSender:

@@ -47,6 +47,26 @@ class Server:
             self.process.stop(grace=5)
 
 
+def read_events(stream, count: int) -> None:
+    """Read `count` server-sent data lines of a streamed reply."""
+    seen = 0
+    for line in stream.iter_lines():
+        seen += line.startswith("data:")
+        if seen >= count:
+            return
+
+
+def assert_cancelled_early(server: Server, before: int) -> None:
+    """The next request the pacing server logs after line `before` was cancelled far from its 300 words."""
+    deadline = time.monotonic() + 10
+    while len(pacing_log_lines(server)) == before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    lines = pacing_log_lines(server)[before:]
+    assert lines, "the server kept generating for a client that left"
+    assert "(cancel) ended after" in lines[0], lines
+    assert int(lines[0].split("ended after ")[1].split()[0]) < 60  # far from 300 (10 words/s)
+
+
 @pytest.fixture
 def server(tmp_path):
     srv = Server(tmp_path, PacingSpec(tokens_per_second=10))
@@ -93,19 +113,9 @@ def test_client_that_disconnects_stops_generation_on_the_server(server):
             args = {"text": "tell me a long story", "max_tokens": 300}
             data = [args.get(p["parameter_name"], p["parameter_default"]) for p in info]
             event = client.post(api, json={"data": data, "session_hash": "fault-disconnect"}).json()["event_id"]
-            seen = 0
             with client.stream("GET", f"{api}/{event}") as stream:
-                for line in stream.iter_lines():
-                    seen += line.startswith("data:")
-                    if seen >= 5:
-                        break  # leave mid-stream: the connection is closed here
-        deadline = time.monotonic() + 10
-        while len(pacing_log_lines(server)) == before and time.monotonic() < deadline:
-            time.sleep(0.1)
-        lines = pacing_log_lines(server)[before:]
-        assert lines, "the server kept generating for a client that left"
-        assert "(cancel) ended after" in lines[0]
-        assert int(lines[0].split("ended after ")[1].split()[0]) < 60  # far from 300 (10 words/s)
+                read_events(stream, 5)  # then leave mid-stream: the connection is closed here
+        assert_cancelled_early(server, before)
     finally:
         blocks.close()
 
@@ -118,17 +128,8 @@ def test_openai_client_that_disconnects_stops_generation_on_the_server(server):
         body = {"messages": [{"role": "user", "content": "tell me a long story"}], "max_tokens": 300, "stream": True}
         with httpx.Client(timeout=10) as client, client.stream("POST", url + "v1/chat/completions", json=body) as reply:
             assert reply.status_code == 200
-            seen = 0
-            for line in reply.iter_lines():
-                seen += line.startswith("data:")
-                if seen >= 5:
-                    break  # leave mid-stream: the connection is closed here
-        deadline = time.monotonic() + 10
-        while len(pacing_log_lines(server)) == before and time.monotonic() < deadline:
-            time.sleep(0.1)
-        lines = pacing_log_lines(server)[before:]
-        assert lines and "(cancel) ended after" in lines[0], lines
-        assert int(lines[0].split("ended after ")[1].split()[0]) < 60  # far from 300 (10 words/s)
+            read_events(reply, 5)  # then leave mid-stream: the connection is closed here
+        assert_cancelled_early(server, before)
     finally:
         blocks.close()
 
@@ -141,12 +142,7 @@ def test_openai_caller_that_hangs_up_on_a_whole_reply_stops_generation(server):
         body = {"messages": [{"role": "user", "content": "tell me a long story"}], "max_tokens": 300}
         with pytest.raises(httpx.ReadTimeout):  # the caller gives up after 1.5 s and closes the connection
             httpx.post(url + "v1/chat/completions", json=body, timeout=httpx.Timeout(5.0, read=1.5))
-        deadline = time.monotonic() + 10
-        while len(pacing_log_lines(server)) == before and time.monotonic() < deadline:
-            time.sleep(0.1)
-        lines = pacing_log_lines(server)[before:]
-        assert lines and "(cancel) ended after" in lines[0], lines
-        assert int(lines[0].split("ended after ")[1].split()[0]) < 60  # far from 300 (10 words/s)
+        assert_cancelled_early(server, before)
     finally:
         blocks.close()
 
