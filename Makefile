@@ -45,9 +45,10 @@ bench: $(STAMP)
 overhead: $(STAMP)
 	$(PY) -m benchmarks.overhead
 
-# Full-length load run: 64 chat sessions for 3 minutes through the app's API (CI runs a 20 s version).
+# Full-length load runs: 64 chat sessions for 3 minutes through each of the app's APIs (CI runs 20 s versions).
 soak: $(STAMP)
-	$(PY) -m benchmarks.soak --sessions 64 --duration 180
+	$(PY) -m benchmarks.soak --sessions 64 --duration 180 --client gradio_client
+	$(PY) -m benchmarks.soak --sessions 64 --duration 180 --client openai
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -15,7 +15,7 @@ def serve_app(triton_url: str, **config):
     from app.ui import launch
 
     port = free_port()
-    ctx = AppContext(AppConfig(triton_url=triton_url, model=PACING_MODEL, port=port, **config))
+    ctx = AppContext(AppConfig(triton_url=triton_url, port=port, **{"model": PACING_MODEL, **config}))
     blocks = launch(ctx, prevent_thread_lock=True)
     return blocks, f"http://127.0.0.1:{port}/", ctx
 

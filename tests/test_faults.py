@@ -230,3 +230,33 @@ def test_stalled_stream_is_cancelled_with_a_message(server):
         assert time.monotonic() - started < 3
     finally:
         os.killpg(server.process.pid, signal.SIGCONT)
+
+
+def test_killed_demo_server_comes_back_and_adapters_are_sent_again(tmp_path):
+    """The CPU deployment with LoRA, killed and started again on the same ports: the app's next message
+    with an adapter works (the server's LoRA cache is empty now: the weights travel again by themselves)."""
+    from setup.demo import start_demo_triton
+    from tests.conftest import start_triton
+    from tests.test_lora_integration import looks_pirate
+
+    triton = start_triton(tmp_path)
+    blocks, url, ctx = serve_app(triton.grpc_url, model="tensorrt_llm_bls")
+    body = {"model": "pirate", "temperature": 0, "max_tokens": 24,
+            "messages": [{"role": "user", "content": "Tell me about the sea."}]}
+    try:
+        first = httpx.post(url + "v1/chat/completions", json=body, timeout=60).json()
+        pirate = first["choices"][0]["message"]["content"]
+        assert looks_pirate(pirate) and ctx.adapters.info("pirate").held_by_server
+        os.killpg(triton.process.pid, signal.SIGKILL)  # the process group we started
+        triton.process.wait()
+        down = httpx.post(url + "v1/chat/completions", json=body, timeout=30)
+        assert down.status_code == 503 and "cannot be reached" in down.json()["error"]["message"]
+        triton.process = start_demo_triton(triton.http_port, triton.grpc_port, triton.metrics_port, repo=triton.repo,
+                                           log_path=tmp_path / "triton-again.log", log=lambda *_: None)
+        again = httpx.post(url + "v1/chat/completions", json=body, timeout=60)
+        assert again.status_code == 200, again.text
+        assert again.json()["choices"][0]["message"]["content"] == pirate  # greedy: the same adapter's words
+        assert ctx.adapters.info("pirate").held_by_server
+    finally:
+        blocks.close()
+        triton.process.stop()
