@@ -118,4 +118,4 @@ MSG_API_PENALTY = "{name} is not supported by this deployment; use repetition_pe
 MSG_API_STOP = "stop must be a non-empty string or a list of at most {limit} non-empty strings."
 MSG_API_BOOL = "{name} must be true or false."
 MSG_API_UNAUTHORIZED = "This app requires a login: send Authorization: Bearer USER:PASSWORD (or HTTP Basic)."
-MSG_API_NOT_FOUND = "There is no route {path}; the app serves /v1/models and /v1/chat/completions."
+MSG_API_BUSY = "The app is streaming its limit of {limit} replies at once (--concurrency); try again shortly."

@@ -4,8 +4,9 @@ Any OpenAI client (or curl) can chat with the deployment: `model` picks the base
 name) or a LoRA adapter by name, images go as `image_url` parts with data: URLs, `stream: true` gives
 server-sent events. It runs the chat panel's request path (prompt template, adapter registry with
 register-once and eviction retry, image checks) without Gradio's per-event machinery: each reply is
-read from Triton on a worker thread and handed to the event loop in batches, so many concurrent
-streams cost the app little. A client that disconnects cancels its request on the server.
+read from Triton on a reader thread and handed to the event loop in batches (app.stream_pump), so
+many concurrent streams cost the app little. At most `concurrency` replies are read at once; more get
+429 with Retry-After (OpenAI clients retry). A client that disconnects cancels its request on the server.
 """
 
 from __future__ import annotations
@@ -16,14 +17,19 @@ import json
 import logging
 import secrets
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
 from app.chat_logic import open_stream, validate_user_text
-from app.constants import API_MAX_BODY_BYTES, MSG_API_BAD_JSON, MSG_API_BODY_TOO_LARGE, MSG_API_UNAUTHORIZED
+from app.constants import (
+    API_MAX_BODY_BYTES,
+    MSG_API_BAD_JSON,
+    MSG_API_BODY_TOO_LARGE,
+    MSG_API_BUSY,
+    MSG_API_UNAUTHORIZED,
+)
 from app.context import AppContext
 from app.errors import (
     ChatError,
@@ -40,6 +46,7 @@ from app.openai_schema import (
     models_body,
     parse_chat_request,
 )
+from app.stream_pump import DeltaPump
 
 CLIENT_ERRORS = (InvalidRequest, InvalidImage, TextOnlyDeployment, InputTooLong)
 LOG = logging.getLogger(__name__)
@@ -53,64 +60,14 @@ def error_response(exc: ChatError) -> JSONResponse:
     return JSONResponse(error_body(str(exc), "server_error"), status_code=503)
 
 
-class DeltaPump:
-    """Reads a blocking text stream on a worker thread and hands the text to the event loop.
-
-    The worker wakes the loop only when the buffer goes from empty to non-empty, so when the loop is
-    busy several tokens travel as one chunk: the app's cost per reply stays flat under load.
-    """
-
-    def __init__(self, loop: asyncio.AbstractEventLoop):
-        self._loop = loop
-        self._ready = asyncio.Event()
-        self._lock = threading.Lock()
-        self._parts: list[str] = []
-        self._done = False
-        self.error: Exception | None = None
-
-    def run(self, stream) -> None:
-        """Worker thread: iterate the stream to its end (or its error), then signal the end."""
-        try:
-            for delta in stream:
-                if delta:
-                    with self._lock:
-                        self._parts.append(delta)
-                        first = len(self._parts) == 1
-                    if first:
-                        self._wake()
-        except Exception as exc:  # noqa: BLE001 - any failure ends the reply with its message
-            self.error = exc
-        finally:
-            with self._lock:
-                self._done = True
-            self._wake()
-
-    def _wake(self) -> None:
-        try:
-            self._loop.call_soon_threadsafe(self._ready.set)
-        except RuntimeError:  # the loop has closed (app shutting down)
-            pass
-
-    async def texts(self):
-        """Text chunks as they come; ends when the stream ended (check `error` afterwards)."""
-        while True:
-            await self._ready.wait()
-            self._ready.clear()
-            with self._lock:
-                parts, self._parts, done = self._parts, [], self._done
-            if parts:
-                yield "".join(parts)
-            if done:
-                return
-
-
 class OpenAIApi:
     """The routes' behaviour; `mount(app)` adds them to a FastAPI app."""
 
-    def __init__(self, ctx: AppContext, workers: int | None = None):
+    def __init__(self, ctx: AppContext, concurrency: int | None = None):
         self.ctx = ctx
-        self.executor = ThreadPoolExecutor(max_workers=workers or ctx.config.concurrency,
-                                           thread_name_prefix="openai-api")
+        self.concurrency = concurrency or ctx.config.concurrency
+        # one slot per reply being read; freed by its reader thread, which always ends
+        self._slots = threading.BoundedSemaphore(self.concurrency)
 
     def authorized(self, request: Request) -> bool:
         """Open unless the app has logins (--auth-file): then Bearer USER:PASSWORD or HTTP Basic."""
@@ -143,20 +100,22 @@ class OpenAIApi:
             chat = parse_chat_request(await _json_body(request), self.ctx.config.model)
         except ChatError as exc:
             return error_response(exc)
+        if not self._slots.acquire(blocking=False):
+            return JSONResponse(error_body(MSG_API_BUSY.format(limit=self.concurrency), "rate_limit_error"),
+                                status_code=429, headers={"Retry-After": "1"})
         loop = asyncio.get_running_loop()
         try:  # opening is short (it may send an adapter's weights once): the loop's default threads
             stream = await loop.run_in_executor(None, self._open, chat)
-        except ChatError as exc:
-            return error_response(exc)
-        except Exception as exc:  # noqa: BLE001 - a bug must still answer in JSON, not a bare 500 page
-            LOG.exception("opening a reply failed")
+        except Exception as exc:
+            self._slots.release()
+            if isinstance(exc, ChatError):
+                return error_response(exc)
+            LOG.exception("opening a reply failed")  # a bug must still answer in JSON, not a bare 500 page
             return JSONResponse(error_body(f"The app could not start the reply ({type(exc).__name__}: {exc}).",
                                            "server_error"), status_code=500)
-        pump = DeltaPump(loop)
-        # each reply holds one of `concurrency` reader threads while it streams
-        worker = loop.run_in_executor(self.executor, pump.run, stream)
+        pump = DeltaPump(loop).start(stream, on_end=self._slots.release)
         if chat.stream:
-            return StreamingResponse(self._events(chat, stream, pump, worker), media_type="text/event-stream",
+            return StreamingResponse(self._events(chat, stream, pump), media_type="text/event-stream",
                                      headers=SSE_HEADERS)
         watcher = asyncio.create_task(_cancel_when_gone(request, stream))
         try:
@@ -174,7 +133,7 @@ class OpenAIApi:
         return open_stream(self.ctx, chat.history, chat.params, chat.system_prompt, chat.adapter,
                            images=chat.images, stop=chat.stop)
 
-    async def _events(self, chat: ChatRequest, stream, pump: DeltaPump, worker):
+    async def _events(self, chat: ChatRequest, stream, pump: DeltaPump):
         writer = ChunkWriter(chat.model)
         started = False
         try:
@@ -186,7 +145,6 @@ class OpenAIApi:
                     if not started:
                         continue
                 yield writer.text(text)
-            await worker
             if pump.error is not None:
                 exc = _as_chat_error(pump.error)
                 yield writer.error(str(exc), "invalid_request_error" if isinstance(exc, CLIENT_ERRORS)
@@ -202,9 +160,6 @@ class OpenAIApi:
         routes = [Route("/v1/models", self.models, methods=["GET"]),
                   Route("/v1/chat/completions", self.chat_completions, methods=["POST"])]
         app.router.routes[:0] = routes
-
-    def close(self) -> None:
-        self.executor.shutdown(wait=False, cancel_futures=True)
 
 
 async def _json_body(request: Request) -> object:

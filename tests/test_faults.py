@@ -260,3 +260,25 @@ def test_killed_demo_server_comes_back_and_adapters_are_sent_again(tmp_path):
     finally:
         blocks.close()
         triton.process.stop()
+
+
+def test_openai_api_over_its_concurrency_answers_429_then_serves_again(server):
+    server.start()
+    blocks, url, _ = serve_app(server.grpc_url, concurrency=1)
+    body = {"messages": [{"role": "user", "content": "a long story"}], "max_tokens": 300, "stream": True}
+    try:
+        with httpx.Client(timeout=10) as client, client.stream("POST", url + "v1/chat/completions", json=body) as reply:
+            lines = reply.iter_lines()  # kept open (closing it would hang up): the app's only slot stays taken
+            assert [next(line for line in lines if line.startswith("data:")) for _ in range(3)]
+            busy = httpx.post(url + "v1/chat/completions", json={**body, "stream": False}, timeout=10)
+            assert busy.status_code == 429 and busy.headers["retry-after"] == "1"
+            assert "limit of 1 replies at once" in busy.json()["error"]["message"]
+        deadline = time.monotonic() + 5  # the first caller left: its slot is free once the server stopped
+        while True:
+            again = httpx.post(url + "v1/chat/completions", json={**body, "stream": False, "max_tokens": 3}, timeout=10)
+            if again.status_code != 429 or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert again.status_code == 200 and again.json()["choices"][0]["message"]["content"] == "alpha bravo charlie"
+    finally:
+        blocks.close()

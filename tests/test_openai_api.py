@@ -115,12 +115,12 @@ def _request(authorization: str | None) -> Request:
 
 
 def test_logins_guard_the_api():
-    api = OpenAIApi(AppContext(AppConfig(auth=(("ada", "s3cret"),))), workers=1)
+    api = OpenAIApi(AppContext(AppConfig(auth=(("ada", "s3cret"),))), concurrency=1)
     basic = "Basic " + base64.b64encode(b"ada:s3cret").decode()
     assert api.authorized(_request("Bearer ada:s3cret")) and api.authorized(_request(basic))
     for bad in (None, "Bearer ada:wrong", "Bearer bob:s3cret", "Basic !!", "Token ada:s3cret"):
         assert not api.authorized(_request(bad)), bad
-    assert OpenAIApi(AppContext(AppConfig()), workers=1).authorized(_request(None))
+    assert OpenAIApi(AppContext(AppConfig()), concurrency=1).authorized(_request(None))
 
 
 def test_the_official_openai_client_streams_and_reads_errors(app_url):

@@ -1,0 +1,83 @@
+"""DeltaPump: a blocking stream read on its own thread, its text handed to the event loop in batches."""
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from app.errors import ServerUnreachable
+from app.stream_pump import DeltaPump
+
+
+def slow_words(words, gap: float, fail: Exception | None = None):
+    for word in words:
+        time.sleep(gap)
+        yield word
+    if fail is not None:
+        raise fail
+
+
+async def collect(stream, pause: float = 0.0, on_end=None):
+    pump = DeltaPump(asyncio.get_running_loop()).start(stream, on_end=on_end)
+    return [text async for text in pump.texts(pause=pause)], pump
+
+
+def test_every_word_arrives_in_order_and_the_end_is_signalled():
+    ended = threading.Event()
+    chunks, pump = asyncio.run(collect(slow_words(["a ", "b ", "", "c"], 0.01), on_end=ended.set))
+    assert "".join(chunks) == "a b c" and pump.error is None
+    assert ended.wait(1)
+
+
+def test_a_busy_consumer_gets_words_batched():
+    async def main():
+        pump = DeltaPump(asyncio.get_running_loop()).start(slow_words([f"{i} " for i in range(40)], 0.005))
+        chunks = []
+        async for text in pump.texts():
+            chunks.append(text)
+            time.sleep(0.05)  # the loop is busy: words pile up and come as one chunk
+        return chunks
+
+    chunks = asyncio.run(main())
+    assert "".join(chunks).split() == [str(i) for i in range(40)]
+    assert len(chunks) < 20
+
+
+def test_pause_sets_the_update_rate_and_the_first_text_is_not_delayed():
+    async def main():
+        started = time.monotonic()
+        pump = DeltaPump(asyncio.get_running_loop()).start(slow_words([f"{i} " for i in range(30)], 0.01))
+        stamps = []
+        async for _ in pump.texts(pause=0.1):
+            stamps.append(time.monotonic() - started)
+        return stamps
+
+    stamps = asyncio.run(main())
+    assert stamps[0] < 0.1  # the first word is shown at once
+    assert 2 <= len(stamps) <= 6  # ~0.3 s of words at one update per 0.1 s, not 30 updates
+
+
+def test_an_error_ends_the_text_and_is_kept():
+    ended = threading.Event()
+    chunks, pump = asyncio.run(collect(slow_words(["a"], 0.0, ServerUnreachable("gone")), on_end=ended.set))
+    assert "".join(chunks) == "a"
+    assert isinstance(pump.error, ServerUnreachable) and ended.wait(1)
+
+
+def test_the_reader_thread_never_outlives_its_stream():
+    def readers() -> set:
+        return {t for t in threading.enumerate() if t.name == "stream-reader"}
+
+    before = readers()
+    ended = threading.Event()
+    asyncio.run(collect(slow_words(["x"] * 3, 0.0), on_end=ended.set))
+    assert ended.wait(1)
+    time.sleep(0.05)
+    assert readers() - before == set()
+
+
+@pytest.mark.parametrize("words", [[], [""]])
+def test_an_empty_stream_ends_at_once(words):
+    chunks, pump = asyncio.run(collect(iter(words)))
+    assert chunks == [] and pump.error is None
