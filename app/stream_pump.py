@@ -1,8 +1,8 @@
 """Hand a blocking text stream to asyncio code: a reader thread per stream, text passed in batches.
 
 The reader wakes the event loop only when its buffer goes from empty to non-empty, so when the loop is
-busy several tokens travel as one chunk, and async consumers (the OpenAI-compatible API, the Gradio
-`generate` endpoint) need no thread hop per token or per update.
+busy several tokens travel as one chunk, and an async consumer (the OpenAI-compatible API) needs no
+thread hop per token.
 """
 
 from __future__ import annotations
@@ -53,11 +53,8 @@ class DeltaPump:
         except RuntimeError:  # the loop has closed (app shutting down)
             pass
 
-    async def texts(self, pause: float = 0.0) -> AsyncIterator[str]:
-        """Text as it comes, one chunk per wake-up; ends when the stream ended (check `error` then).
-
-        With `pause`, waits that long after each chunk, so what arrives meanwhile comes as one chunk
-        (a steady update rate for web clients); the end is never delayed by more than the pause."""
+    async def texts(self) -> AsyncIterator[str]:
+        """Text as it comes, one chunk per wake-up; ends when the stream ended (check `error` then)."""
         while True:
             await self._ready.wait()
             self._ready.clear()
@@ -67,5 +64,3 @@ class DeltaPump:
                 yield "".join(parts)
             if done:
                 return
-            if pause:
-                await asyncio.sleep(pause)

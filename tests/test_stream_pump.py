@@ -18,9 +18,9 @@ def slow_words(words, gap: float, fail: Exception | None = None):
         raise fail
 
 
-async def collect(stream, pause: float = 0.0, on_end=None):
+async def collect(stream, on_end=None):
     pump = DeltaPump(asyncio.get_running_loop()).start(stream, on_end=on_end)
-    return [text async for text in pump.texts(pause=pause)], pump
+    return [text async for text in pump.texts()], pump
 
 
 def test_every_word_arrives_in_order_and_the_end_is_signalled():
@@ -42,20 +42,6 @@ def test_a_busy_consumer_gets_words_batched():
     chunks = asyncio.run(main())
     assert "".join(chunks).split() == [str(i) for i in range(40)]
     assert len(chunks) < 20
-
-
-def test_pause_sets_the_update_rate_and_the_first_text_is_not_delayed():
-    async def main():
-        started = time.monotonic()
-        pump = DeltaPump(asyncio.get_running_loop()).start(slow_words([f"{i} " for i in range(30)], 0.01))
-        stamps = []
-        async for _ in pump.texts(pause=0.1):
-            stamps.append(time.monotonic() - started)
-        return stamps
-
-    stamps = asyncio.run(main())
-    assert stamps[0] < 0.1  # the first word is shown at once
-    assert 2 <= len(stamps) <= 6  # ~0.3 s of words at one update per 0.1 s, not 30 updates
 
 
 def test_an_error_ends_the_text_and_is_kept():
