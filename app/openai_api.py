@@ -53,8 +53,15 @@ LOG = logging.getLogger(__name__)
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
+class BodyTooLarge(InvalidRequest):
+    pass
+
+
 def error_response(exc: ChatError) -> JSONResponse:
-    """400 for what the caller can fix, 503 for the server side (unreachable, not ready, cache full)."""
+    """400 for what the caller can fix (413 for a body over the limit), 503 for the server side
+    (unreachable, not ready, cache full)."""
+    if isinstance(exc, BodyTooLarge):
+        return JSONResponse(error_body(str(exc)), status_code=413)
     if isinstance(exc, CLIENT_ERRORS):
         return JSONResponse(error_body(str(exc)), status_code=400)
     return JSONResponse(error_body(str(exc), "server_error"), status_code=503)
@@ -165,12 +172,12 @@ class OpenAIApi:
 async def _json_body(request: Request) -> object:
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > API_MAX_BODY_BYTES:
-        raise InvalidRequest(MSG_API_BODY_TOO_LARGE.format(limit_mb=API_MAX_BODY_BYTES / 2**20))
+        raise BodyTooLarge(MSG_API_BODY_TOO_LARGE.format(limit_mb=API_MAX_BODY_BYTES / 2**20))
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > API_MAX_BODY_BYTES:
-            raise InvalidRequest(MSG_API_BODY_TOO_LARGE.format(limit_mb=API_MAX_BODY_BYTES / 2**20))
+            raise BodyTooLarge(MSG_API_BODY_TOO_LARGE.format(limit_mb=API_MAX_BODY_BYTES / 2**20))
         chunks.append(chunk)
     try:
         return json.loads(b"".join(chunks))

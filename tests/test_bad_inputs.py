@@ -155,6 +155,17 @@ def test_openai_api_answers_each_bad_body(pacing_app, case, raw, message):  # no
     assert message in reply.json()["error"]["message"]
 
 
+@pytest.mark.integration
+def test_openai_api_refuses_a_body_over_its_limit(pacing_app):  # noqa: F811
+    from app.constants import API_MAX_BODY_BYTES
+
+    raw = b'{"messages": "' + b"x" * (API_MAX_BODY_BYTES + 1) + b'"}'
+    reply = httpx.post(pacing_app + "v1/chat/completions", content=raw, timeout=30,
+                       headers={"content-type": "application/json"})
+    assert reply.status_code == 413
+    assert reply.json()["error"]["message"] == "The request body is larger than 64 MB."
+
+
 # ----- command lines (run in-process: the same parsers and handlers; a traceback fails the test) -----
 
 def run_main(main, argv, capsys) -> tuple[int, str]:

@@ -10,6 +10,24 @@ from app.errors import ServerUnreachable
 from app.stream_pump import DeltaPump
 
 
+def run(coro):
+    """asyncio.run on a thread of its own: the browser tests' Playwright keeps a loop running in this one."""
+    outcome = {}
+
+    def work():
+        try:
+            outcome["value"] = asyncio.run(coro)
+        except BaseException as exc:  # noqa: BLE001 - re-raised below
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
 def slow_words(words, gap: float, fail: Exception | None = None):
     for word in words:
         time.sleep(gap)
@@ -25,7 +43,7 @@ async def collect(stream, on_end=None):
 
 def test_every_word_arrives_in_order_and_the_end_is_signalled():
     ended = threading.Event()
-    chunks, pump = asyncio.run(collect(slow_words(["a ", "b ", "", "c"], 0.01), on_end=ended.set))
+    chunks, pump = run(collect(slow_words(["a ", "b ", "", "c"], 0.01), on_end=ended.set))
     assert "".join(chunks) == "a b c" and pump.error is None
     assert ended.wait(1)
 
@@ -39,14 +57,14 @@ def test_a_busy_consumer_gets_words_batched():
             time.sleep(0.05)  # the loop is busy: words pile up and come as one chunk
         return chunks
 
-    chunks = asyncio.run(main())
+    chunks = run(main())
     assert "".join(chunks).split() == [str(i) for i in range(40)]
     assert len(chunks) < 20
 
 
 def test_an_error_ends_the_text_and_is_kept():
     ended = threading.Event()
-    chunks, pump = asyncio.run(collect(slow_words(["a"], 0.0, ServerUnreachable("gone")), on_end=ended.set))
+    chunks, pump = run(collect(slow_words(["a"], 0.0, ServerUnreachable("gone")), on_end=ended.set))
     assert "".join(chunks) == "a"
     assert isinstance(pump.error, ServerUnreachable) and ended.wait(1)
 
@@ -57,7 +75,7 @@ def test_the_reader_thread_never_outlives_its_stream():
 
     before = readers()
     ended = threading.Event()
-    asyncio.run(collect(slow_words(["x"] * 3, 0.0), on_end=ended.set))
+    run(collect(slow_words(["x"] * 3, 0.0), on_end=ended.set))
     assert ended.wait(1)
     time.sleep(0.05)
     assert readers() - before == set()
@@ -65,5 +83,5 @@ def test_the_reader_thread_never_outlives_its_stream():
 
 @pytest.mark.parametrize("words", [[], [""]])
 def test_an_empty_stream_ends_at_once(words):
-    chunks, pump = asyncio.run(collect(iter(words)))
+    chunks, pump = run(collect(iter(words)))
     assert chunks == [] and pump.error is None
