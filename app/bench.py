@@ -3,6 +3,8 @@
     python -m app bench --triton 127.0.0.1:8001 [--model tensorrt_llm_bls] [--concurrency 8]
         [--request-rate R] [--num-requests 32] [--input-len 64 --output-len 64 | --dataset FILE]
         [--adapter NAME] [--image FILE] [--json [PATH]]
+    python -m app bench --openai http://127.0.0.1:7860/v1 ...   the same load through the app's
+        OpenAI-compatible API (or any OpenAI-compatible server): what the app's users see
 
 Constant concurrency by default; with --request-rate, Poisson arrivals capped at --concurrency.
 Prints requests/s, output tokens/s, time to first token, inter-token latency (gaps between
@@ -13,14 +15,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
 
-from app.bench_load import DatasetError, Progress, load_dataset, run_load, synthetic_requests
+from app.bench_load import DatasetError, Progress, load_dataset, run_load, session_pool, synthetic_requests
 from app.bench_stats import BenchSummary, format_summary, summarize
-from app.bench_targets import TritonSender, word_count
+from app.bench_targets import OpenAISender, TritonSender, word_count
 from app.client import ModelInfo, SamplingParams, TritonChatClient
 from app.constants import (
     DEFAULT_MODEL,
@@ -29,7 +32,10 @@ from app.constants import (
     MSG_BENCH_INPUT_LEN_WITH_DATASET,
     MSG_BENCH_JSON_DIR,
     MSG_BENCH_MODEL_NOT_READY,
+    MSG_BENCH_NOT_OPENAI,
     MSG_BENCH_UNREACHABLE,
+    MSG_BENCH_UNREACHABLE_API,
+    MSG_UNKNOWN_ADAPTER,
     SUPPORTED_MODELS,
 )
 from app.errors import ChatError
@@ -72,14 +78,23 @@ def _count(text: str) -> int:
     return value
 
 
+def _http_url(text: str) -> str:
+    if not re.fullmatch(r"https?://[^\s/]+(/\S*)?", text.strip()):
+        raise argparse.ArgumentTypeError(f"'{text}' is not an http(s) URL (for example http://127.0.0.1:7860/v1)")
+    return text.strip()
+
+
 def build_parser() -> argparse.ArgumentParser:
     from app.__main__ import _host_port
     from setup.__main__ import OneLineErrorParser, _positive
 
     parser = OneLineErrorParser(prog="python -m app bench", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--triton", type=_host_port, required=True, metavar="HOST:GRPC_PORT",
-                        help="Triton gRPC address.")
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--triton", type=_host_port, metavar="HOST:GRPC_PORT", help="Triton gRPC address.")
+    target.add_argument("--openai", type=_http_url, metavar="URL",
+                        help="An OpenAI-compatible API instead, e.g. the app's http://127.0.0.1:7860/v1 "
+                             "(--adapter is sent as the model name, --image inline).")
     parser.add_argument("--model", default=DEFAULT_MODEL,
                         help=f"Model to drive: {', '.join(SUPPORTED_MODELS)}, or any decoupled text model "
                              f"such as pacing (default {DEFAULT_MODEL}).")
@@ -104,6 +119,14 @@ def build_parser() -> argparse.ArgumentParser:
                         help="Also write the figures as JSON to PATH (without PATH: JSON on stdout, no table).")
     parser.add_argument("--no-progress", action="store_true", help="No progress bar on stderr.")
     return parser
+
+
+def _read_image(path: Path) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise ValueError(MSG_BENCH_IMAGE_MISSING.format(path=path) if isinstance(exc, FileNotFoundError)
+                         else f"Cannot read {path}: {exc.strerror or exc}.") from None
 
 
 def _hooks(args: argparse.Namespace) -> list:
@@ -139,6 +162,41 @@ def run_benchmark(client: TritonChatClient, requests: list, concurrency: int, re
     return summarize(records, wall, label=label, settings=settings)
 
 
+def run_openai_benchmark(url: str, requests: list, concurrency: int, request_rate: float | None = None,
+                         model: str = "", image: bytes | None = None, warmup: int = 0, seed: int = 0,
+                         progress: bool = True, label: str = "", timeout: float = 60.0) -> BenchSummary:
+    """`run_benchmark` through an OpenAI-compatible API: `model` (an adapter's name, or the base model)
+    and `image` go with every request."""
+    sender = OpenAISender(url, concurrency, SamplingParams(), timeout=timeout, model=model, image=image)
+    try:
+        send = session_pool(sender, concurrency)
+        for request in requests[:warmup]:
+            send(request)
+        measured = requests[warmup:]
+        bar = Progress(len(measured)) if progress else None
+        records, wall = run_load(send, measured, concurrency, request_rate, seed=seed, progress=bar)
+    finally:
+        sender.close()
+    settings = {"openai": url, "model": model, "concurrency": concurrency, "request_rate": request_rate,
+                "num_requests": len(measured)}
+    return summarize(records, wall, label=label, settings=settings)
+
+
+def openai_models(url: str) -> list[str]:
+    """The model ids an OpenAI-compatible server lists; ValueError with a one-line message when it cannot."""
+    import httpx
+
+    address = url.rstrip("/").removesuffix("/v1") + "/v1/models"
+    try:
+        reply = httpx.get(address, timeout=10)
+        reply.raise_for_status()
+        return [entry["id"] for entry in reply.json()["data"]]
+    except httpx.HTTPError as exc:
+        raise ValueError(MSG_BENCH_UNREACHABLE_API.format(url=address, detail=exc)) from None
+    except (ValueError, KeyError, TypeError):
+        raise ValueError(MSG_BENCH_NOT_OPENAI.format(url=address)) from None
+
+
 def check_ready(client: TritonChatClient) -> None:
     """ValueError with a one-line message unless the server is up and the model ready."""
     status = client.status()
@@ -148,6 +206,31 @@ def check_ready(client: TritonChatClient) -> None:
         raise ValueError(MSG_BENCH_MODEL_NOT_READY.format(model=client.model, url=client.url))
 
 
+def _straight_to_triton(args: argparse.Namespace, requests: list, mode: str) -> BenchSummary:
+    hooks = _hooks(args)
+    client = TritonChatClient(args.triton, model=args.model, stall_timeout=args.timeout)
+    check_ready(client)
+    for hook in hooks:  # a value the deployment cannot take is one message now, not one per request
+        hook(requests[0].prompt, client.model_info())
+    label = (f"Benchmark: model {args.model} at {args.triton}, {mode}concurrency {args.concurrency}, "
+             f"{args.num_requests} requests")
+    return run_benchmark(client, requests, args.concurrency, args.request_rate, hooks, warmup=args.warmup,
+                         seed=args.seed, progress=not args.no_progress, label=label)
+
+
+def _through_openai(args: argparse.Namespace, requests: list, mode: str) -> BenchSummary:
+    models = openai_models(args.openai)
+    model = args.adapter or (args.model if args.model in models else models[0] if models else "")
+    if model not in models:
+        raise ValueError(MSG_UNKNOWN_ADAPTER.format(adapter=model, known=", ".join(models[1:]) or "none"))
+    image = _read_image(args.image) if args.image is not None else None
+    label = (f"Benchmark: model {model} through {args.openai}, {mode}concurrency {args.concurrency}, "
+             f"{args.num_requests} requests")
+    return run_openai_benchmark(args.openai, requests, args.concurrency, args.request_rate, model, image,
+                                warmup=args.warmup, seed=args.seed, progress=not args.no_progress, label=label,
+                                timeout=args.timeout)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -155,21 +238,13 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(MSG_BENCH_INPUT_LEN_WITH_DATASET)
         if args.json not in (None, "-") and not Path(args.json).resolve().parent.is_dir():
             raise ValueError(MSG_BENCH_JSON_DIR.format(path=args.json))
-        hooks = _hooks(args)
         if args.dataset is not None:
             requests = load_dataset(args.dataset, args.num_requests + args.warmup, args.output_len)
         else:
             requests = synthetic_requests(args.num_requests + args.warmup, args.input_len or 64, args.output_len,
                                           seed=args.seed)
-        client = TritonChatClient(args.triton, model=args.model, stall_timeout=args.timeout)
-        check_ready(client)
-        for hook in hooks:  # a value the deployment cannot take is one message now, not one per request
-            hook(requests[0].prompt, client.model_info())
         mode = f"Poisson {args.request_rate:g} req/s, " if args.request_rate else ""
-        label = (f"Benchmark: model {args.model} at {args.triton}, {mode}concurrency {args.concurrency}, "
-                 f"{args.num_requests} requests")
-        summary = run_benchmark(client, requests, args.concurrency, args.request_rate, hooks, warmup=args.warmup,
-                                seed=args.seed, progress=not args.no_progress, label=label)
+        summary = (_through_openai if args.openai else _straight_to_triton)(args, requests, mode)
     except (ValueError, DatasetError, ChatError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

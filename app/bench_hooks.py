@@ -34,7 +34,8 @@ def connect(argv: list[str]) -> str | None:
 
     register_extra_hook("image", image_hook)
     adapter, image = _value_after(argv, "--adapter"), _value_after(argv, "--image")
-    if adapter is not None and adapter not in registry.names():
+    remote = _value_after(argv, "--openai") is not None  # its adapters are the server's: checked there
+    if adapter is not None and not remote and adapter not in registry.names():
         return MSG_UNKNOWN_ADAPTER.format(adapter=adapter, known=", ".join(registry.names()) or "none")
     if image is not None:
         try:

@@ -206,3 +206,20 @@ def run_sessions(send: Callable[[int, BenchRequest], RequestRecord], make_reques
     if progress:
         progress.close()
     return records, wall
+
+
+def session_pool(send: Callable[[int, BenchRequest], RequestRecord], sessions: int) -> Sender:
+    """Adapt `send(session, request)` to `send(request)`: each request in flight gets a free session."""
+    free = list(range(sessions))
+    lock = threading.Lock()
+
+    def one(request: BenchRequest) -> RequestRecord:
+        with lock:
+            session = free.pop()
+        try:
+            return send(session, request)
+        finally:
+            with lock:
+                free.append(session)
+
+    return one

@@ -6,6 +6,7 @@ between streamed chunks, the end, the output token count, or the error message. 
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 import time
@@ -18,6 +19,7 @@ from app.bench_stats import RequestRecord
 from app.client import ModelInfo, SamplingParams, TritonChatClient
 from app.constants import MSG_BENCH_HUNG
 from app.errors import ChatError
+from app.images import image_format
 
 # (hook value, prompt, model info) -> (prompt, extra inputs); see app.bench.register_extra_hook
 RequestHook = Callable[[str, ModelInfo], tuple[str, Mapping[str, object]]]
@@ -86,6 +88,7 @@ class _Timeline:
 
     def __init__(self, record: RequestRecord):
         self.record, self.text, self.changed = record, "", time.monotonic()
+        self.reported_tokens: int | None = None  # the server's own count, when it gives one
 
     def update(self, text: object, now: float) -> None:
         if not isinstance(text, str) or len(text) <= len(self.text):
@@ -137,6 +140,8 @@ class _HttpSessionSender:
         try:
             self._read(session, request, timeline)
             record.text = timeline.text
+            if timeline.reported_tokens is not None:
+                record.tokens = timeline.reported_tokens
         except Exception as exc:  # noqa: BLE001 - every failure becomes the record's error
             record.error = MSG_BENCH_HUNG.format(seconds=self.timeout) if "ReadTimeout" in type(exc).__name__ \
                 else (str(exc) or type(exc).__name__)
@@ -197,11 +202,17 @@ class SseApiSender(_HttpSessionSender):
         raise RuntimeError("The app closed the reply stream before it completed.")
 
 
-def _openai_body(request: BenchRequest, p: SamplingParams) -> dict[str, object]:
-    """An OpenAI chat-completions body with the same settings as `_api_args` (temperature 0 is greedy)."""
+def _openai_body(request: BenchRequest, p: SamplingParams, model: str = "", image_url: str | None = None
+                 ) -> dict[str, object]:
+    """An OpenAI chat-completions body with the same settings as `_api_args` (temperature 0 is greedy),
+    asking for the token count at the end (stream_options.include_usage)."""
     greedy = p.top_k <= 1 and p.top_p == 0
-    body = {"messages": [{"role": "user", "content": request.prompt}], "max_tokens": request.max_tokens,
-            "stream": True, "seed": p.seed, "repetition_penalty": p.repetition_penalty}
+    content: object = request.prompt
+    if image_url is not None:
+        content = [{"type": "image_url", "image_url": {"url": image_url}}, {"type": "text", "text": request.prompt}]
+    body = {"model": model, "messages": [{"role": "user", "content": content}], "max_tokens": request.max_tokens,
+            "stream": True, "stream_options": {"include_usage": True}, "seed": p.seed,
+            "repetition_penalty": p.repetition_penalty}
     if greedy:
         body["temperature"] = 0
     else:
@@ -210,11 +221,20 @@ def _openai_body(request: BenchRequest, p: SamplingParams) -> dict[str, object]:
 
 
 class OpenAISender(_HttpSessionSender):
-    """Sends each request through the app's OpenAI-compatible `/v1/chat/completions` (streamed), one
-    kept-alive connection per chat session."""
+    """Sends each request to an OpenAI-compatible `/v1/chat/completions` (the app's, or any server's),
+    streamed, one kept-alive connection per chat session. `url` is the server's address with or without
+    /v1; `model` names the model or adapter; `image` is sent with every request. Output tokens are the
+    server's own count when it reports usage."""
+
+    def __init__(self, url: str, sessions: int, params: SamplingParams | None = None, timeout: float = 60.0,
+                 count_tokens: Callable[[str], int] | None = None, model: str = "", image: bytes | None = None):
+        super().__init__(url.rstrip("/").removesuffix("/v1"), sessions, params, timeout, count_tokens)
+        self.model = model
+        kind = (image_format(image) or "png").lower() if image is not None else None
+        self.image_url = None if image is None else f"data:image/{kind};base64," + base64.b64encode(image).decode()
 
     def _read(self, session: int, request: BenchRequest, timeline: _Timeline) -> None:
-        body = _openai_body(request, self.params)
+        body = _openai_body(request, self.params, self.model, self.image_url)
         with self._clients[session].stream("POST", self.base + "/v1/chat/completions", json=body) as stream:
             if stream.status_code != 200:
                 stream.read()
@@ -229,6 +249,9 @@ class OpenAISender(_HttpSessionSender):
                 event = json.loads(payload)
                 if "error" in event:
                     raise RuntimeError(_error_text(event["error"].get("message")))
+                if event.get("usage") and not event.get("choices"):
+                    timeline.reported_tokens = event["usage"].get("completion_tokens")
+                    continue
                 content = event["choices"][0]["delta"].get("content")
                 if content:
                     text += content

@@ -158,6 +158,8 @@ class OpenAIApi:
                                    else "server_error")
             else:
                 yield writer.finish(_finish_reason(stream, chat))
+                if chat.include_usage:
+                    yield writer.usage(stream.chunks)
             yield writer.done()
         finally:
             stream.cancel()  # the client went away (or the reply ended): stop generating on the server

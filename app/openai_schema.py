@@ -36,6 +36,7 @@ from app.constants import (
     MSG_API_PENALTY,
     MSG_API_REMOTE_IMAGE,
     MSG_API_STOP,
+    MSG_API_STREAM_OPTIONS,
     MSG_IMAGE_TOO_LARGE_BYTES,
     SAMPLING_LIMITS,
 )
@@ -61,6 +62,7 @@ class ChatRequest:
     model: str  # the name the caller used, echoed in replies
     stream: bool = False
     stop: list[str] = field(default_factory=list)
+    include_usage: bool = False  # stream_options.include_usage: a last chunk with the token count
 
 
 def _flag(body: dict, name: str) -> bool:
@@ -128,6 +130,15 @@ def _conversation(messages: object) -> tuple[list[dict], str | None, list[bytes]
     return history, "\n".join(system) if system else None, images
 
 
+def _include_usage(body: dict) -> bool:
+    options = body.get("stream_options")
+    if options is None:
+        return False
+    if not isinstance(options, dict):
+        raise InvalidRequest(MSG_API_STREAM_OPTIONS)
+    return _flag(options, "include_usage")
+
+
 def _stop_words(value: object) -> list[str]:
     if value is None:
         return []
@@ -176,7 +187,7 @@ def parse_chat_request(body: object, served_model: str) -> ChatRequest:
     return ChatRequest(
         history=history, system_prompt=system, images=images, params=_sampling(body),
         adapter=None if model_is_base(model, served_model) else model, model=model or served_model,
-        stream=_flag(body, "stream"), stop=_stop_words(body.get("stop")),
+        stream=_flag(body, "stream"), stop=_stop_words(body.get("stop")), include_usage=_include_usage(body),
     )
 
 
@@ -208,6 +219,10 @@ class ChunkWriter:
     def finish(self, reason: str) -> str:
         return self._event({}, reason)
 
+    def usage(self, completion_tokens: int) -> str:
+        """The last chunk when the caller asked for stream_options.include_usage (no choices)."""
+        return f"data: {self._head}, \"choices\": [], \"usage\": {json.dumps(usage_body(completion_tokens))}}}\n\n"
+
     def error(self, message: str, kind: str = "server_error") -> str:
         return "data: " + json.dumps(error_body(message, kind)) + "\n\n"
 
@@ -220,13 +235,18 @@ class ChunkWriter:
         return f"data: {self._head}, \"choices\": {choices}}}\n\n"
 
 
+def usage_body(completion_tokens: int) -> dict:
+    """Generated tokens only: the app sends text to the server, which counts the prompt's tokens itself."""
+    return {"completion_tokens": completion_tokens}
+
+
 def completion_body(model: str, text: str, reason: str, completion_tokens: int) -> dict:
     """A whole (non-streamed) chat.completion."""
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time()),
         "model": model,
         "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": reason}],
-        "usage": {"completion_tokens": completion_tokens},
+        "usage": usage_body(completion_tokens),
     }
 
 

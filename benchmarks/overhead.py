@@ -23,11 +23,10 @@ import json
 import resource
 import sys
 import tempfile
-import threading
 from contextlib import ExitStack
 from pathlib import Path
 
-from app.bench_load import run_load, synthetic_requests
+from app.bench_load import run_load, session_pool, synthetic_requests
 from app.bench_stats import summarize
 from app.bench_targets import AppApiSender, OpenAISender, SseApiSender, TritonSender, word_count
 from app.client import SamplingParams, TritonChatClient
@@ -37,23 +36,6 @@ from setup.bench_repo import PACING_MODEL, PacingSpec
 TOKENS_GOAL = 0.95
 BATCH_GOAL = 1.2
 CLIENTS = {"openai": OpenAISender, "sse": SseApiSender, "gradio_client": AppApiSender}
-
-
-def _session_sender(sender, sessions: int):
-    """Adapt send(session, request) to send(request): each concurrent request gets its own session."""
-    free = list(range(sessions))
-    lock = threading.Lock()
-
-    def send(request):
-        with lock:
-            session = free.pop()
-        try:
-            return sender(session, request)
-        finally:
-            with lock:
-                free.append(session)
-
-    return send
 
 
 def _own_cpu() -> float:
@@ -92,14 +74,14 @@ def run_overhead(triton_url: str, app: AppProcess, levels: list[int], tokens: in
         run_load(direct, warm[:2], 2)
         for sender in senders.values():
             sender.connect_all()
-            run_load(_session_sender(sender, max(levels)), warm, max(levels))  # every session once
+            run_load(session_pool(sender, max(levels)), warm, max(levels))  # every session once
         rows = []
         for level in levels:
             log(f"concurrency {level}: direct", file=sys.stderr)
             rows.append({"path": "direct", **measure(direct, level, tokens, repeats)})
             for name, sender in senders.items():
                 log(f"concurrency {level}: app ({name})", file=sys.stderr)
-                rows.append({"path": f"app ({name})", **measure(_session_sender(sender, level), level, tokens,
+                rows.append({"path": f"app ({name})", **measure(session_pool(sender, level), level, tokens,
                                                                 repeats, app)})
     finally:
         for sender in senders.values():

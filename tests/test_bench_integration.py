@@ -35,6 +35,24 @@ def test_bench_prints_the_figures_and_writes_json(pacing, tmp_path):  # noqa: F8
     assert 40 < figures["itl_ms"]["p50"] < 60  # 50 ms between words
 
 
+def test_bench_through_the_apps_openai_api(pacing, tmp_path):  # noqa: F811
+    """The same load through the app: the app is a real server process in front of the pacing model."""
+    from benchmarks.harness import AppProcess
+
+    out = tmp_path / "bench.json"
+    with AppProcess(pacing.grpc_url, "pacing", tmp_path / "app.log") as app:
+        result = run_bench("--openai", app.url + "v1", "--concurrency", "4", "--num-requests", "8",
+                           "--output-len", "10", "--json", str(out))
+        unknown = run_bench("--openai", app.url + "v1", "--adapter", "klingon", "--num-requests", "1")
+    assert result.returncode == 0, result.stderr
+    assert f"through {app.url}v1" in result.stdout and "Time to first token" in result.stdout
+    figures = json.loads(out.read_text())
+    assert figures["completed"] == 8 and figures["errors"] == 0
+    assert figures["avg_output_tokens"] == 10  # the app's own count (stream_options.include_usage)
+    assert figures["settings"]["openai"] == app.url + "v1" and figures["settings"]["model"] == "pacing"
+    assert unknown.returncode == 2 and "There is no adapter named 'klingon'" in unknown.stderr
+
+
 def test_bench_poisson_arrivals_and_json_on_stdout(pacing):  # noqa: F811
     result = run_bench("--triton", pacing.grpc_url, "--model", "pacing", "--request-rate", "20", "--num-requests", "6",
                        "--output-len", "4", "--json", "--no-progress")

@@ -63,6 +63,11 @@ def test_openai_sampling_meanings():
     assert len(seeds) > 1, "without a seed each request samples afresh"
 
 
+def test_include_usage():
+    assert parse_chat_request(body(stream=True, stream_options={"include_usage": True}), SERVED).include_usage
+    assert not parse_chat_request(body(stream=True), SERVED).include_usage
+
+
 def test_stop_words():
     assert parse_chat_request(body(stop="END"), SERVED).stop == ["END"]
     assert parse_chat_request(body(stop=["a", "b"]), SERVED).stop == ["a", "b"]
@@ -90,6 +95,8 @@ BAD = [
     (body(max_tokens=0), "max tokens must be between"),
     (body(max_tokens="many"), "max tokens must be a number"),
     (body(model=3), "must be a JSON object"),
+    (body(stream_options=True), "stream_options must be an object"),
+    (body(stream_options={"include_usage": "yes"}), "include_usage must be true or false"),
 ]
 
 
@@ -123,6 +130,8 @@ def test_chunk_writer_events_are_openai_chunks():
     assert text["choices"] == [{"index": 0, "delta": {"content": 'Arr "matey"\n'}, "finish_reason": None}]
     assert finish["choices"] == [{"index": 0, "delta": {}, "finish_reason": "stop"}]
     assert _event(writer.error("boom"))["error"]["message"] == "boom"
+    usage = _event(writer.usage(7))
+    assert usage["choices"] == [] and usage["usage"] == {"completion_tokens": 7} and usage["id"] == writer.id
     assert writer.done() == "data: [DONE]\n\n"
 
 
