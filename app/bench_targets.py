@@ -213,6 +213,8 @@ def _openai_body(request: BenchRequest, p: SamplingParams, model: str = "", imag
     body = {"model": model, "messages": [{"role": "user", "content": content}], "max_tokens": request.max_tokens,
             "stream": True, "stream_options": {"include_usage": True}, "seed": p.seed,
             "repetition_penalty": p.repetition_penalty}
+    if request.min_tokens:
+        body["min_tokens"] = request.min_tokens
     if greedy:
         body["temperature"] = 0
     else:

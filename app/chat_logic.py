@@ -127,19 +127,20 @@ def check_adapter(ctx: AppContext, adapter: str | None) -> str | None:
 
 
 def open_stream(ctx: AppContext, history: list[dict], params: SamplingParams, system_prompt: str | None,
-                adapter: str | None, images: list[str | bytes] | None = None, stop: list[str] | None = None):
+                adapter: str | None, images: list[str | bytes] | None = None, stop: list[str] | None = None,
+                min_tokens: int = 0):
     """Start the server request for the reply to `history` (through the adapter registry).
 
     `images` (paths or bytes) default to the files attached to the last user turn of `history`;
-    `stop` adds the caller's stop words to the template's.
+    `stop` adds the caller's stop words to the template's; `min_tokens` holds off the end of sequence.
     """
     adapter = check_adapter(ctx, adapter)
     history, image_inputs = model_turns(ctx, history, current_turn_images(history) if images is None else images)
     prompts = ctx.prompts()
     prompt = prompts.build(history, system_prompt)
     stop_words = [*prompts.stop_words(), *(stop or [])]
-    return ctx.adapters.stream(ctx.client, adapter, prompt, params,
-                               extra={"stop_words": stop_words or None, **image_inputs})
+    extra = {"stop_words": stop_words or None, "min_length": min_tokens or None, **image_inputs}
+    return ctx.adapters.stream(ctx.client, adapter, prompt, params, extra=extra)
 
 
 def reply_text(stream, adapter: str | None, final: bool) -> str:

@@ -138,7 +138,7 @@ class OpenAIApi:
         """Worker thread: the chat panel's path from request to an open server stream."""
         validate_user_text(chat.history[-1]["content"])
         return open_stream(self.ctx, chat.history, chat.params, chat.system_prompt, chat.adapter,
-                           images=chat.images, stop=chat.stop)
+                           images=chat.images, stop=chat.stop, min_tokens=chat.min_tokens)
 
     async def _events(self, chat: ChatRequest, stream, pump: DeltaPump):
         writer = ChunkWriter(chat.model)

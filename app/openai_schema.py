@@ -6,7 +6,7 @@ plain sentence (InvalidRequest), the way the chat panel does.
 Sampling follows OpenAI's meaning of the fields: temperature and top_p default to 1.0 (sampling),
 temperature 0 is greedy, and a request without `seed` gets a fresh one (TensorRT-LLM would otherwise
 repeat the same reply for the same prompt). `top_k` and `repetition_penalty` are accepted as
-extensions, as vLLM and trtllm-serve accept them.
+extensions, as vLLM and trtllm-serve accept them, and so is `min_tokens`.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from app.constants import (
     MSG_API_BAD_ROLE,
     MSG_API_BOOL,
     MSG_API_LAST_NOT_USER,
+    MSG_API_MIN_TOKENS,
     MSG_API_N,
     MSG_API_NO_MESSAGES,
     MSG_API_NOT_AN_OBJECT,
@@ -63,6 +64,7 @@ class ChatRequest:
     stream: bool = False
     stop: list[str] = field(default_factory=list)
     include_usage: bool = False  # stream_options.include_usage: a last chunk with the token count
+    min_tokens: int = 0  # extension (as vLLM): no end-of-sequence before this many tokens
 
 
 def _flag(body: dict, name: str) -> bool:
@@ -139,6 +141,15 @@ def _include_usage(body: dict) -> bool:
     return _flag(options, "include_usage")
 
 
+def _min_tokens(body: dict, params: SamplingParams) -> int:
+    value = body.get("min_tokens")
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= params.max_tokens:
+        raise InvalidRequest(MSG_API_MIN_TOKENS.format(value=value, limit=params.max_tokens))
+    return value
+
+
 def _stop_words(value: object) -> list[str]:
     if value is None:
         return []
@@ -184,8 +195,9 @@ def parse_chat_request(body: object, served_model: str) -> ChatRequest:
     if not isinstance(model, str):
         raise InvalidRequest(MSG_API_NOT_AN_OBJECT)
     history, system, images = _conversation(body.get("messages"))
+    params = _sampling(body)
     return ChatRequest(
-        history=history, system_prompt=system, images=images, params=_sampling(body),
+        history=history, system_prompt=system, images=images, params=params, min_tokens=_min_tokens(body, params),
         adapter=None if model_is_base(model, served_model) else model, model=model or served_model,
         stream=_flag(body, "stream"), stop=_stop_words(body.get("stop")), include_usage=_include_usage(body),
     )

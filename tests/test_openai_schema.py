@@ -63,6 +63,11 @@ def test_openai_sampling_meanings():
     assert len(seeds) > 1, "without a seed each request samples afresh"
 
 
+def test_min_tokens():
+    assert parse_chat_request(body(max_tokens=16, min_tokens=16), SERVED).min_tokens == 16
+    assert parse_chat_request(body(), SERVED).min_tokens == 0
+
+
 def test_include_usage():
     assert parse_chat_request(body(stream=True, stream_options={"include_usage": True}), SERVED).include_usage
     assert not parse_chat_request(body(stream=True), SERVED).include_usage
@@ -96,6 +101,8 @@ BAD = [
     (body(max_tokens="many"), "max tokens must be a number"),
     (body(model=3), "must be a JSON object"),
     (body(stream_options=True), "stream_options must be an object"),
+    (body(max_tokens=8, min_tokens=9), "min_tokens must be a whole number from 0 to max_tokens (8), got 9."),
+    (body(min_tokens=1.5), "min_tokens must be a whole number"),
     (body(stream_options={"include_usage": "yes"}), "include_usage must be true or false"),
 ]
 
