@@ -68,6 +68,15 @@ def assert_cancelled_early(server: Server, before: int) -> None:
 
 
 @pytest.fixture
+def app_url(server):
+    """The pacing server started and the app served in this process against it; closed afterwards."""
+    server.start()
+    blocks, url, _ = serve_app(server.grpc_url)
+    yield url
+    blocks.close()
+
+
+@pytest.fixture
 def server(tmp_path):
     srv = Server(tmp_path, PacingSpec(tokens_per_second=10))
     yield srv
@@ -120,53 +129,38 @@ def test_client_that_disconnects_stops_generation_on_the_server(server):
         blocks.close()
 
 
-def test_openai_client_that_disconnects_stops_generation_on_the_server(server):
-    server.start()
-    blocks, url, _ = serve_app(server.grpc_url)
-    try:
-        before = len(pacing_log_lines(server))
-        body = {"messages": [{"role": "user", "content": "tell me a long story"}], "max_tokens": 300, "stream": True}
-        with httpx.Client(timeout=10) as client, client.stream("POST", url + "v1/chat/completions", json=body) as reply:
-            assert reply.status_code == 200
-            read_events(reply, 5)  # then leave mid-stream: the connection is closed here
-        assert_cancelled_early(server, before)
-    finally:
-        blocks.close()
+def test_openai_client_that_disconnects_stops_generation_on_the_server(server, app_url):
+    before = len(pacing_log_lines(server))
+    body = {"messages": [{"role": "user", "content": "tell me a long story"}], "max_tokens": 300, "stream": True}
+    with httpx.Client(timeout=10) as client, client.stream("POST", app_url + "v1/chat/completions", json=body) as reply:
+        assert reply.status_code == 200
+        read_events(reply, 5)  # then leave mid-stream: the connection is closed here
+    assert_cancelled_early(server, before)
 
 
-def test_openai_caller_that_hangs_up_on_a_whole_reply_stops_generation(server):
-    server.start()
-    blocks, url, _ = serve_app(server.grpc_url)
-    try:
-        before = len(pacing_log_lines(server))
-        body = {"messages": [{"role": "user", "content": "tell me a long story"}], "max_tokens": 300}
-        with pytest.raises(httpx.ReadTimeout):  # the caller gives up after 1.5 s and closes the connection
-            httpx.post(url + "v1/chat/completions", json=body, timeout=httpx.Timeout(5.0, read=1.5))
-        assert_cancelled_early(server, before)
-    finally:
-        blocks.close()
+def test_openai_caller_that_hangs_up_on_a_whole_reply_stops_generation(server, app_url):
+    before = len(pacing_log_lines(server))
+    body = {"messages": [{"role": "user", "content": "tell me a long story"}], "max_tokens": 300}
+    with pytest.raises(httpx.ReadTimeout):  # the caller gives up after 1.5 s and closes the connection
+        httpx.post(app_url + "v1/chat/completions", json=body, timeout=httpx.Timeout(5.0, read=1.5))
+    assert_cancelled_early(server, before)
 
 
-def test_openai_stream_ends_with_an_error_event_when_the_server_dies(server):
-    server.start()
-    blocks, url, _ = serve_app(server.grpc_url)
-    try:
-        body = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 300, "stream": True}
-        events, killed_at = [], None
-        with httpx.Client(timeout=10) as client, client.stream("POST", url + "v1/chat/completions", json=body) as reply:
-            for line in reply.iter_lines():
-                if line.startswith("data:"):
-                    events.append(line[5:].strip())
-                if len(events) == 4 and killed_at is None:
-                    killed_at = time.monotonic()
-                    server.kill()
-        ended = time.monotonic()
-        assert killed_at is not None and ended - killed_at < 2.0
-        assert events[-1] == "[DONE]"
-        error = json.loads(events[-2])["error"]
-        assert error["type"] == "server_error" and "The Triton server cannot be reached" in error["message"]
-    finally:
-        blocks.close()
+def test_openai_stream_ends_with_an_error_event_when_the_server_dies(server, app_url):
+    body = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 300, "stream": True}
+    events, killed_at = [], None
+    with httpx.Client(timeout=10) as client, client.stream("POST", app_url + "v1/chat/completions", json=body) as reply:
+        for line in reply.iter_lines():
+            if line.startswith("data:"):
+                events.append(line[5:].strip())
+            if len(events) == 4 and killed_at is None:
+                killed_at = time.monotonic()
+                server.kill()
+    ended = time.monotonic()
+    assert killed_at is not None and ended - killed_at < 2.0
+    assert events[-1] == "[DONE]"
+    error = json.loads(events[-2])["error"]
+    assert error["type"] == "server_error" and "The Triton server cannot be reached" in error["message"]
 
 
 def test_gradio_client_cancel_stops_generation_on_the_server(server):
