@@ -13,7 +13,7 @@ import sys
 
 from app.constants import SUPPORTED_MODELS
 from app.context import AppConfig, AppContext
-from setup.__main__ import OneLineErrorParser, _port, _positive, raise_interrupt
+from setup.__main__ import OneLineErrorParser, _port, _positive, _positive_float, raise_interrupt
 
 HELP = AppConfig.help()
 
@@ -34,16 +34,6 @@ def _auth_file(path: str) -> tuple[tuple[str, str], ...]:
     if not pairs or len(pairs) != len(lines) or any(not u or not p for u, p in pairs):
         raise argparse.ArgumentTypeError(f"{path} must hold USER:PASSWORD lines")
     return pairs
-
-
-def _positive_rate(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"'{text}' is not a rate above 0 (tokens per second)")
-    return value
 
 
 def _model_name(text: str) -> str:
@@ -67,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--triton-grpc-port", type=_port, default=8001, help="--demo: Triton gRPC port (default 8001).")
     parser.add_argument("--triton-metrics-port", type=_port, default=8002,
                         help="--demo: Triton metrics port (default 8002).")
-    parser.add_argument("--pacing-rate", type=_positive_rate, metavar="TOKENS_PER_SECOND",
+    parser.add_argument("--pacing-rate", type=_positive_float, metavar="TOKENS_PER_SECOND",
                         help="--demo: also serve the benchmark pacing model (`pacing`: words at this fixed rate, "
                         "no compute), for `python -m benchmarks.overhead --triton ...`.")
     parser.add_argument("--model", type=_model_name, default=AppConfig.model,

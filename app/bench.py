@@ -23,7 +23,7 @@ from pathlib import Path
 
 from app.bench_load import DatasetError, Progress, load_dataset, run_load, session_pool, synthetic_requests
 from app.bench_stats import BenchSummary, format_summary, summarize
-from app.bench_targets import OpenAISender, TritonSender, word_count
+from app.bench_targets import OpenAISender, TritonSender, openai_root, word_count
 from app.client import ModelInfo, SamplingParams, TritonChatClient
 from app.constants import (
     DEFAULT_MODEL,
@@ -58,16 +58,6 @@ def extra_hook(kind: str) -> ExtraHook | None:
     return _EXTRA_HOOKS.get(kind)
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text} must be a number above 0")
-    return value
-
-
 def _count(text: str) -> int:
     try:
         value = int(text)
@@ -86,7 +76,7 @@ def _http_url(text: str) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     from app.__main__ import _host_port
-    from setup.__main__ import OneLineErrorParser, _positive
+    from setup.__main__ import OneLineErrorParser, _positive, _positive_float
 
     parser = OneLineErrorParser(prog="python -m app bench", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -186,7 +176,7 @@ def openai_models(url: str) -> list[str]:
     """The model ids an OpenAI-compatible server lists; ValueError with a one-line message when it cannot."""
     import httpx
 
-    address = url.rstrip("/").removesuffix("/v1") + "/v1/models"
+    address = openai_root(url) + "/v1/models"
     try:
         reply = httpx.get(address, timeout=10)
         reply.raise_for_status()

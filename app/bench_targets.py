@@ -202,6 +202,11 @@ class SseApiSender(_HttpSessionSender):
         raise RuntimeError("The app closed the reply stream before it completed.")
 
 
+def openai_root(url: str) -> str:
+    """An OpenAI-compatible server's address without a trailing /v1 (users give it either way)."""
+    return url.rstrip("/").removesuffix("/v1")
+
+
 def _openai_body(request: BenchRequest, p: SamplingParams, model: str = "", image_url: str | None = None
                  ) -> dict[str, object]:
     """An OpenAI chat-completions body with the same settings as `_api_args` (temperature 0 is greedy),
@@ -230,7 +235,7 @@ class OpenAISender(_HttpSessionSender):
 
     def __init__(self, url: str, sessions: int, params: SamplingParams | None = None, timeout: float = 60.0,
                  count_tokens: Callable[[str], int] | None = None, model: str = "", image: bytes | None = None):
-        super().__init__(url.rstrip("/").removesuffix("/v1"), sessions, params, timeout, count_tokens)
+        super().__init__(openai_root(url), sessions, params, timeout, count_tokens)
         self.model = model
         kind = (image_format(image) or "png").lower() if image is not None else None
         self.image_url = None if image is None else f"data:image/{kind};base64," + base64.b64encode(image).decode()
@@ -241,7 +246,6 @@ class OpenAISender(_HttpSessionSender):
             if stream.status_code != 200:
                 stream.read()
                 raise RuntimeError(_error_text(stream.json().get("error", {}).get("message")))
-            text = ""
             for line in stream.iter_lines():
                 if not line.startswith("data:"):
                     continue
@@ -256,8 +260,7 @@ class OpenAISender(_HttpSessionSender):
                     continue
                 content = event["choices"][0]["delta"].get("content")
                 if content:
-                    text += content
-                    timeline.update(text, time.monotonic())
+                    timeline.update(timeline.text + content, time.monotonic())
         raise RuntimeError("The app closed the reply stream before it completed.")
 
 

@@ -57,14 +57,16 @@ class BodyTooLarge(InvalidRequest):
     pass
 
 
+def error_kind(exc: ChatError) -> str:
+    """OpenAI's error type: the caller's to fix, or the server side's (unreachable, not ready, cache full)."""
+    return "invalid_request_error" if isinstance(exc, CLIENT_ERRORS) else "server_error"
+
+
 def error_response(exc: ChatError) -> JSONResponse:
-    """400 for what the caller can fix (413 for a body over the limit), 503 for the server side
-    (unreachable, not ready, cache full)."""
-    if isinstance(exc, BodyTooLarge):
-        return JSONResponse(error_body(str(exc)), status_code=413)
-    if isinstance(exc, CLIENT_ERRORS):
-        return JSONResponse(error_body(str(exc)), status_code=400)
-    return JSONResponse(error_body(str(exc), "server_error"), status_code=503)
+    """400 for what the caller can fix (413 for a body over the limit), 503 for the server side."""
+    kind = error_kind(exc)
+    status = 413 if isinstance(exc, BodyTooLarge) else 400 if kind == "invalid_request_error" else 503
+    return JSONResponse(error_body(str(exc), kind), status_code=status)
 
 
 class OpenAIApi:
@@ -154,8 +156,7 @@ class OpenAIApi:
                 yield writer.text(text)
             if pump.error is not None:
                 exc = _as_chat_error(pump.error)
-                yield writer.error(str(exc), "invalid_request_error" if isinstance(exc, CLIENT_ERRORS)
-                                   else "server_error")
+                yield writer.error(str(exc), error_kind(exc))
             else:
                 yield writer.finish(_finish_reason(stream, chat))
                 if chat.include_usage:

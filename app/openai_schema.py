@@ -173,8 +173,7 @@ def _sampling(body: dict) -> SamplingParams:
         raw[name] = default if body.get(name) is None else body[name]
     if "seed" not in raw:
         raw["seed"] = secrets.randbelow(2**31)
-    greedy = isinstance(raw["temperature"], int | float) and not isinstance(raw["temperature"], bool) \
-        and raw["temperature"] == 0
+    greedy = raw["temperature"] == 0 and not isinstance(raw["temperature"], bool)
     if greedy:
         raw["temperature"] = 1.0
     params = sampling_params(**raw)  # checks every value the caller sent

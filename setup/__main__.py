@@ -34,6 +34,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} must be a number above 0")
+    return value
+
+
 class OneLineErrorParser(argparse.ArgumentParser):
     """Bad values end in one line on stderr (`prog: error: ...`), without the usage block."""
 

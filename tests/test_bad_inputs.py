@@ -208,7 +208,7 @@ CLI_CASES = [  # (id, module, argv, message)
      "Model repository /nonexistent-repo does not exist."),
     ("app-pacing-rate-without-demo", "app", ["--triton", "127.0.0.1:1", "--pacing-rate", "50"],
      "--pacing-rate adds the pacing model to the demo's own server; use it with --demo"),
-    ("app-pacing-rate-0", "app", ["--demo", "--pacing-rate", "0"], "'0' is not a rate above 0"),
+    ("app-pacing-rate-0", "app", ["--demo", "--pacing-rate", "0"], "0 must be a number above 0"),
     ("setup-repo-config-missing", "setup", ["repo", "--config", "/nonexistent.yaml", "--out", "/tmp/x"], "does not exist"),
     ("setup-world-size-0", "setup", ["launch", "--repo", ".", "--world-size", "0"], "0 must be at least 1"),
 ]
