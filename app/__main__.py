@@ -14,6 +14,7 @@ import sys
 from app.constants import SUPPORTED_MODELS
 from app.context import AppConfig, AppContext
 from setup.__main__ import OneLineErrorParser, _port, _positive, _positive_float, raise_interrupt
+from setup.workspace import WorkspaceError, check_root
 
 HELP = AppConfig.help()
 
@@ -36,11 +37,32 @@ def _auth_file(path: str) -> tuple[tuple[str, str], ...]:
     return pairs
 
 
+def _workspace_root(text: str) -> str:
+    try:
+        return str(check_root(text))
+    except WorkspaceError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _host_names(text: str) -> tuple[str, ...]:
+    names = tuple(n.strip().lower() for n in text.split(",") if n.strip())
+    bad = [n for n in names if not re.fullmatch(r"[a-z0-9.\-]+|\[[0-9a-f:.]+\]", n)]
+    if not names or bad:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a comma-separated list of host names (no ports, no '*')")
+    return names
+
+
 def _model_name(text: str) -> str:
     if not re.fullmatch(r"[A-Za-z0-9_.\-]+", text):
         raise argparse.ArgumentTypeError(
             f"'{text}' is not a model name (letters, digits, _ . -; e.g. {', '.join(SUPPORTED_MODELS)})")
     return text
+
+
+def _url_host(host: str) -> str:
+    if host in ("0.0.0.0", ""):
+        return "127.0.0.1"
+    return f"[{host}]" if ":" in host else host
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,6 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help=HELP["concurrency"] + " (default 64)")
     parser.add_argument("--auth-file", type=_auth_file, help="File of USER:PASSWORD lines; the UI asks for a login. "
                         "Required for the Build tab when --host is not a loopback address.")
+    parser.add_argument("--workspace", action="append", type=_workspace_root, metavar="FOLDER",
+                        help=HELP["workspace"] + " Repeat for several; / and system folders are refused.")
+    parser.add_argument("--allowed-hosts", type=_host_names, default=(), metavar="NAME[,NAME...]",
+                        help=HELP["allowed_hosts"] + " For a reverse proxy or a DNS name (e.g. gpu-box.lan).")
     parser.add_argument("--max-file-size", default=AppConfig.max_file_size, help=HELP["max_file_size"])
     return parser
 
@@ -110,11 +136,15 @@ def main(argv: list[str] | None = None) -> int:
         config = AppConfig(triton_url=url, model=args.model, host=args.host, port=args.port,
                            concurrency=args.concurrency, template=args.template, tokenizer_dir=args.tokenizer_dir,
                            system_prompt=args.system_prompt, max_file_size=args.max_file_size, demo=args.demo,
-                           auth=args.auth_file, metrics_url=metrics_url)
+                           auth=args.auth_file, metrics_url=metrics_url, workspace=tuple(args.workspace or ()),
+                           allowed_hosts=args.allowed_hosts)
         from app.ui import launch
 
-        print(f"Web UI on http://{args.host}:{args.port} (Ctrl-C stops {'both' if triton else 'it'})", flush=True)
-        launch(AppContext(config))
+        ctx = AppContext(config)
+        url = ctx.access.url(f"http://{_url_host(args.host)}:{args.port}/")
+        print(f"Web UI on {url} (Ctrl-C stops {'both' if triton else 'it'})", flush=True)
+        print(f"Workspace folders (Build, Adapters): {ctx.access.workspace.describe()}", flush=True)
+        launch(ctx)
         return 0
     except KeyboardInterrupt:
         return 0

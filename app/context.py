@@ -6,11 +6,13 @@ import threading
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from app.access import AccessPolicy
 from app.client import TritonChatClient
 from app.constants import DEFAULT_CONCURRENCY, DEFAULT_HOST, DEFAULT_MODEL, DEFAULT_UI_PORT, MAX_UPLOAD
 from app.errors import ChatError
 from app.lora import DEFAULT_ADAPTERS_DIR, AdapterRegistry
 from app.prompts import PromptBuilder
+from setup.workspace import Workspace
 
 
 def configfield(default, help_text: str):
@@ -36,6 +38,10 @@ class AppConfig:
     engine_dir: str | None = configfield(None, "Engine folder whose config.json adapters are checked against.")
     auth: tuple[tuple[str, str], ...] | None = configfield(
         None, "Username/password pairs required to open the UI (from --auth-file); needed off loopback for Build.")
+    workspace: tuple[str, ...] = configfield(
+        (), "Folders the web UI may read from or write to (Build, Adapters); default: the current folder and home.")
+    allowed_hosts: tuple[str, ...] = configfield(
+        (), "Extra host names the app answers to (its bind address and localhost always).")
 
     @classmethod
     def help(cls) -> dict[str, str]:
@@ -85,6 +91,8 @@ class AppContext:
                                         engine_dir=Path(config.engine_dir) if config.engine_dir else None)
         self._prompts: PromptBuilder | None = None
         self._lock = threading.Lock()
+        self.access = AccessPolicy(host=config.host, port=config.port, logins=bool(config.auth),
+                                   workspace=Workspace.from_paths(config.workspace))
 
     def retarget(self, triton_url: str) -> None:
         """Point the chat at another Triton server (e.g. one the Build page just launched)."""

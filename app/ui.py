@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import gradio as gr
+from starlette.middleware import Middleware
 
 from app import api, speedups
+from app.access import TokenCookieMiddleware
 from app.context import AppContext
 from app.openai_api import OpenAIApi
 from app.pages import adapters, benchmark, build, chat, compare, server
@@ -37,10 +39,12 @@ def build_app(ctx: AppContext) -> gr.Blocks:
 def launch(ctx: AppContext, prevent_thread_lock: bool = False) -> gr.Blocks:
     """Serve the UI, the Gradio API and the OpenAI-compatible API (/v1/...) on one port."""
     blocks = build_app(ctx)
+    middleware = [Middleware(TokenCookieMiddleware, policy=ctx.access)]
     blocks.launch(
         server_name=ctx.config.host, server_port=ctx.config.port, max_file_size=ctx.config.max_file_size,
         max_threads=max(64, ctx.config.concurrency * 2), prevent_thread_lock=True,
         show_error=True, quiet=True, auth=list(ctx.config.auth) if ctx.config.auth else None,
+        app_kwargs={"middleware": middleware},
     )
     # Gradio builds its FastAPI app inside launch(); routes added now are served from the next request on.
     OpenAIApi(ctx).mount(blocks.server_app)

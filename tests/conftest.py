@@ -63,15 +63,27 @@ def triton(tmp_path_factory) -> TritonEndpoints:
 
 
 @pytest.fixture(scope="session")
-def app_url(triton) -> str:
-    """The web app served in this process against the session's tritonserver."""
+def app_served(triton):
+    """The web app served in this process against the session's tritonserver: (context, URL)."""
     from app.context import AppConfig, AppContext
     from app.ui import launch
 
     port = free_port()
-    blocks = launch(AppContext(AppConfig(triton_url=triton.grpc_url, port=port, demo=True)), prevent_thread_lock=True)
-    yield f"http://127.0.0.1:{port}/"
+    ctx = AppContext(AppConfig(triton_url=triton.grpc_url, port=port, demo=True))
+    blocks = launch(ctx, prevent_thread_lock=True)
+    yield ctx, f"http://127.0.0.1:{port}/"
     blocks.close()
+
+
+@pytest.fixture(scope="session")
+def app_url(app_served) -> str:
+    return app_served[1]
+
+
+def grant_access(browser_context, ctx, url: str) -> None:
+    """Give the browser the app's launch-token cookie (what opening the printed ?token= URL does)."""
+    browser_context.add_cookies([{"name": ctx.access.cookie, "value": ctx.access.token, "url": url,
+                                  "httpOnly": True, "sameSite": "Strict"}])
 
 
 @pytest.fixture(scope="session")
@@ -91,9 +103,10 @@ def browser_context():
 
 
 @pytest.fixture
-def page(browser_context, app_url):
+def page(browser_context, app_served):
+    ctx, app_url = app_served
     page = browser_context.new_page()
-    page.goto(app_url)
+    page.goto(ctx.access.url(app_url))  # the URL the console prints: the token becomes a cookie
     page.wait_for_selector("#chat-input textarea", timeout=30_000)
     yield page
     page.close()

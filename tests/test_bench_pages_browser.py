@@ -9,6 +9,7 @@ import pytest
 
 from benchmarks.harness import free_port
 from tests.bench_fixtures import pacing  # noqa: F401 - fixture
+from tests.conftest import grant_access
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
@@ -19,21 +20,23 @@ def pages_url(pacing):  # noqa: F811
     from app.openai_api import OpenAIApi
     from app.pages import benchmark, server
 
-    ctx = AppContext(AppConfig(triton_url=pacing.grpc_url, model="pacing", metrics_url=pacing.metrics_url))
+    port = free_port()
+    ctx = AppContext(AppConfig(triton_url=pacing.grpc_url, model="pacing", metrics_url=pacing.metrics_url, port=port))
     with gr.Blocks(title="bench pages") as blocks:
         with gr.Tabs():
             with gr.Tab(benchmark.TITLE, id="benchmark"):
                 benchmark.build(ctx)
             with gr.Tab(server.TITLE, id="server"):
                 server.build(ctx)
-    port = free_port()
     blocks.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
     OpenAIApi(ctx).mount(blocks.server_app)  # as app.ui.launch does
-    yield f"http://127.0.0.1:{port}/"
+    yield ctx, f"http://127.0.0.1:{port}/"
     blocks.close()
 
 
 def test_benchmark_tab_draws_its_charts(browser_context, pages_url, tmp_path):
+    ctx, pages_url = pages_url
+    grant_access(browser_context, ctx, pages_url)
     page = browser_context.new_page()
     try:
         page.goto(pages_url)
@@ -50,6 +53,7 @@ def test_benchmark_tab_draws_its_charts(browser_context, pages_url, tmp_path):
 
 
 def test_server_tab_shows_live_metrics(browser_context, pages_url):
+    pages_url = pages_url[1]
     page = browser_context.new_page()
     try:
         page.goto(pages_url)
@@ -62,6 +66,7 @@ def test_server_tab_shows_live_metrics(browser_context, pages_url):
 
 
 def test_server_tab_tells_how_to_use_the_api_and_the_page_can_call_it(browser_context, pages_url):
+    pages_url = pages_url[1]
     page = browser_context.new_page()
     try:
         page.goto(pages_url)

@@ -6,7 +6,7 @@ import pytest
 
 from app.context import AppConfig, AppContext
 from app.ui import build_app
-from tests.conftest import free_port
+from tests.conftest import free_port, grant_access
 from tests.test_browser_chat import ask, settled_reply
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
@@ -15,8 +15,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.browser]
 @pytest.fixture
 def fresh_app():
     """An app whose chat points at a server that does not exist yet."""
-    ctx = AppContext(AppConfig(triton_url=f"127.0.0.1:{free_port()}"))
     port = free_port()
+    ctx = AppContext(AppConfig(triton_url=f"127.0.0.1:{free_port()}", port=port))
     blocks = build_app(ctx)
     blocks.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
     yield ctx, f"http://127.0.0.1:{port}/"
@@ -25,6 +25,7 @@ def fresh_app():
 
 def test_launch_from_build_page_then_chat(browser_context, fresh_app):
     ctx, url = fresh_app
+    grant_access(browser_context, ctx, url)
     page = browser_context.new_page()
     try:
         page.goto(url)

@@ -21,7 +21,7 @@ from setup.engine_registry import EngineRegistry
 from setup.jobs import JobStore
 from setup.repo import parameter_specs
 from tests.build_standins import make_checkpoint, make_trtllm
-from tests.conftest import free_port
+from tests.conftest import free_port, grant_access
 
 ROOT = Path(__file__).resolve().parent.parent
 ISSUE_FIELDS = {"batching_strategy", "batch_scheduler_policy", "kv_cache_free_gpu_mem_fraction",
@@ -124,10 +124,11 @@ def build_page_url(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("STANDIN_DELAY", "0.05")
     port = free_port()
+    ctx = AppContext(AppConfig(port=port, workspace=(str(tmp_path),)))
     with gr.Blocks() as blocks:
-        build.build(AppContext(AppConfig(port=port)), service(tmp_path))
+        build.build(ctx, service(tmp_path))
     blocks.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    yield f"http://127.0.0.1:{port}/", tools["trtllm_root"], make_checkpoint(tmp_path / "llava ckpt")
+    yield ctx, f"http://127.0.0.1:{port}/", tools["trtllm_root"], make_checkpoint(tmp_path / "llava ckpt")
     blocks.close()
 
 
@@ -137,7 +138,8 @@ def _wait_status(page, status: str, timeout: float = 90) -> None:
 
 @pytest.mark.browser
 def test_browser_runs_llava_plan_then_cancels_another(browser_context, build_page_url, tmp_path, monkeypatch):
-    url, root, ckpt = build_page_url
+    ctx, url, root, ckpt = build_page_url
+    grant_access(browser_context, ctx, url)
     page = browser_context.new_page()
     page.goto(url)
     page.wait_for_selector("#build-family input", timeout=30_000)

@@ -8,6 +8,8 @@ import gradio as gr
 
 from app.context import AppConfig, AppContext
 from app.errors import ChatError
+from app.pages.gate import require_access
+from setup.workspace import WorkspaceError
 
 TITLE = "Adapters"
 COLUMNS = ["name", "task id", "rank", "target modules", "size", "held by server", "kind"]
@@ -50,14 +52,17 @@ def build(ctx: AppContext) -> None:
     def outcome(text: str):
         return table_rows(ctx), text, gr.Dropdown(choices=ctx.adapters.names(), value=None)
 
-    def on_add_folder(path: str, name: str):
+    def on_add_folder(path: str, name: str, request: gr.Request):
+        require_access(ctx, request)
         try:
-            info = ctx.adapters.add_folder(Path(path.strip()).expanduser(), name.strip() or None)
-        except (ChatError, OSError) as exc:
+            folder = ctx.access.workspace.resolve(path or "", what="adapter folder")
+            info = ctx.adapters.add_folder(folder, (name or "").strip() or None)
+        except (ChatError, OSError, WorkspaceError) as exc:
             return outcome(f"⚠️ {exc}")
         return outcome(f"Added **{info.name}** (task id {info.task_id}, rank {info.rank}).")
 
-    def on_add_zip(path: str | None, name: str):
+    def on_add_zip(path: str | None, name: str, request: gr.Request):
+        require_access(ctx, request)
         if not path:
             return outcome("⚠️ Choose a .zip file first.")
         try:
@@ -66,7 +71,8 @@ def build(ctx: AppContext) -> None:
             return outcome(f"⚠️ {exc}")
         return outcome(f"Added **{info.name}** (task id {info.task_id}, rank {info.rank}).")
 
-    def on_remove(name: str | None):
+    def on_remove(name: str | None, request: gr.Request):
+        require_access(ctx, request)
         if not name:
             return outcome("⚠️ Pick an adapter to remove.")
         try:

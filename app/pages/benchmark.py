@@ -13,6 +13,7 @@ from app.client import TritonChatClient
 from app.constants import MSG_BENCH_BUSY
 from app.context import AppConfig, AppContext
 from app.errors import ChatError
+from app.pages.gate import require_access
 
 TITLE = "Benchmark"
 LEVELS = (1, 2, 4, 8, 16, 32)
@@ -94,7 +95,8 @@ def build(ctx: AppContext) -> None:
         throughput = gr.BarPlot(x="concurrency", y="tokens/s", title="Output tokens per second",
                                 x_title="concurrency", y_title="tokens/s", elem_id="bench-throughput", height=300,
                                 sort=None)
-    def on_run(model_name, chosen, count, words, tokens):
+    def on_run(model_name, chosen, count, words, tokens, request: gr.Request):
+        require_access(ctx, request)
         yield from run(ctx, model_name, chosen, count, words, tokens)
 
     start.click(on_run, [model, levels, requests, input_len, output_len], [status, table, ttft, e2e, throughput],

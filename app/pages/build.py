@@ -5,7 +5,9 @@ from __future__ import annotations
 import gradio as gr
 
 from app import build_logic as logic
+from app.build_folders import confine_folders, problems_markdown
 from app.context import AppConfig, AppContext
+from app.pages.gate import caller_may_act, require_access
 from setup.engine_registry import EngineRegistry
 from setup.jobs import JobError, JobStore
 from setup.plan_config import PlanConfig
@@ -113,7 +115,7 @@ def build(ctx: AppContext, service: BuildService | None = None, tabs: gr.Tabs | 
         open_chat = gr.Button("Chat with this server", variant="primary", visible=False, elem_id="build-open-chat")
     server = gr.Markdown(elem_id="build-server")
     with gr.Accordion("Built engines", open=False):
-        engines = gr.Markdown(lambda: logic.registry_markdown(service.registry), elem_id="build-engines")
+        engines = gr.Markdown(elem_id="build-engines")
 
     def split(values):
         form = dict(zip(FORM_FIELDS, values[: len(FORM_FIELDS)], strict=True))
@@ -125,16 +127,24 @@ def build(ctx: AppContext, service: BuildService | None = None, tabs: gr.Tabs | 
         return (gr.Dropdown(choices=d["dtypes"], value=d["dtype"]), d["max_batch_size"], d["max_input_len"],
                 d["max_seq_len"], d["max_num_images"], logic.family_markdown(family_id, version_text))
 
-    def on_show(*values):
+    def on_show(request: gr.Request, *values):
+        require_access(ctx, request)
         form, triton = split(values)
+        form, outside = confine_folders(form, ctx.access.workspace)
+        if outside:
+            return problems_markdown(outside), "", gr.DownloadButton(value=None, interactive=False)
         view = logic.plan_view(form, triton, preflight_fn=preflight)
         if view.plan is None:
             return view.summary, "", gr.DownloadButton(value=None, interactive=False)
         path = logic.export_script(view.plan)
         return view.summary, view.shell, gr.DownloadButton(value=str(path), interactive=True)
 
-    def on_run(*values):
+    def on_run(request: gr.Request, *values):
+        require_access(ctx, request)
         form, triton = split(values)
+        form, outside = confine_folders(form, ctx.access.workspace)
+        if outside:
+            raise gr.Error("\n".join(outside), print_exception=False)
         view = logic.plan_view(form, triton)
         if view.plan is None:
             raise gr.Error("\n".join(view.problems), print_exception=False)
@@ -145,12 +155,15 @@ def build(ctx: AppContext, service: BuildService | None = None, tabs: gr.Tabs | 
         service.plans[job.id] = view.plan
         return gr.Dropdown(choices=logic.job_choices(service.store), value=job.id), view.summary, view.shell
 
-    def on_cancel(job_id):
+    def on_cancel(job_id, request: gr.Request):
+        require_access(ctx, request)
         job = service.store.get(job_id) if job_id else None
         if job is not None:
             job.cancel()
 
-    def on_tick(job_id):
+    def on_tick(job_id, request: gr.Request):
+        if caller_may_act(ctx, request):  # the page polls every second: no toast, just nothing to show
+            return (logic.status_html(None), "", gr.Button(visible=False), "", gr.skip(), gr.Button(visible=False))
         job_id = job_id or _newest(service)
         record = service.store.status(job_id) if job_id else None
         can_deploy = bool(record and record["status"] == "done" and job_id in service.plans
@@ -160,7 +173,8 @@ def build(ctx: AppContext, service: BuildService | None = None, tabs: gr.Tabs | 
                 service.deployment.message, gr.Dropdown(choices=logic.job_choices(service.store), value=job_id),
                 gr.Button(visible=service.deployment.grpc_url is not None))
 
-    def on_deploy(job_id):
+    def on_deploy(job_id, request: gr.Request):
+        require_access(ctx, request)
         plan = service.plans.get(job_id)
         if plan is None or not plan.deployment:
             raise gr.Error(logic.MSG_DEPLOY_NOT_SERVED, print_exception=False)
@@ -169,7 +183,8 @@ def build(ctx: AppContext, service: BuildService | None = None, tabs: gr.Tabs | 
                            print_exception=False)
         return service.deployment.message
 
-    def on_demo(http_port, grpc_port):
+    def on_demo(http_port, grpc_port, request: gr.Request):
+        require_access(ctx, request)
         from setup.demo import start_demo_triton
 
         ports = (int(http_port or 8000), int(grpc_port or 8001), int(grpc_port or 8001) + 1)
@@ -178,7 +193,8 @@ def build(ctx: AppContext, service: BuildService | None = None, tabs: gr.Tabs | 
                            print_exception=False)
         return service.deployment.message
 
-    def on_stop():
+    def on_stop(request: gr.Request):
+        require_access(ctx, request)
         service.deployment.stop()
         return service.deployment.message
 
@@ -198,7 +214,8 @@ def build(ctx: AppContext, service: BuildService | None = None, tabs: gr.Tabs | 
     timer = gr.Timer(POLL_SECONDS)
     timer.tick(on_tick, jobs, [status, log, deploy, server, jobs, open_chat], show_progress="hidden", **private)
 
-    def on_open_chat():
+    def on_open_chat(request: gr.Request):
+        require_access(ctx, request)
         url = service.deployment.grpc_url
         if url is None:
             raise gr.Error("No server started from this page is ready.", print_exception=False)
@@ -206,7 +223,10 @@ def build(ctx: AppContext, service: BuildService | None = None, tabs: gr.Tabs | 
         return gr.Tabs(selected=chat_tab)
 
     open_chat.click(on_open_chat, None, tabs, **private)
-    timer.tick(lambda: logic.registry_markdown(service.registry), None, engines, show_progress="hidden", **private)
+    def on_engines(request: gr.Request):
+        return "" if caller_may_act(ctx, request) else logic.registry_markdown(service.registry)
+
+    timer.tick(on_engines, None, engines, show_progress="hidden", **private)
 
 
 def _newest(service: BuildService) -> str | None:
