@@ -27,6 +27,7 @@ import numpy as np
 from app.lora_intake import (
     MAX_UNPACKED_BYTES,
     MAX_ZIP_BYTES,
+    MSG_ADD_FAILED,
     MSG_NOT_ADAPTER,
     AdapterError,
     adapter_kind,
@@ -34,6 +35,7 @@ from app.lora_intake import (
     check_zip_size,
     copy_adapter_files,
     open_zip,
+    os_reason,
     unpack_adapter,
 )
 from app.lora_stream import BASE_MODEL, AdapterStream, lora_bytes
@@ -241,41 +243,65 @@ class AdapterRegistry:
         return stream.text
 
     # ---- adding and removing -------------------------------------------------------------------
-    def add_folder(self, source: Path, name: str | None = None) -> AdapterInfo:
-        """Copy an adapter folder (PEFT or converted pair) into the registry after checking it."""
+    def add_folder(self, source: Path, name: str | None = None, shown_name: str | None = None) -> AdapterInfo:
+        """Copy an adapter folder (PEFT or converted pair) into the registry after checking it.
+
+        Messages name the folder by `shown_name` (the path as the user typed it, when the caller resolved it
+        to another path) or `source`, never the staging or adapters folder.
+        """
         source = Path(source)
+        shown = shown_name or str(source)
         if not source.is_dir():
-            raise AdapterError(f"{source} is not a folder.")
+            raise AdapterError(f"{shown} is not a folder.")
         name = check_name(name or source.name)
         if adapter_kind(source) is None:
-            raise AdapterError(MSG_NOT_ADAPTER.format(where=source))
-        with self._staging(name) as staging:
-            copy_adapter_files(source, staging)
-            return self._install(staging, name)
+            raise AdapterError(MSG_NOT_ADAPTER.format(where=shown))
+        with self._staging(name, shown=shown) as staging:
+            copy_adapter_files(source, staging, shown)
+            return self._install(staging, name, shown=shown)
 
-    def add_zip(self, zip_path: Path, name: str | None = None) -> AdapterInfo:
-        """Unpack an uploaded zip (size-limited; no absolute paths, '..' or links) and add it."""
+    def add_zip(self, zip_path: Path, name: str | None = None, shown_name: str | None = None) -> AdapterInfo:
+        """Unpack an uploaded zip (size-limited; no absolute paths, '..', links or passwords) and add it.
+
+        Messages name the zip by `shown_name` (the name it was uploaded as, when the caller knows it) or its
+        base name, never the server folder it was uploaded to or the adapters folder; a refused zip leaves
+        nothing behind (it is unpacked into a staging folder that is removed).
+        """
         zip_path = Path(zip_path)
+        shown = Path(shown_name).name if shown_name else zip_path.name
         check_zip_size(zip_path, self.max_zip_bytes)
-        name = check_name(name or zip_path.stem)
-        archive = open_zip(zip_path)
-        with archive, self._staging(name) as staging:
+        name = check_name(name or Path(shown).stem)
+        archive = open_zip(zip_path, shown)
+        with archive, self._staging(name, shown=shown) as staging:
             unpack_adapter(archive, staging, self.max_unpacked_bytes)
             if adapter_kind(staging) is None:
-                raise AdapterError(MSG_NOT_ADAPTER.format(where=zip_path.name))
-            return self._install(staging, name)
+                raise AdapterError(MSG_NOT_ADAPTER.format(where=shown))
+            return self._install(staging, name, shown=shown)
 
     @contextmanager
-    def _staging(self, name: str) -> Iterator[Path]:
-        """A hidden folder inside the adapters folder, removed afterwards unless it was installed."""
+    def _staging(self, name: str, shown: str) -> Iterator[Path]:
+        """A hidden folder inside the adapters folder, removed afterwards unless it was installed.
+
+        An OSError (disk full, no permission) becomes an AdapterError naming `shown` (what the user gave),
+        not the server's folders.
+        """
         if (self.folder / name).exists():
             raise AdapterError(MSG_EXISTS.format(name=name))
-        self.folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix=f".adding-{name}-", dir=self.folder) as staging:
-            yield Path(staging)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(prefix=f".adding-{name}-", dir=self.folder) as staging:
+                yield Path(staging)
+        except OSError as exc:
+            raise AdapterError(MSG_ADD_FAILED.format(where=shown, reason=os_reason(exc))) from None
 
-    def _install(self, staging: Path, name: str) -> AdapterInfo:
-        self._read(staging, adapter_kind(staging), name)  # refuse before it appears in the folder
+    def _install(self, staging: Path, name: str, shown: str) -> AdapterInfo:
+        try:
+            self._read(staging, adapter_kind(staging), name)  # refuse before it appears in the folder
+        except AdapterError as exc:  # its message names files in the staging folder: name what the user gave
+            message = str(exc)
+            for folder in {str(staging.resolve()), str(staging)}:
+                message = message.replace(folder, shown)
+            raise AdapterError(message) from None
         target = self.folder / name
         with self._lock:
             if target.exists():

@@ -56,7 +56,7 @@ def build(ctx: AppContext) -> None:
         require_access(ctx, request)
         try:
             folder = ctx.access.workspace.resolve(path or "", what="adapter folder")
-            info = ctx.adapters.add_folder(folder, (name or "").strip() or None)
+            info = ctx.adapters.add_folder(folder, (name or "").strip() or None, shown_name=path.strip())
         except (ChatError, OSError, WorkspaceError) as exc:
             return outcome(f"⚠️ {exc}")
         return outcome(f"Added **{info.name}** (task id {info.task_id}, rank {info.rank}).")
