@@ -7,7 +7,7 @@ import ipaddress
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from setup.build_catalogue import families, get_family, resolve_version
@@ -213,20 +213,33 @@ def registry_markdown(registry: EngineRegistry) -> str:
 
 
 class Deployment:
-    """A Triton server started from the page (the plan's repository, or the CPU demo), run in a thread."""
+    """A Triton server started from the page (the plan's repository, or the CPU demo), run in a thread.
+
+    Stop while it is still starting wins: the server that comes up afterwards is stopped at once.
+    """
 
     def __init__(self) -> None:
         self.process = None
         self.state = "stopped"
         self.message = ""
         self._lock = threading.Lock()
+        self._generation = 0  # bumped by stop(): a start begun before it is stale
 
-    def _start(self, prepare) -> None:
+    def _start(self, prepare, generation: int) -> None:
         try:
-            self.process = prepare()
-            self.state, self.message = "ready", f"Triton ready (gRPC 127.0.0.1:{self.process.opts.grpc_port})."
+            process = prepare()
         except Exception as exc:  # noqa: BLE001 - shown on the page
-            self.state, self.message = "failed", str(exc)
+            with self._lock:
+                if generation == self._generation:
+                    self.state, self.message = "failed", str(exc)
+            return
+        with self._lock:
+            stale = generation != self._generation
+            if not stale:
+                self.process = process
+                self.state, self.message = "ready", f"Triton ready (gRPC 127.0.0.1:{process.opts.grpc_port})."
+        if stale:
+            process.stop()
 
     def start(self, prepare) -> bool:
         """Run `prepare()` (returns a ready TritonProcess) in the background; False if one is running."""
@@ -234,20 +247,23 @@ class Deployment:
             if self.state == "starting" or (self.process is not None and self.process.is_running()):
                 return False
             self.state, self.message = "starting", "Starting Triton..."
-            threading.Thread(target=self._start, args=(prepare,), daemon=True).start()
+            threading.Thread(target=self._start, args=(prepare, self._generation), daemon=True).start()
             return True
 
     def stop(self) -> None:
         with self._lock:
-            if self.process is not None:
-                self.process.stop()
+            self._generation += 1
+            process, self.process = self.process, None
             self.state, self.message = "stopped", "Triton stopped."
+        if process is not None:
+            process.stop()
 
     @property
     def grpc_url(self) -> str | None:
         """gRPC address of the server started here, once it is ready."""
-        if self.state == "ready" and self.process is not None and self.process.is_running():
-            return f"127.0.0.1:{self.process.opts.grpc_port}"
+        process = self.process
+        if self.state == "ready" and process is not None and process.is_running():
+            return f"127.0.0.1:{process.opts.grpc_port}"
         return None
 
     def wait(self, timeout: float) -> str:
@@ -258,22 +274,20 @@ class Deployment:
 
 
 def deploy_plan(plan: Plan, log_path: Path | None = None):
-    """Write the plan's repository and start Triton on it; returns the ready TritonProcess."""
-    from setup.launcher import LaunchOptions, TritonProcess, find_tritonserver
+    """Write the plan's repository and start Triton on it; returns the ready TritonProcess.
+
+    The ports are checked before the repository is written, so a taken port changes nothing on disk.
+    """
+    from setup.launcher import LaunchOptions, check_ports_free, find_tritonserver, start_triton
     from setup.repo import DeploymentConfig, write_repository
 
     if not plan.deployment:
         raise RuntimeError(MSG_DEPLOY_NOT_SERVED)
-    repo = write_repository(DeploymentConfig(**plan.deployment), plan.out / "triton_repo", force=True)
     names = ("tensorrt_llm", "multimodal_encoders") if plan.family.is_multimodal else ("tensorrt_llm",)
-    options = LaunchOptions(model_repo=repo, http_port=plan.config.http_port, grpc_port=plan.config.grpc_port,
-                            metrics_port=plan.config.metrics_port, world_size=plan.derived["world_size"],
-                            engine_model_names=names)
-    process = TritonProcess(find_tritonserver(), options, log_path or plan.out / "logs" / "triton.log")
-    process.start()
-    try:
-        process.wait_ready(timeout=600)
-    except BaseException:
-        process.stop()
-        raise
-    return process
+    options = LaunchOptions(model_repo=plan.out / "triton_repo", http_port=plan.config.http_port,
+                            grpc_port=plan.config.grpc_port, metrics_port=plan.config.metrics_port,
+                            world_size=plan.derived["world_size"], engine_model_names=names)
+    check_ports_free(options, port_flag=None)
+    repo = write_repository(DeploymentConfig(**plan.deployment), options.model_repo, force=True)
+    return start_triton(find_tritonserver(), replace(options, model_repo=repo),
+                        log_path or plan.out / "logs" / "triton.log", 600, port_flag=None)

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from setup.build_cli import add_build_commands, add_repo_flags, cmd_build, cmd_plan, repo_config_from_args
-from setup.launcher import LaunchError, LaunchOptions, TritonProcess, find_tritonserver
+from setup.launcher import LaunchError, LaunchOptions, find_tritonserver, start_triton
 from setup.lora import STORAGE_DTYPES, LoraConvertError, describe
 from setup.lora_engine import convert_folder
 from setup.repo import RepoError, write_repository
@@ -115,22 +115,23 @@ def cmd_launch(args: argparse.Namespace) -> int:
         engine_model_names=tuple(n for n in args.engine_models.split(",") if n),
         multimodal_gpu0_cuda_mem_pool_bytes=args.multimodal_gpu0_cuda_mem_pool_bytes, cpu_only=args.cpu_only,
     )
-    process = TritonProcess(find_tritonserver(args.tritonserver), options, args.log_file.resolve())
-    print(" ".join(process.command))
+    install = find_tritonserver(args.tritonserver)
     signal.signal(signal.SIGTERM, raise_interrupt)
-    process.start()
+    process = None
     try:
-        waited = process.wait_ready(timeout=args.ready_timeout)
-        print(f"Ready in {waited:.1f} s: HTTP {args.http_port}, gRPC {args.grpc_port}, metrics {args.metrics_port}. "
-              "Ctrl-C stops it.")
+        process = start_triton(install, options, args.log_file.resolve(), args.ready_timeout,
+                               on_start=lambda p: print(" ".join(p.command), flush=True))
+        print(f"Ready in {process.ready_seconds:.1f} s: HTTP {args.http_port}, gRPC {args.grpc_port}, "
+              f"metrics {args.metrics_port}. Ctrl-C stops it.", flush=True)
         code = process.wait()
         print(f"tritonserver exited with code {code}.\n{process.log_tail()}")
         return 1
     except KeyboardInterrupt:
-        print("Stopping tritonserver...")
+        print("Stopping tritonserver...")  # start_triton stopped it already when it was still starting
         return 0
     finally:
-        process.stop()
+        if process is not None:
+            process.stop()
 
 
 def cmd_lora(args: argparse.Namespace) -> int:

@@ -9,13 +9,20 @@ from __future__ import annotations
 import argparse
 import shutil
 import signal
-import socket
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from setup.fill import FillError, fill
-from setup.launcher import LaunchError, LaunchOptions, TritonProcess, find_tritonserver
+from setup.launcher import (
+    LaunchError,
+    LaunchOptions,
+    TritonProcess,
+    check_ports_free,
+    claim_instance_folder,
+    find_tritonserver,
+    start_triton,
+)
 from setup.paths import TEMPLATES_DIR, cache_dir
 from setup.repo import RepoError, parse_model_config
 
@@ -78,43 +85,12 @@ def write_pacing_repository(out: Path, spec: PacingSpec | None = None) -> Path:
     return out
 
 
-def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
-    """No one listens on the port (so a ready check there would reach our server, not another)."""
-    with socket.socket() as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers bind: TIME_WAIT is no conflict
-        try:
-            probe.bind((host, port))
-        except OSError:
-            return False
-    return True
-
-
-def write_demo_repository_with_pacing(out: Path | None = None, overrides: dict | None = None,
-                                      spec: PacingSpec | None = None, log=print) -> Path:
-    """The demo repository (setup.demo) with the pacing model added beside its models."""
-    from setup.demo import write_demo_repository
-
-    repo = write_demo_repository(out, overrides=overrides, log=log)
-    add_pacing_model(repo, spec or PacingSpec())
-    return repo
-
-
 def start_pacing_triton(repo: Path, http_port: int, grpc_port: int, metrics_port: int, log_path: Path,
-                        ready_timeout: float = 120.0) -> TritonProcess:
+                        ready_timeout: float = 120.0, port_flag: str | None = "--{kind}-port") -> TritonProcess:
     """Start tritonserver (CPU only) on `repo` and wait until it is ready; the caller stops it."""
-    for port in (http_port, grpc_port, metrics_port):
-        if not port_is_free(port):
-            raise LaunchError(f"Port {port} on 127.0.0.1 is already in use; choose other ports.")
     options = LaunchOptions(model_repo=Path(repo).resolve(), http_port=http_port, grpc_port=grpc_port,
                             metrics_port=metrics_port, cpu_only=True, extra_args=("--exit-timeout-secs=5",))
-    process = TritonProcess(find_tritonserver(), options, Path(log_path))
-    process.start()
-    try:
-        process.wait_ready(timeout=ready_timeout)
-    except BaseException:
-        process.stop()
-        raise
-    return process
+    return start_triton(find_tritonserver(), options, Path(log_path), ready_timeout, port_flag=port_flag)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -145,18 +121,31 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "add":
             print(f"Added {add_pacing_model(args.repo, spec)}")
             return 0
-        repo = write_pacing_repository(args.repo or cache_dir() / "pacing_repository", spec)
+        ports = (args.http_port, args.grpc_port, args.metrics_port)
+        check_ports_free(LaunchOptions(model_repo=Path("."), http_port=ports[0], grpc_port=ports[1],
+                                       metrics_port=ports[2]))  # before anything is written
         signal.signal(signal.SIGTERM, raise_interrupt)
-        process = start_pacing_triton(repo, args.http_port, args.grpc_port, args.metrics_port,
-                                      cache_dir() / "logs" / "pacing_triton.log")
-        print(f"pacing model ready on gRPC 127.0.0.1:{args.grpc_port} (log {process.log_path}); Ctrl-C stops it.",
-              flush=True)
+        folder = None if args.repo else claim_instance_folder(cache_dir() / "pacing_repositories",
+                                                              "-".join(map(str, ports)))
         try:
+            repo = write_pacing_repository(args.repo or folder.path / "repo", spec)
+            process = start_pacing_triton(repo, *ports, cache_dir() / "logs" / f"pacing_triton-{ports[0]}.log")
+        except BaseException:
+            if folder is not None:
+                folder.release()
+            raise
+        if folder is not None:
+            process.add_cleanup(folder.release)
+        try:
+            print(f"pacing model ready on gRPC 127.0.0.1:{args.grpc_port} (log {process.log_path}); "
+                  "Ctrl-C stops it.", flush=True)
             process.wait()
         except KeyboardInterrupt:
             pass
         finally:
             process.stop()
+        return 0
+    except KeyboardInterrupt:
         return 0
     except (RepoError, LaunchError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -1,20 +1,40 @@
-"""The embedded CPU deployment: prepare the model, write the demo repository, start tritonserver."""
+"""The embedded CPU deployment: prepare the model, write the demo repository, start tritonserver.
+
+Each running demo has its own repository, `cache_dir()/demo_repositories/<http>-<grpc>-<metrics>/repo`,
+locked by the process that runs it and removed when it stops; a second demo on the same ports fails on
+the ports before it writes anything.
+"""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
+from setup.bench_repo import PacingSpec, add_pacing_model
 from setup.cpu_encoder import build_cpu_encoder
 from setup.cpu_engine import CpuEngineSpec, build_cpu_engine
 from setup.cpu_model import model_dir
 from setup.families import get_family
-from setup.launcher import LaunchOptions, TritonProcess, find_tritonserver
+from setup.launcher import (
+    LaunchOptions,
+    TritonProcess,
+    check_ports_free,
+    claim_instance_folder,
+    find_tritonserver,
+    start_triton,
+)
 from setup.paths import DATA_DIR, cache_dir
 from setup.repo import DeploymentConfig, write_repository
 
 DEMO_CONFIG = DATA_DIR / "demo_deployment.yaml"
 DEMO_EXIT_TIMEOUT = ("--exit-timeout-secs=5",)
+DEMO_PORT_FLAG = "--triton-{kind}-port"  # `python -m app --demo` flags
+
+
+def demo_instances_dir() -> Path:
+    """Where running demos keep their own repositories (one folder per port triple)."""
+    return cache_dir() / "demo_repositories"
 
 
 def demo_config(engine: Path, overrides: dict | None = None, encoder: Path | None = None) -> DeploymentConfig:
@@ -26,9 +46,9 @@ def demo_config(engine: Path, overrides: dict | None = None, encoder: Path | Non
     return config
 
 
-def write_demo_repository(out: Path | None = None, overrides: dict | None = None, log=print,
+def write_demo_repository(out: Path, overrides: dict | None = None, log=print,
                           pacing_rate: float | None = None) -> Path:
-    """Prepare the CPU engine and OCR encoder, (re)write the demo repository; return its path.
+    """Prepare the CPU engine and OCR encoder, (re)write the demo repository at `out`; return its path.
 
     With `pacing_rate` (tokens per second) the benchmark pacing model is added beside the demo's models.
 
@@ -47,30 +67,41 @@ def write_demo_repository(out: Path | None = None, overrides: dict | None = None
     if family is not None:
         hidden = json.loads((engine / "config.json").read_text())["pretrained_config"]["hidden_size"]
         encoder = build_cpu_encoder(family, images, hidden)
-    target = out or cache_dir() / "demo_repository"
-    repo = write_repository(demo_config(engine, overrides, encoder), target, force=True)
+    repo = write_repository(demo_config(engine, overrides, encoder), Path(out), force=True)
     if pacing_rate is not None:
-        from setup.bench_repo import PacingSpec, add_pacing_model
-
         add_pacing_model(repo, PacingSpec(tokens_per_second=pacing_rate))
     return repo
 
 
 def start_demo_triton(http_port: int = 8000, grpc_port: int = 8001, metrics_port: int = 8002,
                       repo: Path | None = None, log_path: Path | None = None, log=print,
-                      ready_timeout: float = 180.0, pacing_rate: float | None = None) -> TritonProcess:
-    """Write the demo repository (with the pacing model when `pacing_rate` is given) and start
-    tritonserver on the CPU; returns once it is ready."""
-    repo = repo or write_demo_repository(log=log, pacing_rate=pacing_rate)
-    options = LaunchOptions(model_repo=repo, http_port=http_port, grpc_port=grpc_port,
+                      ready_timeout: float = 180.0, pacing_rate: float | None = None,
+                      port_flag: str | None = DEMO_PORT_FLAG) -> TritonProcess:
+    """Start tritonserver on the CPU with the demo repository; returns once it is ready.
+
+    The ports are checked first (LaunchError naming a taken one; `port_flag` is the advice). Without
+    `repo`, the demo repository (with the pacing model when `pacing_rate` is given) is written into
+    this instance's own folder, which stop() removes.
+    """
+    options = LaunchOptions(model_repo=Path(repo or "."), http_port=http_port, grpc_port=grpc_port,
                             metrics_port=metrics_port, cpu_only=True, extra_args=DEMO_EXIT_TIMEOUT)
-    process = TritonProcess(find_tritonserver(), options, log_path or cache_dir() / "logs" / "triton.log")
-    log(f"Starting tritonserver (gRPC 127.0.0.1:{grpc_port}, log {process.log_path})...")
-    process.start()
+    check_ports_free(options, port_flag)  # before anything is written: a busy port touches nothing
+    folder = None
     try:
-        waited = process.wait_ready(timeout=ready_timeout)
+        if repo is None:
+            folder = claim_instance_folder(demo_instances_dir(), f"{http_port}-{grpc_port}-{metrics_port}")
+            repo = write_demo_repository(folder.path / "repo", log=log, pacing_rate=pacing_rate)
+        log_path = log_path or cache_dir() / "logs" / f"triton-{http_port}.log"
+        process = start_triton(
+            find_tritonserver(), replace(options, model_repo=Path(repo)), log_path, ready_timeout,
+            port_flag=port_flag,
+            on_start=lambda p: log(f"Starting tritonserver (gRPC 127.0.0.1:{grpc_port}, log {p.log_path})..."),
+        )
     except BaseException:
-        process.stop()
+        if folder is not None:
+            folder.release()
         raise
-    log(f"tritonserver ready in {waited:.1f} s")
+    if folder is not None:
+        process.add_cleanup(folder.release)
+    log(f"tritonserver ready in {process.ready_seconds:.1f} s")
     return process

@@ -188,7 +188,7 @@ def build(ctx: AppContext, service: BuildService | None = None, tabs: gr.Tabs | 
         from setup.demo import start_demo_triton
 
         ports = (int(http_port or 8000), int(grpc_port or 8001), int(grpc_port or 8001) + 1)
-        if not service.deployment.start(lambda: start_demo_triton(*ports, log=lambda *_: None)):
+        if not service.deployment.start(lambda: start_demo_triton(*ports, log=lambda *_: None, port_flag=None)):
             raise gr.Error("A server started from this page is already running; stop it first.",
                            print_exception=False)
         return service.deployment.message
