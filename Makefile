@@ -8,7 +8,7 @@ REQS_HASH := $(shell cat requirements.txt requirements-model.txt pyproject.toml 
 STAMP := $(VENV)/.installed-$(REQS_HASH)
 PORT ?= 7860
 
-.PHONY: demo test lint unit bench overhead soak chromium clean
+.PHONY: demo test lint unit attack bench overhead soak chromium clean
 
 $(STAMP): requirements.txt requirements-model.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -35,6 +35,10 @@ test: $(STAMP) chromium lint
 
 unit: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider -m "not integration and not browser" tests; rc=$$?; [ $$rc -eq 5 ] && rc=0; exit $$rc
+
+# The long attack runs of the safe-by-default checks (58 MB bodies against a live app); not part of `make test`.
+attack: $(STAMP)
+	RUN_ATTACK_TESTS=1 $(PY) -m pytest -q -p no:cacheprovider -k attack tests/test_request_bounds.py
 
 # Benchmarks print tables (figures in the README); each starts its own servers on loopback.
 bench: $(STAMP)

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import json
+import weakref
 from collections.abc import Iterator
+from pathlib import Path
 
-from app.client import SamplingParams
+from app.client import SamplingParams, TritonChatClient
 from app.constants import (
     ADAPTER_TAG,
+    MAX_CONVERSATION_CHARS,
+    MAX_CONVERSATION_MESSAGES,
     MAX_PROMPT_CHARS,
+    MSG_CONVERSATION_TOO_LONG,
+    MSG_CONVERSATION_TOO_MANY_MESSAGES,
+    MSG_CONVERSATION_TOO_MANY_TOKENS,
     MSG_EMPTY_PROMPT,
     MSG_NO_LORA,
     MSG_PROMPT_TOO_LONG,
@@ -15,7 +23,7 @@ from app.constants import (
     MSG_UNKNOWN_ADAPTER,
 )
 from app.context import AppContext
-from app.errors import ChatError, InvalidRequest
+from app.errors import ChatError, InputTooLong, InvalidRequest, ModelNotReady, ServerUnreachable
 from app.lora import BASE_MODEL
 from app.multimodal import prepare_images, strip_image_markers
 from app.prompts import ADAPTER_TAG_RE, message_text
@@ -126,6 +134,79 @@ def check_adapter(ctx: AppContext, adapter: str | None) -> str | None:
     return adapter
 
 
+def check_conversation(history: list[dict], system_prompt: str | None) -> None:
+    """Refuse a conversation over the app's bounds (messages, characters of every message and the system
+    prompt) before any template, tokenizer or server sees it."""
+    if len(history) > MAX_CONVERSATION_MESSAGES:
+        raise InvalidRequest(MSG_CONVERSATION_TOO_MANY_MESSAGES.format(count=len(history),
+                                                                       limit=MAX_CONVERSATION_MESSAGES))
+    chars = len(system_prompt or "") + sum(len(message_text(m.get("content"))) for m in history)
+    if chars > MAX_CONVERSATION_CHARS:
+        raise InvalidRequest(MSG_CONVERSATION_TOO_LONG.format(chars=chars, limit=MAX_CONVERSATION_CHARS))
+
+
+# The deployment's max input length per client (a retargeted context gets a new client, so it asks again).
+_INPUT_LIMITS: weakref.WeakKeyDictionary[TritonChatClient, int | None] = weakref.WeakKeyDictionary()
+
+
+def engine_input_limit(engine_dir: str | Path) -> int | None:
+    """max_input_len of a TensorRT-LLM (or CPU) engine folder's config.json; None when it cannot be read."""
+    try:
+        config = json.loads((Path(engine_dir) / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(config, dict):
+        return None
+    build = config.get("build_config") or config.get("builder_config")  # builder_config: engines before 0.8
+    value = build.get("max_input_len") if isinstance(build, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _engine_model(client: TritonChatClient) -> str | None:
+    """The model that runs the engine: the BLS model's tensorrt_llm_model_name, an ensemble's step, or the
+    chat model itself when it declares the engine (gpt_model_path)."""
+    info = client.model_info()
+    if info.engine_model:
+        return info.engine_model
+    named = info.parameters.get("tensorrt_llm_model_name", "")
+    if named and not named.startswith("${"):
+        return named
+    if "tensorrt_llm_model_name" in info.parameters:
+        return "tensorrt_llm"
+    return info.name if "gpt_model_path" in info.parameters else None
+
+
+def input_token_limit(ctx: AppContext) -> int | None:
+    """The deployment's max input length in tokens (from the engine's config.json, found through the engine
+    model's gpt_model_path or --engine-dir); None when the app cannot read it (the server still checks)."""
+    client = ctx.client
+    if client in _INPUT_LIMITS:
+        return _INPUT_LIMITS[client]
+    limit = engine_input_limit(ctx.config.engine_dir) if ctx.config.engine_dir else None
+    try:
+        engine = None if limit else _engine_model(client)
+        if engine:
+            params = client.model_config(engine).get("parameters", {})
+            path = params.get("gpt_model_path", {}).get("string_value", "")
+            limit = engine_input_limit(path) if path else None
+    except (ServerUnreachable, ModelNotReady):
+        return None  # ask again once the server (or the model) is up
+    except ChatError:
+        limit = None  # no engine model to read: the server's own check applies
+    _INPUT_LIMITS[client] = limit
+    return limit
+
+
+def check_prompt_tokens(ctx: AppContext, prompts, prompt: str) -> None:
+    """Refuse a prompt over the deployment's max input length, counted with the tokenizer when the app has it."""
+    limit = input_token_limit(ctx)
+    if limit is None:
+        return
+    tokens = prompts.count_tokens(prompt)
+    if tokens is not None and tokens > limit:
+        raise InputTooLong(MSG_CONVERSATION_TOO_MANY_TOKENS.format(tokens=tokens, limit=limit))
+
+
 def open_stream(ctx: AppContext, history: list[dict], params: SamplingParams, system_prompt: str | None,
                 adapter: str | None, images: list[str | bytes] | None = None, stop: list[str] | None = None,
                 min_tokens: int = 0):
@@ -133,11 +214,16 @@ def open_stream(ctx: AppContext, history: list[dict], params: SamplingParams, sy
 
     `images` (paths or bytes) default to the files attached to the last user turn of `history`;
     `stop` adds the caller's stop words to the template's; `min_tokens` holds off the end of sequence.
+    The conversation is bounded in characters, then in tokens, before images are read or the server asked.
     """
+    check_conversation(history, ctx.config.system_prompt if system_prompt is None else system_prompt)
     adapter = check_adapter(ctx, adapter)
-    history, image_inputs = model_turns(ctx, history, current_turn_images(history) if images is None else images)
     prompts = ctx.prompts()
     prompt = prompts.build(history, system_prompt)
+    check_prompt_tokens(ctx, prompts, prompt)
+    turns, image_inputs = model_turns(ctx, history, current_turn_images(history) if images is None else images)
+    if turns is not history:  # image markers changed the text
+        prompt = prompts.build(turns, system_prompt)
     stop_words = [*prompts.stop_words(), *(stop or [])]
     extra = {"stop_words": stop_words or None, "min_length": min_tokens or None, **image_inputs}
     return ctx.adapters.stream(ctx.client, adapter, prompt, params, extra=extra)

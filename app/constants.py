@@ -9,6 +9,10 @@ STREAM_STALL_SECONDS = 60.0
 SERVER_CHECK_TIMEOUT = 2.0
 STATUS_REFRESH_SECONDS = 3.0
 MAX_PROMPT_CHARS = 32_000
+# The whole conversation a request may send (every message, the system prompt): bounded before any template,
+# tokenizer or server sees it, so one request cannot make the server's preprocessing grow without end.
+MAX_CONVERSATION_CHARS = 100_000
+MAX_CONVERSATION_MESSAGES = 1_000
 MAX_UPLOAD = "20mb"
 
 # Sampling defaults and bounds: (default, min, max)
@@ -22,6 +26,12 @@ SAMPLING_LIMITS = {
 }
 
 MSG_EMPTY_PROMPT = "Type a message first."
+MSG_CONVERSATION_TOO_LONG = ("The conversation is {chars:,} characters; this app takes at most {limit:,} characters "
+                             "per request. Start a new chat or shorten it.")
+MSG_CONVERSATION_TOO_MANY_MESSAGES = ("The conversation has {count:,} messages; this app takes at most {limit:,} "
+                                      "per request. Start a new chat or shorten it.")
+MSG_CONVERSATION_TOO_MANY_TOKENS = ("The conversation is {tokens:,} tokens; this deployment takes at most {limit:,} "
+                                    "input tokens. Start a new chat or shorten it.")
 MSG_PROMPT_TOO_LONG = "The message is longer than {limit} characters; shorten it."
 MSG_SERVER_WAITING = "Waiting for the Triton server at {url}..."
 MSG_STOPPED = "(stopped)"
@@ -117,9 +127,45 @@ MSG_API_BAD_BASE64 = "messages[{index}]: the image's data URL does not hold vali
 MSG_API_LAST_NOT_USER = "The last message must be the user's (role 'user')."
 MSG_API_N = "n must be 1: this app returns one choice per request."
 MSG_API_PENALTY = "{name} is not supported by this deployment; use repetition_penalty (0.5 to 2.0) instead."
-MSG_API_STOP = "stop must be a non-empty string or a list of at most {limit} non-empty strings."
+MSG_API_STOP = ("stop must be a non-empty string or a list of at most {limit} non-empty strings, "
+                "each at most {chars} characters long.")
+API_MAX_STOP_CHARS = 200
+API_MAX_MODEL_CHARS = 256
+MSG_API_MODEL_NAME = ("model must be the base model's or an adapter's name (see GET /v1/models), "
+                      "at most {limit} characters long.")
 MSG_API_BOOL = "{name} must be true or false."
 MSG_API_MIN_TOKENS = "min_tokens must be a whole number from 0 to max_tokens ({limit}), got {value!r}."
 MSG_API_STREAM_OPTIONS = "stream_options must be an object such as {\"include_usage\": true}."
 MSG_API_UNAUTHORIZED = "This app requires a login: send Authorization: Bearer USER:PASSWORD (or HTTP Basic)."
 MSG_API_BUSY = "The app is streaming its limit of {limit} replies at once (--concurrency); try again shortly."
+MSG_API_CONTENT_TYPE = ("Send the request body as JSON with the header Content-Type: application/json "
+                        "(this request said {content_type!r}).")
+MSG_API_TOO_DEEP = "The request body nests JSON deeper than {limit} levels; a chat request needs only a few."
+MSG_API_INTERNAL = "The app failed while answering ({detail}); the error is in the app's log."
+
+# The web server's guard (app/http_guard.py): which hosts and pages it answers, request bodies, logins.
+MAX_REQUEST_BODY_BYTES = 2 * 1024 * 1024  # every route without its own limit (queue/join, call/*, login, ...)
+UPLOAD_FILES_PER_REQUEST = 4  # /gradio_api/upload takes this many files of --max-file-size in one request
+LARGE_BODY_BYTES = 2 * 1024 * 1024  # bodies above this size hold one of LARGE_BODY_SLOTS while they arrive
+LARGE_BODY_SLOTS = 8
+BODY_STALL_SECONDS = 30.0  # a request body that sends nothing for this long is answered 408
+MAX_JSON_DEPTH = 64
+LOGIN_FAILURES_ALLOWED = 5  # failed logins per client address within LOGIN_WINDOW_SECONDS, then 429
+LOGIN_WINDOW_SECONDS = 60.0
+QUEUE_SIZE_PER_SLOT = 4  # Gradio's queue holds at most concurrency x this many waiting jobs
+UNREAD_JOB_GRACE_SECONDS = 10.0  # a Gradio job nobody reads the result of is cancelled after this long
+
+MSG_GUARD_NO_HOST = "The request has no Host header; this app answers only requests that name it."
+MSG_GUARD_BAD_HOST = ("This app does not answer to the host name {host!r}. It answers to {allowed}; start it with "
+                      "--allowed-hosts {name} to add that name.")
+MSG_GUARD_BAD_ORIGIN = ("Requests from pages on {origin} are refused: this app only answers its own pages (host "
+                        "names {allowed}). Start it with --allowed-hosts to add a host name.")
+MSG_GUARD_BODY_TOO_LARGE = "The request body is larger than {limit_mb:.0f} MB."
+MSG_GUARD_BODY_TOO_LARGE_KB = "The request body is larger than {limit_kb:.0f} KB."
+MSG_GUARD_BODY_TIMEOUT = ("The request body stopped arriving: nothing came for {seconds:g} s, so the app closed "
+                          "the connection. Send the whole body without pauses.")
+MSG_GUARD_BUSY = ("The app is receiving its limit of {limit} large requests at once; try again in a moment.")
+MSG_GUARD_LOGINS = ("Too many failed logins from {client}: at most {limit} in {window:.0f} s. "
+                    "Try again in {wait} s.")
+MSG_JOB_UNREAD = ("Nobody read this job's result within {seconds:.0f} s of submitting it, so it was cancelled. "
+                  "Read GET /gradio_api/call/<api>/<event_id> right after the POST (gradio_client does).")

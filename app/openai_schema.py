@@ -22,15 +22,22 @@ from dataclasses import dataclass, field, replace
 
 from app.client import SamplingParams
 from app.constants import (
+    API_MAX_MODEL_CHARS,
+    API_MAX_STOP_CHARS,
     API_MAX_STOP_WORDS,
+    MAX_CONVERSATION_CHARS,
+    MAX_CONVERSATION_MESSAGES,
     MAX_IMAGE_BYTES,
+    MAX_JSON_DEPTH,
     MSG_API_BAD_BASE64,
     MSG_API_BAD_CONTENT,
+    MSG_API_BAD_JSON,
     MSG_API_BAD_PART,
     MSG_API_BAD_ROLE,
     MSG_API_BOOL,
     MSG_API_LAST_NOT_USER,
     MSG_API_MIN_TOKENS,
+    MSG_API_MODEL_NAME,
     MSG_API_N,
     MSG_API_NO_MESSAGES,
     MSG_API_NOT_AN_OBJECT,
@@ -38,7 +45,11 @@ from app.constants import (
     MSG_API_REMOTE_IMAGE,
     MSG_API_STOP,
     MSG_API_STREAM_OPTIONS,
+    MSG_API_TOO_DEEP,
+    MSG_CONVERSATION_TOO_LONG,
+    MSG_CONVERSATION_TOO_MANY_MESSAGES,
     MSG_IMAGE_TOO_LARGE_BYTES,
+    MSG_INVALID_TEXT,
     SAMPLING_LIMITS,
 )
 from app.errors import InvalidImage, InvalidRequest
@@ -47,6 +58,7 @@ from app.request_values import sampling_params
 
 ROLES = ("system", "user", "assistant")
 DATA_URL = re.compile(r"data:image/[A-Za-z0-9.+-]+;base64,(?P<data>.*)", re.S)
+SURROGATE = re.compile("[\ud800-\udfff]")  # a lone surrogate: text with no UTF-8 form
 OPENAI_DEFAULTS = {"temperature": 1.0, "top_p": 1.0}
 _MB = 1024 * 1024
 
@@ -76,7 +88,7 @@ def _flag(body: dict, name: str) -> bool:
     return value
 
 
-def _image_bytes(url: object, index: int) -> bytes:
+def _image_bytes(url: object, index: int, decode: bool = True) -> bytes:
     if isinstance(url, dict):
         url = url.get("url")
     match = DATA_URL.fullmatch(url.strip()) if isinstance(url, str) else None
@@ -87,14 +99,17 @@ def _image_bytes(url: object, index: int) -> bytes:
         raise InvalidImage(MSG_IMAGE_TOO_LARGE_BYTES.format(name=f"messages[{index}]'s image",
                                                             size_mb=len(data) * 3 / 4 / _MB,
                                                             limit_mb=MAX_IMAGE_BYTES / _MB))
+    if not decode:  # an earlier message's image: checked, but not sent (so not decoded)
+        return b""
     try:
         return base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError):
         raise InvalidRequest(MSG_API_BAD_BASE64.format(index=index)) from None
 
 
-def _content(message: dict, index: int) -> tuple[str, list[bytes]]:
-    """Text and image bytes of one message's content (a string or a list of parts)."""
+def _content(message: dict, index: int, decode: bool = True) -> tuple[str, list[bytes]]:
+    """Text and image bytes of one message's content (a string or a list of parts); images are decoded
+    only with `decode`."""
     content = message.get("content")
     if content is None or isinstance(content, str):
         return content or "", []
@@ -106,23 +121,46 @@ def _content(message: dict, index: int) -> tuple[str, list[bytes]]:
         if kind == "text" and isinstance(part.get("text"), str):
             texts.append(part["text"])
         elif kind == "image_url":
-            images.append(_image_bytes(part.get("image_url"), index))
+            images.append(_image_bytes(part.get("image_url"), index, decode))
         else:
             raise InvalidRequest(MSG_API_BAD_PART.format(index=index, part=number, kind=kind))
     return "\n".join(texts), images
 
 
+def _text_chars(message: object) -> int:
+    """Characters of a message's text (its string content or its text parts); 0 for what is not text."""
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return len(content)
+    if isinstance(content, list):
+        return sum(len(part["text"]) for part in content
+                   if isinstance(part, dict) and isinstance(part.get("text"), str))
+    return 0
+
+
+def check_conversation_size(messages: list) -> None:
+    """Refuse a conversation over the app's bounds before any of it is processed."""
+    if len(messages) > MAX_CONVERSATION_MESSAGES:
+        raise InvalidRequest(MSG_CONVERSATION_TOO_MANY_MESSAGES.format(count=len(messages),
+                                                                       limit=MAX_CONVERSATION_MESSAGES))
+    chars = sum(map(_text_chars, messages))
+    if chars > MAX_CONVERSATION_CHARS:
+        raise InvalidRequest(MSG_CONVERSATION_TOO_LONG.format(chars=chars, limit=MAX_CONVERSATION_CHARS))
+
+
 def _conversation(messages: object) -> tuple[list[dict], str | None, list[bytes]]:
     if not isinstance(messages, list) or not messages:
         raise InvalidRequest(MSG_API_NO_MESSAGES)
+    check_conversation_size(messages)
     history, system, images = [], [], []
+    last = len(messages) - 1
     for index, message in enumerate(messages):
         if not isinstance(message, dict):
             raise InvalidRequest(MSG_API_NO_MESSAGES)
         role = message.get("role")
         if role not in ROLES:
             raise InvalidRequest(MSG_API_BAD_ROLE.format(index=index, role=role))
-        text, images = _content(message, index)  # only the last message's images are kept
+        text, images = _content(message, index, decode=index == last)  # only the last message's images are sent
         if role == "system":
             system.append(text)
         else:
@@ -155,8 +193,8 @@ def _stop_words(value: object) -> list[str]:
         return []
     words = [value] if isinstance(value, str) else value
     if not isinstance(words, list) or len(words) > API_MAX_STOP_WORDS or not all(
-            isinstance(w, str) and w for w in words):
-        raise InvalidRequest(MSG_API_STOP.format(limit=API_MAX_STOP_WORDS))
+            isinstance(w, str) and 0 < len(w) <= API_MAX_STOP_CHARS for w in words):
+        raise InvalidRequest(MSG_API_STOP.format(limit=API_MAX_STOP_WORDS, chars=API_MAX_STOP_CHARS))
     return list(words)
 
 
@@ -193,6 +231,8 @@ def parse_chat_request(body: object, served_model: str) -> ChatRequest:
     model = body.get("model") or ""
     if not isinstance(model, str):
         raise InvalidRequest(MSG_API_NOT_AN_OBJECT)
+    if len(model) > API_MAX_MODEL_CHARS:
+        raise InvalidRequest(MSG_API_MODEL_NAME.format(limit=API_MAX_MODEL_CHARS))
     history, system, images = _conversation(body.get("messages"))
     params = _sampling(body)
     return ChatRequest(
@@ -200,6 +240,48 @@ def parse_chat_request(body: object, served_model: str) -> ChatRequest:
         adapter=None if model_is_base(model, served_model) else model, model=model or served_model,
         stream=_flag(body, "stream"), stop=_stop_words(body.get("stop")), include_usage=_include_usage(body),
     )
+
+
+def _field(path: tuple) -> str:
+    """How a message names the place of a value in the body: 'message' for anything in messages."""
+    if not path or path[0] == "messages" or not isinstance(path[0], str):
+        return "message"
+    return str(path[0]).replace("_", " ")
+
+
+def check_json_values(body: object, max_depth: int = MAX_JSON_DEPTH) -> None:
+    """Refuse a parsed body that nests deeper than `max_depth` or holds text with no UTF-8 form (a lone
+    surrogate such as "\\ud800", which JSON can spell but nothing later can encode). Walks without recursion."""
+    stack: list[tuple[object, int, tuple]] = [(body, 1, ())]
+    while stack:
+        value, depth, path = stack.pop()
+        if isinstance(value, str):
+            bad = SURROGATE.search(value)
+            if bad is not None:
+                raise InvalidRequest(MSG_INVALID_TEXT.format(field=_field(path), position=bad.start()))
+            continue
+        if not isinstance(value, dict | list):
+            continue
+        if depth > max_depth:
+            raise InvalidRequest(MSG_API_TOO_DEEP.format(limit=max_depth))
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, item in items:
+            bad = SURROGATE.search(key) if isinstance(key, str) else None
+            if bad is not None:
+                raise InvalidRequest(MSG_INVALID_TEXT.format(field="name of a field", position=bad.start()))
+            stack.append((item, depth + 1, path or (key,)))
+
+
+def parse_json_body(raw: bytes) -> object:
+    """The request body as JSON, checked by `check_json_values`; InvalidRequest with a plain message."""
+    try:
+        body = json.loads(raw)
+    except RecursionError:
+        raise InvalidRequest(MSG_API_TOO_DEEP.format(limit=MAX_JSON_DEPTH)) from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidRequest(MSG_API_BAD_JSON.format(detail=str(exc).split(":")[0])) from None
+    check_json_values(body)
+    return body
 
 
 def error_body(message: str, kind: str = "invalid_request_error") -> dict:

@@ -4,6 +4,7 @@ read the tokenizer, else a named template from setup/data/prompt_templates.yaml.
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,10 +41,13 @@ class PromptBuilder:
 
     def __post_init__(self) -> None:
         self._tokenizer = None
+        self._counter = None  # the tokenizer, also without a chat template: counts a prompt's tokens
+        self._count_lock = threading.Lock()
         if self.tokenizer_dir and Path(self.tokenizer_dir).is_dir():
             from transformers import AutoTokenizer
 
             tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_dir)
+            self._counter = tokenizer
             if getattr(tokenizer, "chat_template", None):
                 self._tokenizer = tokenizer
         templates = named_templates()
@@ -78,6 +82,14 @@ class PromptBuilder:
             parts.append(t[m["role"]].format(**{m["role"]: m["content"]}))
         parts.append(t["generation"])
         return "".join(parts)
+
+    def count_tokens(self, prompt: str) -> int | None:
+        """Tokens of `prompt` as the deployment's preprocessing counts them (with special tokens); None
+        when the app has no tokenizer."""
+        if self._counter is None:
+            return None
+        with self._count_lock:  # one tokenizer object shared by the request threads
+            return len(self._counter.encode(prompt, add_special_tokens=True, verbose=False))
 
     def stop_words(self) -> list[str]:
         return [] if self._tokenizer else list(self._template.get("stop_words", []))

@@ -112,8 +112,10 @@ def test_api_refuses_bytes_that_are_not_utf8(pacing_app):  # noqa: F811
 
 @pytest.mark.integration
 def test_api_prompt_over_the_models_input_length(app_url):
-    """The CPU engine's own limit (max_input_len 2048), answered in plain words."""
-    with pytest.raises(Exception, match=r"Prompt length \(\d+\) exceeds maximum input length \(2048\)"):
+    """The CPU engine's limit (max_input_len 2048, read from its config.json), counted with the tokenizer
+    before the request is sent and answered in plain words."""
+    with pytest.raises(Exception, match=r"The conversation is [\d,]+ tokens; this deployment takes at most 2,048 "
+                                        r"input tokens\. Start a new chat or shorten it\."):
         call_api(app_url, text="word " * 2500)
 
 
