@@ -18,7 +18,7 @@ COPY adapters ./adapters
 RUN python3 -m pip install --no-deps --no-build-isolation -e .
 USER demo
 # Prepare the CPU model at build time so the container starts in seconds.
-RUN python3 -c "from setup.cpu_engine import build_cpu_engine; build_cpu_engine()"
+RUN python3 -c "from setup.cpu.engine import build_cpu_engine; build_cpu_engine()"
 EXPOSE 7860
 # Inside a container the UI must listen on all interfaces to be reachable through the published port;
 # publish it on 127.0.0.1 (as above) unless you also pass --auth-file.

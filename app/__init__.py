@@ -1,1 +1,14 @@
-"""The web app and everything that talks to a running Triton server."""
+"""The web app and everything that talks to a running server.
+
+Packages by job; imports point down only (`make lint` runs import-linter with the contracts in
+pyproject.toml):
+
+    __main__, web/            surfaces: command line, Gradio UI
+    api/, bench/              the Gradio and OpenAI-compatible APIs; the load benchmark
+    chat/                     the one request path every surface uses
+    adapters/, vision/        LoRA adapters; images
+    triton/                   talks to Triton only
+    core/                     errors, defaults and messages, access rules
+
+Every package may import `setup` (never the other way round).
+"""

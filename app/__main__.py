@@ -11,19 +11,19 @@ import re
 import signal
 import sys
 
-from app.constants import SUPPORTED_MODELS
-from app.context import AppConfig, AppContext
-from setup.__main__ import OneLineErrorParser, _port, _positive, _positive_float, raise_interrupt
+from app.chat.context import AppConfig, AppContext
+from app.core.constants import SUPPORTED_MODELS
+from setup.cli_types import (
+    OneLineErrorParser,
+    host_port,
+    port_number,
+    positive_float,
+    positive_int,
+    raise_interrupt,
+)
 from setup.workspace import WorkspaceError, check_root
 
 HELP = AppConfig.help()
-
-
-def _host_port(text: str) -> str:
-    match = re.fullmatch(r"\[?([A-Za-z0-9.\-:]+?)\]?:(\d+)", text.strip())
-    if not match or not 1 <= int(match.group(2)) <= 65535:
-        raise argparse.ArgumentTypeError(f"'{text}' is not HOST:PORT (for example 127.0.0.1:8001)")
-    return text.strip()
 
 
 def _auth_file(path: str) -> tuple[tuple[str, str], ...]:
@@ -71,15 +71,15 @@ def build_parser() -> argparse.ArgumentParser:
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--demo", action="store_true",
                        help="Start the embedded tritonserver with the CPU engine (SmolLM2-135M), then the UI.")
-    where.add_argument("--triton", type=_host_port, metavar="HOST:GRPC_PORT",
+    where.add_argument("--triton", type=host_port, metavar="HOST:GRPC_PORT",
                        help="Serve the UI against an existing Triton server's gRPC endpoint.")
-    parser.add_argument("--port", type=_port, default=AppConfig.port, help=HELP["port"] + " (default 7860)")
+    parser.add_argument("--port", type=port_number, default=AppConfig.port, help=HELP["port"] + " (default 7860)")
     parser.add_argument("--host", default=AppConfig.host, help=HELP["host"] + " (default 127.0.0.1)")
-    parser.add_argument("--triton-http-port", type=_port, default=8000, help="--demo: Triton HTTP port (default 8000).")
-    parser.add_argument("--triton-grpc-port", type=_port, default=8001, help="--demo: Triton gRPC port (default 8001).")
-    parser.add_argument("--triton-metrics-port", type=_port, default=8002,
+    parser.add_argument("--triton-http-port", type=port_number, default=8000, help="--demo: Triton HTTP port (default 8000).")
+    parser.add_argument("--triton-grpc-port", type=port_number, default=8001, help="--demo: Triton gRPC port (default 8001).")
+    parser.add_argument("--triton-metrics-port", type=port_number, default=8002,
                         help="--demo: Triton metrics port (default 8002).")
-    parser.add_argument("--pacing-rate", type=_positive_float, metavar="TOKENS_PER_SECOND",
+    parser.add_argument("--pacing-rate", type=positive_float, metavar="TOKENS_PER_SECOND",
                         help="--demo: also serve the benchmark pacing model (`pacing`: words at this fixed rate, "
                         "no compute), for `python -m benchmarks.overhead --triton ...`.")
     parser.add_argument("--model", type=_model_name, default=AppConfig.model,
@@ -88,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--template", default=AppConfig.template, help=HELP["template"])
     parser.add_argument("--tokenizer", dest="tokenizer_dir", help=HELP["tokenizer_dir"])
     parser.add_argument("--system-prompt", default="", help=HELP["system_prompt"])
-    parser.add_argument("--concurrency", type=_positive, default=AppConfig.concurrency,
+    parser.add_argument("--concurrency", type=positive_int, default=AppConfig.concurrency,
                         help=HELP["concurrency"] + " (default 64)")
     parser.add_argument("--auth-file", type=_auth_file, help="File of USER:PASSWORD lines; the UI asks for a login. "
                         "Required for the Build tab when --host is not a loopback address.")
@@ -103,21 +103,16 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["bench"]:
-        from app.bench import main as bench_main
-        from app.bench_hooks import connect
+        from app.bench.cli import main as bench_main
 
-        problem = connect(argv[1:])
-        if problem:
-            print(f"python -m app bench: error: {problem}", file=sys.stderr)
-            return 2
         return bench_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.pacing_rate is not None and not args.demo:
         parser.error("--pacing-rate adds the pacing model to the demo's own server; use it with --demo")
-    from setup.cpu_model import ModelPreparationError
+    from setup.cpu.model import ModelPreparationError
     from setup.launcher import LaunchError
-    from setup.repo import RepoError
+    from setup.repo.writer import RepoError
 
     signal.signal(signal.SIGTERM, raise_interrupt)
     # Ctrl-C must stop the demo even when a launcher started us with SIGINT ignored (e.g. `make demo &`).
@@ -125,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     triton = None
     try:
         if args.demo:
-            from setup.demo import start_demo_triton
+            from setup.cpu.demo import start_demo_triton
 
             triton = start_demo_triton(args.triton_http_port, args.triton_grpc_port, args.triton_metrics_port,
                                        pacing_rate=args.pacing_rate)
@@ -138,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
                            system_prompt=args.system_prompt, max_file_size=args.max_file_size, demo=args.demo,
                            auth=args.auth_file, metrics_url=metrics_url, workspace=tuple(args.workspace or ()),
                            allowed_hosts=args.allowed_hosts)
-        from app.ui import launch
+        from app.web.ui import launch
 
         ctx = AppContext(config)
         url = ctx.access.url(f"http://{_url_host(args.host)}:{args.port}/")

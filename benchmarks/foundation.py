@@ -13,10 +13,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from app.client import SamplingParams, TritonChatClient
-from app.context import AppConfig, AppContext
-from app.prompts import PromptBuilder
-from app.ui import build_app
+from app.chat.context import AppConfig, AppContext
+from app.chat.prompts import PromptBuilder
+from app.triton.client import SamplingParams, TritonChatClient
+from app.web.ui import build_app
 from tests.conftest import free_port, start_triton
 
 QUESTION = "Explain in a few sentences why the sky is blue."
@@ -42,7 +42,7 @@ def direct_run(url: str, prompt: str, params: SamplingParams) -> tuple[float, fl
 def api_run(sender, params: SamplingParams) -> tuple[float, float, int]:
     """One request through the app's /generate endpoint over Gradio's HTTP API (events read as they
     arrive; gradio_client would add up to 50 ms of its own polling delay)."""
-    from app.bench_load import BenchRequest
+    from app.bench.load import BenchRequest
 
     record = sender(0, BenchRequest(prompt=QUESTION, max_tokens=params.max_tokens))
     if record.error:
@@ -75,7 +75,7 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=64, help="Tokens per reply.")
     args = parser.parse_args()
 
-    from setup.cpu_model import prepare_cpu_model
+    from setup.cpu.model import prepare_cpu_model
 
     model_dir = prepare_cpu_model()
     tmp = Path(tempfile.mkdtemp(prefix="bench-"))
@@ -87,7 +87,7 @@ def main() -> None:
     try:
         params = SamplingParams(max_tokens=args.max_tokens)
         prompt = PromptBuilder(tokenizer_dir=str(model_dir)).build([{"role": "user", "content": QUESTION}])
-        from app.bench_targets import SseApiSender
+        from benchmarks.app_senders import SseApiSender
 
         sender = SseApiSender(app_url, sessions=1, params=params)
         direct_run(triton.grpc_url, prompt, params)  # warm-up both paths

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from setup.bench_repo import PacingSpec, start_pacing_triton, write_pacing_repository
+from setup.cpu.pacing import PacingSpec, start_pacing_triton, write_pacing_repository
 from setup.launcher import TritonProcess
 from setup.paths import PROJECT_ROOT
 
@@ -127,6 +127,6 @@ class AppProcess:
 def tokenizer_args() -> tuple[str, ...]:
     """`--tokenizer DIR` when the demo's converted model is cached (the prompt is then built with the
     tokenizer's chat template, as in the demo), else nothing (the named template)."""
-    from setup.cpu_model import is_prepared, model_dir
+    from setup.cpu.model import is_prepared, model_dir
 
     return ("--tokenizer", str(model_dir())) if is_prepared() else ()

@@ -2,8 +2,8 @@
 
     .venv/bin/python -m benchmarks.images [--url HOST:PORT] [--runs 3] [--skip-server]
 
-Throughput is measured for a 12-megapixel JPEG and a 336 x 336 PNG through `app.images.load_image`
-plus `app.preprocess.pixel_batch`, for the CPU demo family (cpu-ocr, 1024 letterbox, JPEG draft
+Throughput is measured for a 12-megapixel JPEG and a 336 x 336 PNG through `app.vision.images.load_image`
+plus `app.vision.preprocess.pixel_batch`, for the CPU demo family (cpu-ocr, 1024 letterbox, JPEG draft
 decoding) and for LLaVA-1.5 (exact CLIP preprocessing, full decode). Without --url the CPU demo
 tritonserver is started on free ports and stopped at the end. Runs are short: 2 shared cores.
 """
@@ -22,13 +22,13 @@ from PIL import Image, ImageDraw, ImageFont
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.client import SamplingParams, TritonChatClient  # noqa: E402
-from app.images import load_image  # noqa: E402
-from app.multimodal import prepare_images  # noqa: E402
-from app.preprocess import pixel_batch  # noqa: E402
-from app.prompts import PromptBuilder  # noqa: E402
-from setup.cpu_model import model_dir  # noqa: E402
-from setup.families import get_family  # noqa: E402
+from app.chat.prompts import PromptBuilder  # noqa: E402
+from app.triton.client import SamplingParams, TritonChatClient  # noqa: E402
+from app.vision.images import load_image  # noqa: E402
+from app.vision.multimodal import prepare_images  # noqa: E402
+from app.vision.preprocess import pixel_batch  # noqa: E402
+from setup.catalog.families import get_family  # noqa: E402
+from setup.cpu.model import model_dir  # noqa: E402
 
 QUESTION = "What is the secret code?"
 PARAMS = SamplingParams(max_tokens=8)

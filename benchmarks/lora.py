@@ -22,12 +22,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.client import SamplingParams, TritonChatClient  # noqa: E402
-from app.lora import AdapterRegistry, lora_bytes  # noqa: E402
-from app.prompts import PromptBuilder  # noqa: E402
-from setup.cpu_model import model_dir  # noqa: E402
-from setup.lora import HF_TO_TRT, convert_peft  # noqa: E402
-from setup.lora_engine import EngineLoraSpec, check_against_engine  # noqa: E402
+from app.adapters.registry import AdapterRegistry, lora_bytes  # noqa: E402
+from app.chat.prompts import PromptBuilder  # noqa: E402
+from app.triton.client import SamplingParams, TritonChatClient  # noqa: E402
+from setup.cpu.model import model_dir  # noqa: E402
+from setup.lora.convert import HF_TO_TRT, convert_peft  # noqa: E402
+from setup.lora.engine import EngineLoraSpec, check_against_engine  # noqa: E402
 from setup.paths import PROJECT_ROOT  # noqa: E402
 
 QUESTION = "What is the capital of France?"
@@ -46,7 +46,7 @@ def _free_port() -> int:
 
 
 def _start_server(tmp: Path):
-    from setup.demo import start_demo_triton, write_demo_repository
+    from setup.cpu.demo import start_demo_triton, write_demo_repository
 
     repo = write_demo_repository(tmp / "repo", log=lambda *_: None)
     ports = [_free_port() for _ in range(3)]

@@ -26,12 +26,13 @@ import tempfile
 from contextlib import ExitStack
 from pathlib import Path
 
-from app.bench_load import run_load, session_pool, synthetic_requests
-from app.bench_stats import summarize
-from app.bench_targets import AppApiSender, OpenAISender, SseApiSender, TritonSender, word_count
-from app.client import SamplingParams, TritonChatClient
+from app.bench.load import run_load, session_pool, synthetic_requests
+from app.bench.stats import summarize
+from app.bench.targets import OpenAISender, TritonSender, word_count
+from app.triton.client import SamplingParams, TritonChatClient
+from benchmarks.app_senders import AppApiSender, SseApiSender
 from benchmarks.harness import AppProcess, pacing_server, tokenizer_args
-from setup.bench_repo import PACING_MODEL, PacingSpec
+from setup.cpu.pacing import PACING_MODEL, PacingSpec
 
 TOKENS_GOAL = 0.95
 BATCH_GOAL = 1.2
@@ -163,14 +164,14 @@ def _clients(text: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from setup.__main__ import OneLineErrorParser, _positive
+    from setup.cli_types import OneLineErrorParser, positive_int
 
     parser = OneLineErrorParser(prog="python -m benchmarks.overhead", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--concurrency", type=_levels, default=[1, 8, 32], help="Levels (default 1,8,32).")
-    parser.add_argument("--tokens", type=_positive, default=100, help="Tokens per chat (default 100).")
+    parser.add_argument("--tokens", type=positive_int, default=100, help="Tokens per chat (default 100).")
     parser.add_argument("--tokens-per-second", type=float, default=50.0, help="Pacing rate per chat (default 50).")
-    parser.add_argument("--repeats", type=_positive, default=3, help="Batches per level (default 3).")
+    parser.add_argument("--repeats", type=positive_int, default=3, help="Batches per level (default 3).")
     parser.add_argument("--clients", type=_clients, default=list(CLIENTS), help="sse,gradio_client (default both).")
     parser.add_argument("--triton", help="Use this Triton gRPC HOST:PORT (it must serve the pacing model).")
     parser.add_argument("--json", type=Path, help="Also write the figures as JSON here.")

@@ -23,12 +23,13 @@ from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from app.bench_load import BenchRequest, Progress, run_sessions, synthetic_requests
-from app.bench_stats import summarize
-from app.bench_targets import AppApiSender, OpenAISender, SseApiSender, word_count
-from app.constants import MSG_BENCH_HUNG
+from app.bench.load import BenchRequest, Progress, run_sessions, synthetic_requests
+from app.bench.stats import summarize
+from app.bench.targets import OpenAISender, word_count
+from app.core.constants import MSG_BENCH_HUNG
+from benchmarks.app_senders import AppApiSender, SseApiSender
 from benchmarks.harness import AppProcess, pacing_server, tokenizer_args
-from setup.bench_repo import PACING_MODEL, PacingSpec
+from setup.cpu.pacing import PACING_MODEL, PacingSpec
 
 MEMORY_GOAL_MB = 50.0
 # A person reads the reply before sending the next message. Without a pause, gradio_client races
@@ -170,18 +171,18 @@ def _ms(value: float | None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from setup.__main__ import OneLineErrorParser, _positive
+    from setup.cli_types import OneLineErrorParser, positive_int
 
     parser = OneLineErrorParser(prog="python -m benchmarks.soak", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sessions", type=_positive, default=64, help="Concurrent chat sessions (default 64).")
-    parser.add_argument("--duration", type=_positive, default=180, help="Seconds (default 180).")
-    parser.add_argument("--tokens", type=_positive, default=60, help="Tokens per reply (default 60).")
+    parser.add_argument("--sessions", type=positive_int, default=64, help="Concurrent chat sessions (default 64).")
+    parser.add_argument("--duration", type=positive_int, default=180, help="Seconds (default 180).")
+    parser.add_argument("--tokens", type=positive_int, default=60, help="Tokens per reply (default 60).")
     parser.add_argument("--tokens-per-second", type=float, default=50.0, help="Pacing rate per chat (default 50).")
     parser.add_argument("--client", choices=list(CLIENTS), default="gradio_client", help="API client (default gradio_client).")
     parser.add_argument("--think-time", type=float, default=THINK_SECONDS,
                         help=f"Seconds between a reply and the session's next message (default {THINK_SECONDS}).")
-    parser.add_argument("--stall", type=_positive, default=30, help="Seconds without news that make a stream hung.")
+    parser.add_argument("--stall", type=positive_int, default=30, help="Seconds without news that make a stream hung.")
     parser.add_argument("--triton", help="Use this Triton gRPC HOST:PORT (it must serve the pacing model).")
     parser.add_argument("--json", type=Path, help="Also write the figures as JSON here.")
     args = parser.parse_args(argv)

@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=data["settings"]["steps"], help="Optimizer steps per adapter.")
     args = parser.parse_args(argv)
 
-    from setup.cpu_model import prepare_cpu_model
+    from setup.cpu.model import prepare_cpu_model
 
     torch.set_num_threads(min(2, torch.get_num_threads()))
     model_dir = prepare_cpu_model()

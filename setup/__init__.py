@@ -1,1 +1,14 @@
-"""Deployment knowledge: model preparation, Triton repositories, launcher. No UI code here."""
+"""Deployment knowledge, no UI: families and releases as data, build plans and their runner, Triton
+repositories from our templates, the LoRA converter, the CPU demo, and the tritonserver launcher.
+
+Packages by job; imports point down only (contracts in pyproject.toml):
+
+    __main__                  python -m setup ...
+    build/                    runs plans: runner, jobs, engine registry, build CLI
+    plan/, cpu/               config -> ordered steps; the embedded CPU deployment
+    repo/, lora/              repository writer; PEFT -> backend converter
+    catalog/                  model families and TensorRT-LLM releases (YAML) and checkpoint facts
+    launcher, workspace, cli_types, paths   the base every package may use
+
+Never imports `app`, Gradio or FastAPI.
+"""

@@ -7,54 +7,18 @@ import signal
 import sys
 from pathlib import Path
 
-from setup.build_cli import add_build_commands, add_repo_flags, cmd_build, cmd_plan, repo_config_from_args
+from setup.build.cli import add_build_commands, add_repo_flags, cmd_build, cmd_plan, repo_config_from_args
+from setup.cli_types import OneLineErrorParser, port_number, positive_int, raise_interrupt
 from setup.launcher import LaunchError, LaunchOptions, find_tritonserver, start_triton
-from setup.lora import STORAGE_DTYPES, LoraConvertError, describe
-from setup.lora_engine import convert_folder
-from setup.repo import RepoError, write_repository
-
-
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a port number") from None
-    if not 1 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"port {value} is outside 1-65535")
-    return value
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text} must be a number above 0")
-    return value
-
-
-class OneLineErrorParser(argparse.ArgumentParser):
-    """Bad values end in one line on stderr (`prog: error: ...`), without the usage block."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+from setup.lora.convert import STORAGE_DTYPES, LoraConvertError, describe
+from setup.lora.engine import convert_folder
+from setup.repo.writer import RepoError, write_repository
 
 
 def add_port_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--http-port", type=_port, default=8000, help="Triton HTTP port (default 8000).")
-    parser.add_argument("--grpc-port", type=_port, default=8001, help="Triton gRPC port (default 8001).")
-    parser.add_argument("--metrics-port", type=_port, default=8002, help="Triton metrics port (default 8002).")
+    parser.add_argument("--http-port", type=port_number, default=8000, help="Triton HTTP port (default 8000).")
+    parser.add_argument("--grpc-port", type=port_number, default=8001, help="Triton gRPC port (default 8001).")
+    parser.add_argument("--metrics-port", type=port_number, default=8002, help="Triton metrics port (default 8002).")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     launch = sub.add_parser("launch", help="Run tritonserver on a repository in the foreground (Ctrl-C stops it).")
     launch.add_argument("--repo", type=Path, required=True, help="Model repository folder.")
     add_port_flags(launch)
-    launch.add_argument("--world-size", type=_positive, default=1, help="Ranks (tp x pp); >1 runs under mpirun.")
+    launch.add_argument("--world-size", type=positive_int, default=1, help="Ranks (tp x pp); >1 runs under mpirun.")
     launch.add_argument("--address", default="127.0.0.1", help="Address to bind (default 127.0.0.1).")
     launch.add_argument("--tritonserver", help="Path of the tritonserver binary (default: $TRITONSERVER, "
                         "/opt/tritonserver/bin/tritonserver, then the nvidia-pytriton wheel).")
@@ -95,11 +59,6 @@ def build_parser() -> argparse.ArgumentParser:
                          "against (rank, target modules, dtype, model shape).")
     add_build_commands(sub)
     return parser
-
-
-def raise_interrupt(*_args) -> None:
-    """SIGTERM handler: leave through the same clean path as Ctrl-C."""
-    raise KeyboardInterrupt
 
 
 def cmd_repo(args: argparse.Namespace) -> int:

@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.harness import PacingServer, free_port, pacing_server
-from setup.bench_repo import PACING_MODEL, PacingSpec
+from setup.cpu.pacing import PACING_MODEL, PacingSpec
 
 
 def serve_app(triton_url: str, **config):
     """Build and launch the app in this process on a free port; returns (blocks, url, ctx)."""
-    from app.context import AppConfig, AppContext
-    from app.ui import launch
+    from app.chat.context import AppConfig, AppContext
+    from app.web.ui import launch
 
     port = free_port()
     ctx = AppContext(AppConfig(triton_url=triton_url, port=port, **{"model": PACING_MODEL, **config}))

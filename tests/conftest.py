@@ -38,7 +38,7 @@ class TritonEndpoints:
 
 def start_triton(tmp: Path, overrides: dict | None = None) -> TritonEndpoints:
     """Write the demo repository into `tmp` and start tritonserver on free ports."""
-    from setup.demo import start_demo_triton, write_demo_repository
+    from setup.cpu.demo import start_demo_triton, write_demo_repository
 
     repo = write_demo_repository(tmp / "repo", overrides=overrides, log=lambda *_: None, pacing_rate=DEMO_PACING_RATE)
     ports = [free_port() for _ in range(3)]
@@ -49,7 +49,7 @@ def start_triton(tmp: Path, overrides: dict | None = None) -> TritonEndpoints:
 @pytest.fixture(scope="session")
 def cpu_model_dir() -> Path:
     """The converted SmolLM2 folder (made once from the wheel's GGUF, then cached)."""
-    from setup.cpu_model import prepare_cpu_model
+    from setup.cpu.model import prepare_cpu_model
 
     return prepare_cpu_model(log=lambda *_: None)
 
@@ -65,8 +65,8 @@ def triton(tmp_path_factory) -> TritonEndpoints:
 @pytest.fixture(scope="session")
 def app_served(triton):
     """The web app served in this process against the session's tritonserver: (context, URL)."""
-    from app.context import AppConfig, AppContext
-    from app.ui import launch
+    from app.chat.context import AppConfig, AppContext
+    from app.web.ui import launch
 
     port = free_port()
     ctx = AppContext(AppConfig(triton_url=triton.grpc_url, port=port, demo=True))

@@ -9,7 +9,7 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from app.access import MSG_NEED_TOKEN, AccessDenied, AccessPolicy, TokenCookieMiddleware, is_loopback
+from app.core.access import MSG_NEED_TOKEN, AccessDenied, AccessPolicy, TokenCookieMiddleware, is_loopback
 from setup.workspace import Workspace
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.context import AppConfig, AppContext
-from app.ui import launch
+from app.chat.context import AppConfig, AppContext
+from app.web.ui import launch
 from tests.build_standins import make_checkpoint, make_trtllm
 from tests.conftest import free_port
 
@@ -72,7 +72,7 @@ def post_run(url: str, values: dict, headers: dict | None = None) -> dict:
 
 
 def _jobs(_home: Path) -> list:
-    from setup.jobs import JobStore
+    from setup.build.jobs import JobStore
 
     return JobStore().list()
 

@@ -10,7 +10,7 @@ import zipfile
 import httpx
 import pytest
 
-from app.constants import (
+from app.core.constants import (
     MAX_PROMPT_CHARS,
     MSG_EMPTY_PROMPT,
     MSG_IMAGE_EMPTY,
@@ -159,7 +159,7 @@ def test_openai_api_answers_each_bad_body(pacing_app, case, raw, message):  # no
 
 @pytest.mark.integration
 def test_openai_api_refuses_a_body_over_its_limit(pacing_app):  # noqa: F811
-    from app.constants import API_MAX_BODY_BYTES
+    from app.core.constants import API_MAX_BODY_BYTES
 
     raw = b'{"messages": "' + b"x" * (API_MAX_BODY_BYTES + 1) + b'"}'
     reply = httpx.post(pacing_app + "v1/chat/completions", content=raw, timeout=30,
@@ -220,9 +220,9 @@ def _main(module: str):
     if module == "app":
         from app.__main__ import main
     elif module == "bench":
-        from app.bench import main
+        from app.bench.cli import main
     elif module == "bench_repo":
-        from setup.bench_repo import main
+        from setup.cpu.pacing import main
     else:
         from setup.__main__ import main
     return main
@@ -235,7 +235,7 @@ def test_command_lines_answer_each_bad_value(case, module, argv, message, capsys
     assert len(err.strip().splitlines()) == 1, err
 
 
-# ----- build wizard fields (setup/plan.py via PlanConfig, as the Build tab and `python -m setup plan`) -----
+# ----- build wizard fields (setup/plan/planner.py via PlanConfig, as the Build tab and `python -m setup plan`) -----
 
 @pytest.fixture
 def checkpoint(tmp_path):
@@ -245,8 +245,8 @@ def checkpoint(tmp_path):
 
 
 def plan_problems(tmp_path, **fields) -> list[str]:
-    from setup.plan import PlanError, make_plan
-    from setup.plan_config import ConfigError, PlanConfig
+    from setup.plan.config import ConfigError, PlanConfig
+    from setup.plan.planner import PlanError, make_plan
 
     try:
         make_plan(PlanConfig.from_mapping({"out": str(tmp_path / "out"), "trtllm_version": "0.19", **fields}))
@@ -256,22 +256,19 @@ def plan_problems(tmp_path, **fields) -> list[str]:
 
 
 def test_wizard_unknown_family(tmp_path, checkpoint):
-    from setup import build_messages as M
-
+    from setup.catalog import messages as M
     assert any(p.startswith(M.MSG_UNKNOWN_FAMILY.format(family="gpt-17", choices="")[:-2])
                for p in plan_problems(tmp_path, family="gpt-17", checkpoint=str(checkpoint)))
 
 
 def test_wizard_tp_must_divide_heads(tmp_path, checkpoint):
-    from setup import build_messages as M
-
+    from setup.catalog import messages as M
     problems = plan_problems(tmp_path, family="llama", checkpoint=str(checkpoint), tp=4)
     assert M.MSG_TP_HEADS.format(tp=4, heads=30, config=checkpoint / "config.json") in problems
 
 
 def test_wizard_missing_checkpoint(tmp_path):
-    from setup import build_messages as M
-
+    from setup.catalog import messages as M
     missing = tmp_path / "nowhere"
     assert M.MSG_CHECKPOINT_MISSING.format(path=missing) in plan_problems(tmp_path, family="llama",
                                                                              checkpoint=str(missing))
@@ -283,21 +280,20 @@ def test_wizard_bad_dtype(tmp_path, checkpoint):
 
 
 def test_wizard_tp_not_a_number(tmp_path, checkpoint):
-    from setup import build_messages as M
-
+    from setup.catalog import messages as M
     assert M.MSG_NOT_A_NUMBER.format(name="tp", value="two") in plan_problems(
         tmp_path, family="llama", checkpoint=str(checkpoint), tp="two")
 
 
-# ----- images (app/images.py) and adapters (app/lora.py) -----
+# ----- images (app/vision/images.py) and adapters (app/adapters/registry.py) -----
 
 @pytest.mark.parametrize("data, message", [
     (b"", MSG_IMAGE_EMPTY.format(name="upload.png")),
     (b"hello, I am text", MSG_IMAGE_NOT_AN_IMAGE.format(name="upload.png")),
 ], ids=["empty-image", "text-as-image"])
 def test_images_refused_with_a_message(data, message):
-    from app.errors import InvalidImage
-    from app.images import load_image
+    from app.core.errors import InvalidImage
+    from app.vision.images import load_image
 
     with pytest.raises(InvalidImage) as info:
         load_image(data, name="upload.png")
@@ -307,8 +303,8 @@ def test_images_refused_with_a_message(data, message):
 def test_truncated_image(tmp_path):
     from PIL import Image
 
-    from app.errors import InvalidImage
-    from app.images import load_image
+    from app.core.errors import InvalidImage
+    from app.vision.images import load_image
 
     path = tmp_path / "cut.png"
     Image.new("RGB", (64, 64), "blue").save(path)
@@ -318,8 +314,8 @@ def test_truncated_image(tmp_path):
 
 
 def test_adapter_upload_that_is_not_a_zip(tmp_path):
-    from app.lora import AdapterError, AdapterRegistry
-    from app.lora_intake import MSG_NOT_ZIP
+    from app.adapters.intake import MSG_NOT_ZIP
+    from app.adapters.registry import AdapterError, AdapterRegistry
 
     fake = tmp_path / "pirate.zip"
     fake.write_text("not a zip")
@@ -328,7 +324,7 @@ def test_adapter_upload_that_is_not_a_zip(tmp_path):
 
 
 def test_adapter_zip_without_an_adapter(tmp_path):
-    from app.lora import AdapterError, AdapterRegistry
+    from app.adapters.registry import AdapterError, AdapterRegistry
 
     archive = tmp_path / "notes.zip"
     with zipfile.ZipFile(archive, "w") as z:
@@ -338,7 +334,7 @@ def test_adapter_zip_without_an_adapter(tmp_path):
 
 
 def test_adapter_with_a_bad_name(tmp_path):
-    from app.lora import AdapterError, AdapterRegistry
+    from app.adapters.registry import AdapterError, AdapterRegistry
 
     folder = tmp_path / "src"
     folder.mkdir()
@@ -354,8 +350,8 @@ def test_adapter_with_a_bad_name(tmp_path):
     ({"temperature": True}, "temperature must be a number, got True."),
 ], ids=["text", "null", "fraction", "list", "bool"])
 def test_request_values_name_the_wrong_type(raw, message):
-    from app.errors import InvalidRequest
-    from app.request_values import sampling_params
+    from app.chat.sampling import sampling_params
+    from app.core.errors import InvalidRequest
 
     with pytest.raises(InvalidRequest) as info:
         sampling_params(**raw)
@@ -363,8 +359,8 @@ def test_request_values_name_the_wrong_type(raw, message):
 
 
 def test_request_values_accept_numeric_text_and_refuse_non_text_messages():
-    from app.errors import InvalidRequest
-    from app.request_values import message_text, sampling_params
+    from app.chat.sampling import message_text, sampling_params
+    from app.core.errors import InvalidRequest
 
     assert sampling_params(max_tokens="12", temperature="0.5").max_tokens == 12
     assert message_text(None) == "" and message_text("hi") == "hi"

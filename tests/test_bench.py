@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from app import bench
-from app.bench_load import (
+from app.bench import cli as bench
+from app.bench.load import (
     BenchRequest,
     DatasetError,
     Progress,
@@ -19,11 +19,11 @@ from app.bench_load import (
     run_sessions,
     synthetic_requests,
 )
-from app.bench_stats import RequestRecord, format_summary, percentile, summarize
-from app.bench_sweep import latency_frame, table_frame, throughput_frame
-from app.metrics import MetricsHistory, Snapshot, metrics_url_for, parse_metrics, total
-from setup.bench_repo import PacingSpec, add_pacing_model, render_pacing_config
-from setup.repo import RepoError
+from app.bench.stats import RequestRecord, format_summary, percentile, summarize
+from app.bench.sweep import latency_frame, table_frame, throughput_frame
+from app.triton.metrics import MetricsHistory, Snapshot, metrics_url_for, parse_metrics, total
+from setup.cpu.pacing import PacingSpec, add_pacing_model, render_pacing_config
+from setup.repo.writer import RepoError
 
 
 def record(start, first, end, tokens, gaps=(), error=None):
@@ -135,20 +135,18 @@ def test_progress_bar_on_a_pipe():
     assert "4/4 requests, 0 errors" in out.getvalue()
 
 
-def test_extra_hooks_pass_values_through_and_missing_ones_refuse(tmp_path, monkeypatch):
-    monkeypatch.setattr(bench, "_EXTRA_HOOKS", {})  # `python -m app bench` connects them; test the bare module
+def test_extra_hooks_pass_values_through():
     args = bench.build_parser().parse_args(["--triton", "127.0.0.1:1", "--adapter", "pirate"])
-    with pytest.raises(ValueError, match="--adapter is not connected to the benchmark yet"):
-        bench._hooks(args)
     seen = []
-    bench.register_extra_hook("adapter", lambda value, prompt, info: (seen.append(value) or prompt, {"lora_task_id": 1}))
-    try:
-        hooks = bench._hooks(args)
-        assert hooks[0]("p", None) == ("p", {"lora_task_id": 1}) and seen == ["pirate"]
-    finally:
-        bench._EXTRA_HOOKS.clear()
-    with pytest.raises(ValueError, match="kind must be one of"):
-        bench.register_extra_hook("audio", lambda *a: a)
+    fake = {"adapter": lambda value, prompt, info: (seen.append(value) or prompt, {"lora_task_id": 1})}
+    hooks = bench._hooks(args, fake)
+    assert hooks[0]("p", None) == ("p", {"lora_task_id": 1}) and seen == ["pirate"]
+    assert bench._hooks(bench.build_parser().parse_args(["--triton", "127.0.0.1:1"])) == []
+
+
+def test_unknown_adapter_is_one_line_before_any_request(capsys):
+    assert bench.main(["--triton", "127.0.0.1:1", "--adapter", "no-such-adapter"]) == 2
+    assert "There is no adapter named 'no-such-adapter'" in capsys.readouterr().err
 
 
 def test_pacing_config_renders_and_is_added(tmp_path):
@@ -187,7 +185,7 @@ def test_metrics_parsing_and_snapshot():
 
 def test_metrics_history_derives_rates(monkeypatch):
     readings = iter([METRICS, METRICS.replace("} 10\n", "} 20\n", 1)])
-    monkeypatch.setattr("app.metrics.fetch_metrics", lambda url, timeout=2.0: parse_metrics(next(readings)))
+    monkeypatch.setattr("app.triton.metrics.fetch_metrics", lambda url, timeout=2.0: parse_metrics(next(readings)))
     history = MetricsHistory("http://x/metrics", min_interval=0.0)
     history.refresh()
     history.refresh()
@@ -198,7 +196,7 @@ def test_metrics_history_derives_rates(monkeypatch):
 
 
 def test_unreachable_metrics_give_a_message():
-    from app.pages.server import charts
+    from app.web.pages.server import charts
     from tests.conftest import free_port
 
     history = MetricsHistory(f"http://127.0.0.1:{free_port()}/metrics")
@@ -215,7 +213,7 @@ def test_sweep_frames():
 
 
 def test_throttled_updates_keep_first_and_last_and_drop_the_rest():
-    from app.stream_updates import throttled
+    from app.chat.throttle import throttled
 
     text = []
 
@@ -234,8 +232,7 @@ def test_throttled_updates_keep_first_and_last_and_drop_the_rest():
 def test_speedups_mark_a_missing_matplotlib_absent(monkeypatch):
     import sys
 
-    from app import speedups
-
+    from app.web import speedups
     monkeypatch.delitem(sys.modules, "matplotlib", raising=False)
     monkeypatch.setattr(speedups.importlib.util, "find_spec", lambda name: None)
     assert speedups.skip_missing_matplotlib() is True

@@ -11,7 +11,7 @@ import time
 import gradio as gr
 import pytest
 
-from app.client import SamplingParams, TritonChatClient
+from app.triton.client import SamplingParams, TritonChatClient
 from tests.bench_fixtures import pacing, pacing_log_lines  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.integration
@@ -88,8 +88,8 @@ def test_cancel_reaches_the_pacing_model(pacing):  # noqa: F811
 
 
 def test_server_page_shows_requests_in_flight(pacing):  # noqa: F811
-    from app.metrics import MetricsHistory
-    from app.pages.server import charts
+    from app.triton.metrics import MetricsHistory
+    from app.web.pages.server import charts
 
     history = MetricsHistory(pacing.metrics_url, min_interval=0.0)
     client = TritonChatClient(pacing.grpc_url, model="pacing")
@@ -108,9 +108,8 @@ def test_server_page_shows_requests_in_flight(pacing):  # noqa: F811
 
 
 def test_benchmark_page_run(pacing):  # noqa: F811
-    from app.context import AppConfig, AppContext
-    from app.pages import benchmark
-
+    from app.chat.context import AppConfig, AppContext
+    from app.web.pages import benchmark
     ctx = AppContext(AppConfig(triton_url=pacing.grpc_url, model="pacing"))
     outputs = list(benchmark.run(ctx, "pacing", ["1", "4"], 4, 8, 5))
     status, table, latency, e2e, throughput = outputs[-1]
@@ -138,9 +137,10 @@ def test_overhead_benchmark_smoke(pacing, tmp_path):  # noqa: F811
     assert 0.5 < ratio["tokens_ratio"] <= 1.1
 
 
-def test_bench_hook_that_the_deployment_refuses_is_one_message(pacing, tmp_path, capsys):  # noqa: F811
-    from app import bench
-    from app.errors import TextOnlyDeployment
+def test_bench_hook_that_the_deployment_refuses_is_one_message(pacing, tmp_path, capsys, monkeypatch):  # noqa: F811
+    from app.bench import cli as bench
+    from app.bench import hooks
+    from app.core.errors import TextOnlyDeployment
 
     image = tmp_path / "x.png"
     image.write_bytes(b"png")
@@ -148,10 +148,8 @@ def test_bench_hook_that_the_deployment_refuses_is_one_message(pacing, tmp_path,
     def refuse(value, prompt, info):
         raise TextOnlyDeployment("This deployment is text-only: images are not sent.")
 
-    bench.register_extra_hook("image", refuse)
-    try:
-        code = bench.main(["--triton", pacing.grpc_url, "--model", "pacing", "--image", str(image), "--num-requests", "2"])
-    finally:
-        bench._EXTRA_HOOKS.clear()
+    monkeypatch.setattr(hooks, "default_hooks", lambda: {"image": refuse})
+    monkeypatch.setattr(hooks, "check_values", lambda args: None)  # the file is no image: reach the deployment
+    code = bench.main(["--triton", pacing.grpc_url, "--model", "pacing", "--image", str(image), "--num-requests", "2"])
     err = capsys.readouterr().err
     assert code == 2 and err.strip() == "error: This deployment is text-only: images are not sent."

@@ -16,10 +16,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
 @pytest.fixture(scope="module")
 def pages_url(pacing):  # noqa: F811
-    from app.context import AppConfig, AppContext
-    from app.openai_api import OpenAIApi
-    from app.pages import benchmark, server
-
+    from app.api.openai_routes import OpenAIApi
+    from app.chat.context import AppConfig, AppContext
+    from app.web.pages import benchmark, server
     port = free_port()
     ctx = AppContext(AppConfig(triton_url=pacing.grpc_url, model="pacing", metrics_url=pacing.metrics_url, port=port))
     with gr.Blocks(title="bench pages") as blocks:
@@ -29,7 +28,7 @@ def pages_url(pacing):  # noqa: F811
             with gr.Tab(server.TITLE, id="server"):
                 server.build(ctx)
     blocks.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    OpenAIApi(ctx).mount(blocks.server_app)  # as app.ui.launch does
+    OpenAIApi(ctx).mount(blocks.server_app)  # as app.web.ui.launch does
     yield ctx, f"http://127.0.0.1:{port}/"
     blocks.close()
 

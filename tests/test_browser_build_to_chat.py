@@ -4,8 +4,8 @@ import time
 
 import pytest
 
-from app.context import AppConfig, AppContext
-from app.ui import build_app
+from app.chat.context import AppConfig, AppContext
+from app.web.ui import build_app
 from tests.conftest import free_port, grant_access
 from tests.test_browser_chat import ask, settled_reply
 

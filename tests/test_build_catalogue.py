@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from setup.build_catalogue import by_era, families, get_family, resolve_version
+from setup.catalog.builds import by_era, families, get_family, resolve_version
 from tests.build_standins import TRTLLM_BUILD_019
 
 FAMILY_IDS = {"llama", "gpt", "blip2-opt", "blip2-t5", "llava-1.5", "llava-next", "vila", "cogvlm", "deplot", "fuyu",

@@ -15,11 +15,11 @@ from types import SimpleNamespace
 import gradio as gr
 import pytest
 
-from app import build_logic as logic
-from app.context import AppConfig, AppContext
-from setup.engine_registry import EngineRegistry
-from setup.jobs import JobStore
-from setup.repo import parameter_specs
+from app.chat.context import AppConfig, AppContext
+from app.web import build_logic as logic
+from setup.build.jobs import JobStore
+from setup.build.registry import EngineRegistry
+from setup.repo.writer import parameter_specs
 from tests.build_standins import make_checkpoint, make_trtllm
 from tests.conftest import free_port, grant_access
 
@@ -86,20 +86,19 @@ def test_status_html():
 
 
 def test_page_imports_alone():
-    code = "import app.pages.build as b; assert b.TITLE == 'Build' and callable(b.build)"
+    code = "import app.web.pages.build as b; assert b.TITLE == 'Build' and callable(b.build)"
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT, timeout=120).returncode == 0
 
 
 def service(tmp_path):
-    from app.pages.build import BuildService
+    from app.web.pages.build import BuildService
 
     registry = EngineRegistry(tmp_path / "registry.json")
     return BuildService(JobStore(tmp_path / "jobs.json", registry=registry), registry)
 
 
 def test_page_is_disabled_off_loopback_without_auth(tmp_path):
-    from app.pages import build
-
+    from app.web.pages import build
     with gr.Blocks() as closed:
         build.build(AppContext(AppConfig(host="0.0.0.0")), service(tmp_path))
     assert [b.elem_id for b in closed.blocks.values() if getattr(b, "elem_id", None)] == ["build-disabled"]
@@ -116,8 +115,7 @@ def test_page_is_disabled_off_loopback_without_auth(tmp_path):
 @pytest.fixture
 def build_page_url(tmp_path, monkeypatch):
     """The build page alone, served in this process, with stand-in TensorRT-LLM tools first on PATH."""
-    from app.pages import build
-
+    from app.web.pages import build
     tools = make_trtllm(tmp_path / "trtllm", "0.19")
     bin_dir = Path(tools["trtllm_build"]).parent
     (bin_dir / "python3").symlink_to(sys.executable)

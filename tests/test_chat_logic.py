@@ -2,10 +2,10 @@
 
 import pytest
 
-from app import chat_logic
-from app.constants import MAX_PROMPT_CHARS, MSG_EMPTY_PROMPT
-from app.context import AppConfig, AppContext
-from app.errors import InvalidRequest
+from app.chat import turns as chat_logic
+from app.chat.context import AppConfig, AppContext
+from app.core.constants import MAX_PROMPT_CHARS, MSG_EMPTY_PROMPT
+from app.core.errors import InvalidRequest
 
 PIRATE_REPLY = {"role": "assistant", "content": "Arr, Paris!\n\n*adapter: pirate*"}
 BASE_REPLY = {"role": "assistant", "content": "Paris."}

@@ -2,8 +2,8 @@
 
 import pytest
 
-from app.client import ModelInfo, SamplingParams, TritonChatClient
-from app.errors import InvalidRequest, ModelNotReady
+from app.core.errors import InvalidRequest, ModelNotReady
+from app.triton.client import ModelInfo, SamplingParams, TritonChatClient
 
 
 def config(inputs: dict[str, str], decoupled=True, accumulate=None, name="tensorrt_llm_bls") -> dict:

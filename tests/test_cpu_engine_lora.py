@@ -8,7 +8,7 @@ import types
 import numpy as np
 import pytest
 
-from setup.lora import convert_peft
+from setup.lora.convert import convert_peft
 from tests.lora_helpers import DEMO_ADAPTERS, TINY, engine_lora_module, tiny_llama, write_peft
 
 lora = engine_lora_module()
@@ -135,7 +135,7 @@ def _engine_config(max_rank=8):
 
 
 def test_prefetch_dir(tmp_path):
-    from setup.lora import save_converted
+    from setup.lora.convert import save_converted
 
     converted = convert_peft(write_peft(tmp_path / "peft", shape=TINY), "float16")
     save_converted(converted, tmp_path / "prefetch" / "12")
@@ -158,7 +158,7 @@ def runner():
     sys.modules.setdefault("triton_python_backend_utils", types.ModuleType("triton_python_backend_utils"))
     from engine_lib.runner import EngineRunner
 
-    from setup.cpu_engine import build_cpu_engine
+    from setup.cpu.engine import build_cpu_engine
 
     return EngineRunner(build_cpu_engine(log=lambda *_: None), {"lora_cache_host_memory_bytes": str(64 << 20)})
 
@@ -167,7 +167,7 @@ def runner():
 def prompt_ids():
     from transformers import AutoTokenizer
 
-    from setup.cpu_model import prepare_cpu_model
+    from setup.cpu.model import prepare_cpu_model
 
     tokenizer = AutoTokenizer.from_pretrained(prepare_cpu_model(log=lambda *_: None))
     return tokenizer.apply_chat_template([{"role": "user", "content": "What is the capital of France?"}],

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from app.client import SamplingParams, TritonChatClient
-from app.errors import InvalidRequest
-from app.multimodal import image_support, prepare_images
-from app.prompts import PromptBuilder
+from app.chat.prompts import PromptBuilder
+from app.core.errors import InvalidRequest
+from app.triton.client import SamplingParams, TritonChatClient
+from app.vision.multimodal import image_support, prepare_images
 
 pytestmark = pytest.mark.integration
 QUESTION = "What is the secret code?"

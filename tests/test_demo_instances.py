@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from setup.demo import demo_instances_dir, start_demo_triton
+from setup.cpu.demo import demo_instances_dir, start_demo_triton
 from setup.launcher import SHM_DIR, LaunchError, TritonProcess
 from setup.paths import PROJECT_ROOT
 from tests.conftest import free_port, start_triton

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from app import build_logic as logic
+from app.web import build_logic as logic
 from setup.launcher import LaunchError
 from tests.build_standins import make_checkpoint
 

@@ -1,6 +1,6 @@
 import pytest
 
-from app import errors
+from app.core import errors
 
 
 @pytest.mark.parametrize("raw, kind", [

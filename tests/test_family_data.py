@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from setup import build_catalogue, families
-from setup.family_data import FAMILIES_DIR, FamilyError, family_files
+from setup.catalog import builds as build_catalogue
+from setup.catalog import families
+from setup.catalog.family_data import FAMILIES_DIR, FamilyError, family_files
 
 BOTH = {"llava-1.5", "blip2-opt", "vila", "mllama", "llava-onevision", "qwen2-vl"}
 

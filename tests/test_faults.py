@@ -15,10 +15,10 @@ import time
 import httpx
 import pytest
 
-from app.bench_load import BenchRequest
-from app.bench_targets import SseApiSender
+from app.bench.load import BenchRequest
+from benchmarks.app_senders import SseApiSender
 from benchmarks.harness import free_port
-from setup.bench_repo import PacingSpec, start_pacing_triton, write_pacing_repository
+from setup.cpu.pacing import PacingSpec, start_pacing_triton, write_pacing_repository
 from tests.bench_fixtures import pacing_log_lines, serve_app
 
 pytestmark = pytest.mark.integration
@@ -184,7 +184,7 @@ def test_gradio_client_cancel_stops_generation_on_the_server(server):
 
 
 def test_slow_server_shows_waiting_then_works(tmp_path):
-    from app.pages.chat import status_markdown
+    from app.web.pages.chat import status_markdown
 
     server = Server(tmp_path, PacingSpec(tokens_per_second=50, startup_delay_seconds=2))
     blocks, url, ctx = serve_app(server.grpc_url)
@@ -208,8 +208,8 @@ def test_slow_server_shows_waiting_then_works(tmp_path):
 
 def test_stalled_stream_is_cancelled_with_a_message(server):
     """A server that stops answering (here: paused) does not hang a chat past the stall timeout."""
-    from app.client import SamplingParams, TritonChatClient
-    from app.errors import StreamStalled
+    from app.core.errors import StreamStalled
+    from app.triton.client import SamplingParams, TritonChatClient
 
     server.start()
     client = TritonChatClient(server.grpc_url, model="pacing", stall_timeout=1.0)
@@ -229,7 +229,7 @@ def test_stalled_stream_is_cancelled_with_a_message(server):
 def test_killed_demo_server_comes_back_and_adapters_are_sent_again(tmp_path):
     """The CPU deployment with LoRA, killed and started again on the same ports: the app's next message
     with an adapter works (the server's LoRA cache is empty now: the weights travel again by themselves)."""
-    from setup.demo import start_demo_triton
+    from setup.cpu.demo import start_demo_triton
     from tests.conftest import start_triton
     from tests.test_lora_integration import looks_pirate
 

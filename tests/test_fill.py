@@ -1,6 +1,6 @@
 import pytest
 
-from setup.fill import FillError, fill, parse_fill_args, placeholders
+from setup.repo.fill import FillError, fill, parse_fill_args, placeholders
 
 
 def test_parse_plain_pairs():

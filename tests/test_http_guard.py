@@ -1,4 +1,4 @@
-"""The HTTP guard (app/http_guard.py) around a tiny ASGI app, driven with ASGI messages: host names,
+"""The HTTP guard (app/api/http_guard.py) around a tiny ASGI app, driven with ASGI messages: host names,
 origins, CORS, body limits and timeouts, failed logins, jobs nobody reads. No server, no Gradio."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from app.http_guard import (
+from app.api.http_guard import (
     FailureLimiter,
     Guard,
     GuardSettings,

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from PIL import Image, ImageFile
 
-from app import constants as C
-from app.errors import ChatError, InvalidImage
-from app.images import ImageLimits, image_format, load_image
+from app.core import constants as C
+from app.core.errors import ChatError, InvalidImage
+from app.vision.images import ImageLimits, image_format, load_image
 
 
 def encoded(image: Image.Image, fmt: str, **kwargs) -> bytes:

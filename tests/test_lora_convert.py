@@ -1,4 +1,4 @@
-"""setup/lora.py: PEFT -> backend tensors, checked against peft itself and against engine configs."""
+"""setup/lora/convert.py: PEFT -> backend tensors, checked against peft itself and against engine configs."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from setup.__main__ import main
-from setup.lora import (
+from setup.lora.convert import (
     CONFIG_FILE,
     WEIGHTS_FILE,
     LoraConvertError,
@@ -21,7 +21,7 @@ from setup.lora import (
     load_converted,
     to_storage,
 )
-from setup.lora_engine import check_against_engine, load_engine_spec
+from setup.lora.engine import check_against_engine, load_engine_spec
 from tests.lora_helpers import (
     ALL_MODULES,
     DEMO_ADAPTERS,
@@ -88,8 +88,8 @@ def test_demo_adapter_matches_peft_on_smollm2(tmp_path):
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
 
-    from setup.cpu_engine import engine_dir
-    from setup.cpu_model import prepare_cpu_model
+    from setup.cpu.engine import engine_dir
+    from setup.cpu.model import prepare_cpu_model
 
     adapter_dir = DEMO_ADAPTERS / "pirate"
     assert (adapter_dir / "adapter_config.json").is_file(), "run scripts/train_demo_adapters.py"
@@ -277,7 +277,7 @@ def test_weight_problems(tmp_path):
 
 def test_converted_pair_checked_against_engine(tmp_path):
     converted = convert_peft(write_peft(tmp_path / "a", shape=TINY, layers=(0,)), "float16")
-    from setup.lora import save_converted
+    from setup.lora.convert import save_converted
 
     save_converted(converted, tmp_path / "pair")
     pair = load_converted(tmp_path / "pair")

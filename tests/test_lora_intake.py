@@ -1,4 +1,4 @@
-"""app/lora_intake.py through AdapterRegistry.add_zip: zip bombs, lying headers, damaged, encrypted or oddly
+"""app/adapters/intake.py through AdapterRegistry.add_zip: zip bombs, lying headers, damaged, encrypted or oddly
 compressed zips are refused with one plain sentence that names no server folder, and leave nothing behind."""
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from app.lora import AdapterError, AdapterRegistry
-from app.lora_intake import (
+from app.adapters.intake import (
     MSG_NOT_ZIP,
     MSG_UNPACK_FAILED,
     MSG_UNPACKED_OVER_LIMIT,
@@ -23,6 +22,7 @@ from app.lora_intake import (
     MSG_ZIP_ENCRYPTED,
     MSG_ZIP_METHOD,
 )
+from app.adapters.registry import AdapterError, AdapterRegistry
 from tests.lora_helpers import TINY, write_peft
 
 LIMIT = 1_000_000  # unpacked-size limit for these tests (the default is 1 GiB)

@@ -6,12 +6,12 @@ import shutil
 
 import pytest
 
-from app.client import SamplingParams, TritonChatClient
-from app.errors import LoraCacheFull
-from app.lora import AdapterRegistry
-from app.prompts import PromptBuilder
-from setup.cpu_model import model_dir
-from setup.lora import convert_peft, save_converted
+from app.adapters.registry import AdapterRegistry
+from app.chat.prompts import PromptBuilder
+from app.core.errors import LoraCacheFull
+from app.triton.client import SamplingParams, TritonChatClient
+from setup.cpu.model import model_dir
+from setup.lora.convert import convert_peft, save_converted
 from tests.conftest import run_in_threads, start_triton
 from tests.lora_helpers import DEMO_ADAPTERS
 

@@ -1,4 +1,4 @@
-"""app/lora.py: adapter folder, stable task ids, weights on first use only, retry after eviction, safe zips."""
+"""app/adapters/registry.py: adapter folder, stable task ids, weights on first use only, retry after eviction, safe zips."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.errors import LoraNotInCache, ServerUnreachable
-from app.lora import BASE_MODEL, TASK_IDS_FILE, AdapterError, AdapterRegistry
-from setup.lora import CONFIG_FILE, WEIGHTS_FILE, convert_peft, save_converted
+from app.adapters.registry import BASE_MODEL, TASK_IDS_FILE, AdapterError, AdapterRegistry
+from app.adapters.task_ids import task_ids_path
+from app.core.errors import LoraNotInCache, ServerUnreachable
+from setup.lora.convert import CONFIG_FILE, WEIGHTS_FILE, convert_peft, save_converted
 from tests.lora_helpers import TINY, write_engine_config, write_peft
 
 
@@ -29,7 +30,8 @@ def test_ids_are_stable_persisted_and_never_zero(folder):
     first = AdapterRegistry(folder)
     ids = {name: first.task_id(name) for name in first.names()}
     assert first.names() == ["alpha", "beta"] and sorted(ids.values()) == [1, 2]
-    saved = json.loads((folder / TASK_IDS_FILE).read_text())
+    saved = json.loads(task_ids_path(folder).read_text())
+    assert not (folder / TASK_IDS_FILE).exists()  # runtime state stays out of the adapters folder
     assert {k: v["task_id"] for k, v in saved["adapters"].items()} == ids
     again = AdapterRegistry(folder)
     assert {name: again.task_id(name) for name in again.names()} == ids
@@ -262,3 +264,11 @@ def test_base_model_sends_no_lora_inputs(folder):
         stream = registry.stream(server, name, "hi", None, extra={"max_tokens": 5})
         assert stream.adapter is None and "".join(stream) == "Arr matey" and stream.lora_bytes_sent == 0
     assert all(set(r) == {"max_tokens"} for r in server.requests)
+
+
+def test_a_legacy_ids_file_in_the_adapters_folder_moves_to_the_cache(folder):
+    legacy = {"next_id": 8, "adapters": {}}
+    (folder / TASK_IDS_FILE).write_text(json.dumps(legacy))
+    target = task_ids_path(folder)
+    assert json.loads(target.read_text()) == legacy and not (folder / TASK_IDS_FILE).exists()
+    assert AdapterRegistry(folder).task_id("alpha") >= 8  # ids continue after the migrated ones

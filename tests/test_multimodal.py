@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from app import constants as C
-from app.client import ModelInfo
-from app.errors import InvalidImage, InvalidRequest, TextOnlyDeployment, TooManyImages
-from app.multimodal import accepts_images, image_support, prepare_images, strip_image_markers
+from app.core import constants as C
+from app.core.errors import InvalidImage, InvalidRequest, TextOnlyDeployment, TooManyImages
+from app.triton.client import ModelInfo
+from app.vision.multimodal import accepts_images, image_support, prepare_images, strip_image_markers
 
 
 def info(inputs: dict, **parameters) -> ModelInfo:

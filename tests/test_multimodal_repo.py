@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from setup.fill import placeholders
 from setup.paths import TEMPLATES_DIR
-from setup.repo import (
+from setup.repo.fill import placeholders
+from setup.repo.writer import (
     DeploymentConfig,
     RepoError,
     load_template,
@@ -269,16 +269,16 @@ def _ocr_module():
 
 @pytest.fixture(scope="module")
 def ocr_encoder(tmp_path_factory, cpu_model_dir):
-    from setup.cpu_encoder import build_cpu_encoder
-    from setup.families import get_family
+    from setup.catalog.families import get_family
+    from setup.cpu.encoder import build_cpu_encoder
 
     folder = build_cpu_encoder(get_family("cpu-ocr"), 2, 576, root=tmp_path_factory.mktemp("enc"))
     return _ocr_module().OcrEncoder(folder, hf_dir=cpu_model_dir)
 
 
 def test_ocr_encoder_rows_are_the_llm_embeddings_of_the_text(ocr_encoder, cpu_model_dir):
-    from app.preprocess import pixel_batch
-    from setup.families import get_family
+    from app.vision.preprocess import pixel_batch
+    from setup.catalog.families import get_family
 
     image = Image.new("RGB", (900, 200), "white")
     ImageDraw.Draw(image).text((20, 60), "The secret code is 4711", fill="black", font=ImageFont.load_default(size=64))
@@ -314,8 +314,8 @@ def test_pixels_round_trip_to_uint8():
 
 
 def test_cpu_encoder_folder_matches_the_family(tmp_path):
-    from setup.cpu_encoder import build_cpu_encoder
-    from setup.families import get_family
+    from setup.catalog.families import get_family
+    from setup.cpu.encoder import build_cpu_encoder
 
     folder = build_cpu_encoder(get_family("cpu-ocr"), 2, 576, root=tmp_path)
     config = json.loads((folder / "config.json").read_text())

@@ -12,8 +12,8 @@ import httpx
 import pytest
 from starlette.requests import Request
 
-from app.context import AppConfig, AppContext
-from app.openai_api import OpenAIApi
+from app.api.openai_routes import OpenAIApi
+from app.chat.context import AppConfig, AppContext
 
 pytestmark = pytest.mark.integration
 

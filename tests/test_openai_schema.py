@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from app.constants import MAX_IMAGE_BYTES
-from app.errors import InvalidImage, InvalidRequest
-from app.openai_schema import ChunkWriter, completion_body, models_body, parse_chat_request
+from app.api.openai_schema import ChunkWriter, completion_body, models_body, parse_chat_request
+from app.core.constants import MAX_IMAGE_BYTES
+from app.core.errors import InvalidImage, InvalidRequest
 
 SERVED = "tensorrt_llm_bls"
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 16).decode()

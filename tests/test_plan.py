@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from setup import build_messages as M
-from setup.plan import PlanError, make_plan
-from setup.plan_config import ConfigError, PlanConfig
+from setup.catalog import messages as M
+from setup.plan.config import ConfigError, PlanConfig
+from setup.plan.planner import PlanError, make_plan
 from tests.build_standins import (
     CONVERT,
     LORA_CONVERT,
@@ -317,7 +317,7 @@ def test_path_and_name_messages(tmp_path):
 
 
 def sorted_ids():
-    from setup.build_catalogue import families
+    from setup.catalog.builds import families
 
     return list(families())
 

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from app.preprocess import pixel_batch, preprocess_image, resize_image
-from setup.families import families, get_family
+from app.vision.preprocess import pixel_batch, preprocess_image, resize_image
+from setup.catalog.families import families, get_family
 
 CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 CLIP_STD = (0.26862954, 0.26130258, 0.27577711)

@@ -1,6 +1,6 @@
 import pytest
 
-from app.prompts import PromptBuilder, message_text
+from app.chat.prompts import PromptBuilder, message_text
 
 HISTORY = [
     {"role": "user", "content": "Hi"},

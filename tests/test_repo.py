@@ -5,7 +5,13 @@ import yaml
 from tritonclient.grpc import model_config_pb2
 
 from setup.paths import TEMPLATES_DIR
-from setup.repo import DeploymentConfig, RepoError, parameter_specs, parse_model_config, write_repository
+from setup.repo.writer import (
+    DeploymentConfig,
+    RepoError,
+    parameter_specs,
+    parse_model_config,
+    write_repository,
+)
 
 MODELS = {"ensemble", "preprocessing", "postprocessing", "tensorrt_llm", "tensorrt_llm_bls"}
 
@@ -16,7 +22,7 @@ def gpu_config(**parameters) -> DeploymentConfig:
 
 
 def test_every_template_placeholder_is_documented():
-    from setup.fill import placeholders
+    from setup.repo.fill import placeholders
 
     specs = parameter_specs()
     for config in (TEMPLATES_DIR / "inflight_batcher_llm").glob("*/config.pbtxt"):

@@ -20,14 +20,14 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from app.client import SamplingParams
-from app.constants import (
+from app.core.constants import (
     MAX_CONVERSATION_CHARS,
     MAX_PROMPT_CHARS,
     MSG_CONVERSATION_TOO_LONG,
 )
+from app.triton.client import SamplingParams
 from benchmarks.harness import free_port, pacing_server
-from setup.bench_repo import PACING_MODEL, PacingSpec
+from setup.cpu.pacing import PACING_MODEL, PacingSpec
 
 FOREIGN = "http://evil.example"
 PROMPT = {"role": "user", "content": "What is the capital of France?"}
@@ -194,7 +194,7 @@ def test_gradio_api_has_no_route_around_its_queue(app_url):
 
 @pytest.mark.integration
 def test_gradio_routes_refuse_bodies_over_their_limit(app_url):
-    from app.constants import MAX_REQUEST_BODY_BYTES
+    from app.core.constants import MAX_REQUEST_BODY_BYTES
 
     raw = b'{"data": ["' + b"x" * MAX_REQUEST_BODY_BYTES + b'"]}'
     for path in ("gradio_api/call/generate", "gradio_api/queue/join"):
@@ -204,8 +204,8 @@ def test_gradio_routes_refuse_bodies_over_their_limit(app_url):
 
 def test_chat_panel_history_is_bounded_before_anything_is_sent():
     """The chat panel passes its whole history: over the bound, the reply says so (no server is asked)."""
-    from app.chat_logic import stream_reply
-    from app.context import AppConfig, AppContext
+    from app.chat.context import AppConfig, AppContext
+    from app.chat.turns import stream_reply
 
     ctx = AppContext(AppConfig(triton_url=f"127.0.0.1:{free_port()}"))
     history = [{"role": "user" if i % 2 == 0 else "assistant", "content": "z" * 30_000} for i in range(4)]
@@ -215,9 +215,9 @@ def test_chat_panel_history_is_bounded_before_anything_is_sent():
 
 
 def test_token_count_uses_the_engines_max_input_len(tmp_path):
-    from app.chat_logic import check_prompt_tokens, engine_input_limit, input_token_limit
-    from app.context import AppConfig, AppContext
-    from app.errors import InputTooLong
+    from app.chat.context import AppConfig, AppContext
+    from app.chat.turns import check_prompt_tokens, engine_input_limit, input_token_limit
+    from app.core.errors import InputTooLong
 
     (tmp_path / "config.json").write_text(json.dumps({"build_config": {"max_input_len": 10}}))
     assert engine_input_limit(tmp_path) == 10 and engine_input_limit(tmp_path / "nope") is None
@@ -244,8 +244,8 @@ def pacing(tmp_path):
 
 
 def serve(triton_url: str, guard: dict | None = None, **config):
-    from app.context import AppConfig, AppContext
-    from app.ui import launch
+    from app.chat.context import AppConfig, AppContext
+    from app.web.ui import launch
 
     port = free_port()
     ctx = AppContext(AppConfig(triton_url=triton_url, port=port, **{"model": PACING_MODEL, **config}))
@@ -303,7 +303,7 @@ def test_gradio_jobs_that_are_read_run_past_the_grace_time(pacing):
 
 @pytest.mark.integration
 def test_full_gradio_queue_answers_at_once_instead_of_growing(pacing):
-    from app.constants import QUEUE_SIZE_PER_SLOT
+    from app.core.constants import QUEUE_SIZE_PER_SLOT
 
     blocks, url = serve(pacing.grpc_url, concurrency=1)
     try:

@@ -15,12 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from setup import build_messages as M
-from setup.engine_registry import EngineRegistry, same_version
-from setup.jobs import INTERRUPTED, JobError, JobStore
-from setup.plan import Step, make_plan
-from setup.plan_config import PlanConfig
-from setup.preflight import (
+from setup.build.jobs import INTERRUPTED, JobError, JobStore
+from setup.build.registry import EngineRegistry, same_version
+from setup.build.runner import CANCELLED, DONE, FAILED, PENDING, SKIPPED, BuildState, Runner, parse_progress
+from setup.catalog import messages as M
+from setup.plan.config import PlanConfig
+from setup.plan.planner import Step, make_plan
+from setup.plan.preflight import (
     Gpu,
     host_available_bytes,
     memory_warnings,
@@ -28,7 +29,6 @@ from setup.preflight import (
     preflight,
     tool_warnings,
 )
-from setup.run import CANCELLED, DONE, FAILED, PENDING, SKIPPED, BuildState, Runner, parse_progress
 from tests.build_standins import make_adapter, make_checkpoint, make_trtllm
 
 ROOT = Path(__file__).resolve().parent.parent

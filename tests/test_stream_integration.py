@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 
-from app.client import SamplingParams, TritonChatClient
-from app.errors import InputTooLong, ModelNotReady, ServerUnreachable
-from app.prompts import PromptBuilder
+from app.chat.prompts import PromptBuilder
+from app.core.errors import InputTooLong, ModelNotReady, ServerUnreachable
+from app.triton.client import SamplingParams, TritonChatClient
 from tests.conftest import free_port, run_in_threads
 
 pytestmark = pytest.mark.integration
@@ -42,7 +42,7 @@ def test_token_by_token_chunks_rebuild_multibyte_text(triton, cpu_model_dir):
     """The postprocessing model turns each token into exact bytes; the client's assembler joins them."""
     from transformers import AutoTokenizer
 
-    from app.textstream import IncrementalText
+    from app.triton.textstream import IncrementalText
 
     text = "Café naïve 3€ 😀 über"
     ids = AutoTokenizer.from_pretrained(cpu_model_dir).encode(text, add_special_tokens=False)

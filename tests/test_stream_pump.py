@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from app.errors import ServerUnreachable
-from app.stream_pump import DeltaPump
+from app.api.stream_pump import DeltaPump
+from app.core.errors import ServerUnreachable
 
 
 def run(coro):

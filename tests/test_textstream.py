@@ -1,4 +1,4 @@
-from app.textstream import IncrementalText
+from app.triton.textstream import IncrementalText
 
 TEXT = "Café ☕ costs 3€ 😀 ok"
 

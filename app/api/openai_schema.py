@@ -1,0 +1,352 @@
+"""OpenAI chat-completions requests in, the app's chat terms out; reply chunks back in OpenAI's shape.
+
+Pure functions, no server: `parse_chat_request` checks a request body and says what is wrong in one
+plain sentence (InvalidRequest), the way the chat panel does.
+
+Sampling follows OpenAI's meaning of the fields: temperature and top_p default to 1.0 (sampling),
+temperature 0 is greedy, and a request without `seed` gets a fresh one (TensorRT-LLM would otherwise
+repeat the same reply for the same prompt). `top_k` and `repetition_penalty` are accepted as
+extensions, as vLLM and trtllm-serve accept them, and so is `min_tokens`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+import secrets
+import time
+import uuid
+from dataclasses import dataclass, field, replace
+
+from app.adapters.registry import BASE_MODEL
+from app.chat.sampling import sampling_params
+from app.core.constants import (
+    API_MAX_MODEL_CHARS,
+    API_MAX_STOP_CHARS,
+    API_MAX_STOP_WORDS,
+    MAX_CONVERSATION_CHARS,
+    MAX_CONVERSATION_MESSAGES,
+    MAX_IMAGE_BYTES,
+    MAX_JSON_DEPTH,
+    MSG_API_BAD_BASE64,
+    MSG_API_BAD_CONTENT,
+    MSG_API_BAD_JSON,
+    MSG_API_BAD_PART,
+    MSG_API_BAD_ROLE,
+    MSG_API_BOOL,
+    MSG_API_LAST_NOT_USER,
+    MSG_API_MIN_TOKENS,
+    MSG_API_MODEL_NAME,
+    MSG_API_N,
+    MSG_API_NO_MESSAGES,
+    MSG_API_NOT_AN_OBJECT,
+    MSG_API_PENALTY,
+    MSG_API_REMOTE_IMAGE,
+    MSG_API_STOP,
+    MSG_API_STREAM_OPTIONS,
+    MSG_API_TOO_DEEP,
+    MSG_CONVERSATION_TOO_LONG,
+    MSG_CONVERSATION_TOO_MANY_MESSAGES,
+    MSG_IMAGE_TOO_LARGE_BYTES,
+    MSG_INVALID_TEXT,
+    SAMPLING_LIMITS,
+)
+from app.core.errors import InvalidImage, InvalidRequest
+from app.triton.client import SamplingParams
+
+ROLES = ("system", "user", "assistant")
+DATA_URL = re.compile(r"data:image/[A-Za-z0-9.+-]+;base64,(?P<data>.*)", re.S)
+SURROGATE = re.compile("[\ud800-\udfff]")  # a lone surrogate: text with no UTF-8 form
+OPENAI_DEFAULTS = {"temperature": 1.0, "top_p": 1.0}
+_MB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One chat-completions request in the app's terms."""
+
+    history: list[dict]  # [{role: user|assistant, content: str}], the last one from the user
+    system_prompt: str | None
+    images: list[bytes]  # of the last user message (earlier images are not re-sent, as in the chat panel)
+    params: SamplingParams
+    adapter: str | None  # None for the base model
+    model: str  # the name the caller used, echoed in replies
+    stream: bool = False
+    stop: list[str] = field(default_factory=list)
+    include_usage: bool = False  # stream_options.include_usage: a last chunk with the token count
+    min_tokens: int = 0  # extension (as vLLM): no end-of-sequence before this many tokens
+
+
+def _flag(body: dict, name: str) -> bool:
+    value = body.get(name, False)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise InvalidRequest(MSG_API_BOOL.format(name=name))
+    return value
+
+
+def _image_bytes(url: object, index: int, decode: bool = True) -> bytes:
+    if isinstance(url, dict):
+        url = url.get("url")
+    match = DATA_URL.fullmatch(url.strip()) if isinstance(url, str) else None
+    if match is None:
+        raise InvalidRequest(MSG_API_REMOTE_IMAGE.format(index=index))
+    data = match.group("data")
+    if len(data) * 3 // 4 > MAX_IMAGE_BYTES + 3:  # refuse before decoding
+        raise InvalidImage(MSG_IMAGE_TOO_LARGE_BYTES.format(name=f"messages[{index}]'s image",
+                                                            size_mb=len(data) * 3 / 4 / _MB,
+                                                            limit_mb=MAX_IMAGE_BYTES / _MB))
+    if not decode:  # an earlier message's image: checked, but not sent (so not decoded)
+        return b""
+    try:
+        return base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        raise InvalidRequest(MSG_API_BAD_BASE64.format(index=index)) from None
+
+
+def _content(message: dict, index: int, decode: bool = True) -> tuple[str, list[bytes]]:
+    """Text and image bytes of one message's content (a string or a list of parts); images are decoded
+    only with `decode`."""
+    content = message.get("content")
+    if content is None or isinstance(content, str):
+        return content or "", []
+    if not isinstance(content, list):
+        raise InvalidRequest(MSG_API_BAD_CONTENT.format(index=index))
+    texts, images = [], []
+    for number, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, dict) else type(part).__name__
+        if kind == "text" and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        elif kind == "image_url":
+            images.append(_image_bytes(part.get("image_url"), index, decode))
+        else:
+            raise InvalidRequest(MSG_API_BAD_PART.format(index=index, part=number, kind=kind))
+    return "\n".join(texts), images
+
+
+def _text_chars(message: object) -> int:
+    """Characters of a message's text (its string content or its text parts); 0 for what is not text."""
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return len(content)
+    if isinstance(content, list):
+        return sum(len(part["text"]) for part in content
+                   if isinstance(part, dict) and isinstance(part.get("text"), str))
+    return 0
+
+
+def check_conversation_size(messages: list) -> None:
+    """Refuse a conversation over the app's bounds before any of it is processed."""
+    if len(messages) > MAX_CONVERSATION_MESSAGES:
+        raise InvalidRequest(MSG_CONVERSATION_TOO_MANY_MESSAGES.format(count=len(messages),
+                                                                       limit=MAX_CONVERSATION_MESSAGES))
+    chars = sum(map(_text_chars, messages))
+    if chars > MAX_CONVERSATION_CHARS:
+        raise InvalidRequest(MSG_CONVERSATION_TOO_LONG.format(chars=chars, limit=MAX_CONVERSATION_CHARS))
+
+
+def _conversation(messages: object) -> tuple[list[dict], str | None, list[bytes]]:
+    if not isinstance(messages, list) or not messages:
+        raise InvalidRequest(MSG_API_NO_MESSAGES)
+    check_conversation_size(messages)
+    history, system, images = [], [], []
+    last = len(messages) - 1
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise InvalidRequest(MSG_API_NO_MESSAGES)
+        role = message.get("role")
+        if role not in ROLES:
+            raise InvalidRequest(MSG_API_BAD_ROLE.format(index=index, role=role))
+        text, images = _content(message, index, decode=index == last)  # only the last message's images are sent
+        if role == "system":
+            system.append(text)
+        else:
+            history.append({"role": role, "content": text})
+    if messages[-1].get("role") != "user":
+        raise InvalidRequest(MSG_API_LAST_NOT_USER)
+    return history, "\n".join(system) if system else None, images
+
+
+def _include_usage(body: dict) -> bool:
+    options = body.get("stream_options")
+    if options is None:
+        return False
+    if not isinstance(options, dict):
+        raise InvalidRequest(MSG_API_STREAM_OPTIONS)
+    return _flag(options, "include_usage")
+
+
+def _min_tokens(body: dict, params: SamplingParams) -> int:
+    value = body.get("min_tokens")
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= params.max_tokens:
+        raise InvalidRequest(MSG_API_MIN_TOKENS.format(value=value, limit=params.max_tokens))
+    return value
+
+
+def _stop_words(value: object) -> list[str]:
+    if value is None:
+        return []
+    words = [value] if isinstance(value, str) else value
+    if not isinstance(words, list) or len(words) > API_MAX_STOP_WORDS or not all(
+            isinstance(w, str) and 0 < len(w) <= API_MAX_STOP_CHARS for w in words):
+        raise InvalidRequest(MSG_API_STOP.format(limit=API_MAX_STOP_WORDS, chars=API_MAX_STOP_CHARS))
+    return list(words)
+
+
+def _sampling(body: dict) -> SamplingParams:
+    for name in ("frequency_penalty", "presence_penalty"):
+        if body.get(name) not in (None, 0, 0.0):
+            raise InvalidRequest(MSG_API_PENALTY.format(name=name))
+    if body.get("n") not in (None, 1):
+        raise InvalidRequest(MSG_API_N)
+    raw = {name: body[name] for name in ("top_k", "repetition_penalty", "seed") if body.get(name) is not None}
+    raw["max_tokens"] = next((body[k] for k in ("max_completion_tokens", "max_tokens") if body.get(k) is not None),
+                             SAMPLING_LIMITS["max_tokens"][0])
+    for name, default in OPENAI_DEFAULTS.items():
+        raw[name] = default if body.get(name) is None else body[name]
+    if "seed" not in raw:
+        raw["seed"] = secrets.randbelow(2**31)
+    greedy = raw["temperature"] == 0 and not isinstance(raw["temperature"], bool)
+    if greedy:
+        raw["temperature"] = 1.0
+    params = sampling_params(**raw)  # checks every value the caller sent
+    # TensorRT-LLM has no temperature 0: greedy is top_k 1 (and no top_p)
+    return replace(params, top_k=1, top_p=0.0) if greedy else params
+
+
+def model_is_base(model: str, served_model: str) -> bool:
+    """Whether the `model` a caller named means the base model (no adapter)."""
+    return model in ("", served_model, BASE_MODEL)
+
+
+def parse_chat_request(body: object, served_model: str) -> ChatRequest:
+    """Check an OpenAI chat-completions body; InvalidRequest with a plain message when it is wrong."""
+    if not isinstance(body, dict):
+        raise InvalidRequest(MSG_API_NOT_AN_OBJECT)
+    model = body.get("model") or ""
+    if not isinstance(model, str):
+        raise InvalidRequest(MSG_API_NOT_AN_OBJECT)
+    if len(model) > API_MAX_MODEL_CHARS:
+        raise InvalidRequest(MSG_API_MODEL_NAME.format(limit=API_MAX_MODEL_CHARS))
+    history, system, images = _conversation(body.get("messages"))
+    params = _sampling(body)
+    return ChatRequest(
+        history=history, system_prompt=system, images=images, params=params, min_tokens=_min_tokens(body, params),
+        adapter=None if model_is_base(model, served_model) else model, model=model or served_model,
+        stream=_flag(body, "stream"), stop=_stop_words(body.get("stop")), include_usage=_include_usage(body),
+    )
+
+
+def _field(path: tuple) -> str:
+    """How a message names the place of a value in the body: 'message' for anything in messages."""
+    if not path or path[0] == "messages" or not isinstance(path[0], str):
+        return "message"
+    return str(path[0]).replace("_", " ")
+
+
+def check_json_values(body: object, max_depth: int = MAX_JSON_DEPTH) -> None:
+    """Refuse a parsed body that nests deeper than `max_depth` or holds text with no UTF-8 form (a lone
+    surrogate such as "\\ud800", which JSON can spell but nothing later can encode). Walks without recursion."""
+    stack: list[tuple[object, int, tuple]] = [(body, 1, ())]
+    while stack:
+        value, depth, path = stack.pop()
+        if isinstance(value, str):
+            bad = SURROGATE.search(value)
+            if bad is not None:
+                raise InvalidRequest(MSG_INVALID_TEXT.format(field=_field(path), position=bad.start()))
+            continue
+        if not isinstance(value, dict | list):
+            continue
+        if depth > max_depth:
+            raise InvalidRequest(MSG_API_TOO_DEEP.format(limit=max_depth))
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, item in items:
+            bad = SURROGATE.search(key) if isinstance(key, str) else None
+            if bad is not None:
+                raise InvalidRequest(MSG_INVALID_TEXT.format(field="name of a field", position=bad.start()))
+            stack.append((item, depth + 1, path or (key,)))
+
+
+def parse_json_body(raw: bytes) -> object:
+    """The request body as JSON, checked by `check_json_values`; InvalidRequest with a plain message."""
+    try:
+        body = json.loads(raw)
+    except RecursionError:
+        raise InvalidRequest(MSG_API_TOO_DEEP.format(limit=MAX_JSON_DEPTH)) from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidRequest(MSG_API_BAD_JSON.format(detail=str(exc).split(":")[0])) from None
+    check_json_values(body)
+    return body
+
+
+def error_body(message: str, kind: str = "invalid_request_error") -> dict:
+    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+
+
+class ChunkWriter:
+    """Server-sent events of one streamed reply, in OpenAI's chat.completion.chunk shape.
+
+    Each event's JSON is made once as a template; a text chunk only encodes its own text."""
+
+    def __init__(self, model: str):
+        self.id = f"chatcmpl-{uuid.uuid4().hex}"
+        self.created = int(time.time())
+        self.model = model
+        head = json.dumps({"id": self.id, "object": "chat.completion.chunk", "created": self.created,
+                           "model": model})[:-1]
+        self._text_head = "data: " + head + ', "choices": [{"index": 0, "delta": {"content": '
+        self._text_tail = '}, "finish_reason": null}]}\n\n'
+        self._head = head
+
+    def role(self) -> str:
+        return self._event({"role": "assistant", "content": ""}, None)
+
+    def text(self, delta: str) -> str:
+        return self._text_head + json.dumps(delta) + self._text_tail
+
+    def finish(self, reason: str) -> str:
+        return self._event({}, reason)
+
+    def usage(self, completion_tokens: int) -> str:
+        """The last chunk when the caller asked for stream_options.include_usage (no choices)."""
+        return f"data: {self._head}, \"choices\": [], \"usage\": {json.dumps(usage_body(completion_tokens))}}}\n\n"
+
+    def error(self, message: str, kind: str = "server_error") -> str:
+        return "data: " + json.dumps(error_body(message, kind)) + "\n\n"
+
+    @staticmethod
+    def done() -> str:
+        return "data: [DONE]\n\n"
+
+    def _event(self, delta: dict, reason: str | None) -> str:
+        choices = json.dumps([{"index": 0, "delta": delta, "finish_reason": reason}])
+        return f"data: {self._head}, \"choices\": {choices}}}\n\n"
+
+
+def usage_body(completion_tokens: int) -> dict:
+    """Generated tokens only: the app sends text to the server, which counts the prompt's tokens itself."""
+    return {"completion_tokens": completion_tokens}
+
+
+def completion_body(model: str, text: str, reason: str, completion_tokens: int) -> dict:
+    """A whole (non-streamed) chat.completion."""
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": reason}],
+        "usage": usage_body(completion_tokens),
+    }
+
+
+def models_body(served_model: str, adapters: list[str]) -> dict:
+    """GET /v1/models: the base model under its Triton name, then one entry per adapter."""
+    created = int(time.time())
+    entries = [{"id": served_model, "object": "model", "created": created, "owned_by": "triton"}]
+    entries += [{"id": name, "object": "model", "created": created, "owned_by": "lora", "parent": served_model}
+                for name in adapters]
+    return {"object": "list", "data": entries}

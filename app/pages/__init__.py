@@ -1,1 +1,0 @@
-"""One module per tab; each exposes build(ctx) and can be launched alone."""

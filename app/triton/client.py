@@ -1,0 +1,381 @@
+"""Streaming chat client for a Triton TensorRT-LLM deployment (ensemble or tensorrt_llm_bls).
+
+The client reads the deployed model's config from the server and sends only the inputs that model
+declares, in the declared data types, so one client serves several backend versions (for example
+`random_seed` before 1.0 and `seed` after). Streams are cancelled on the server, not just dropped.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+import grpc
+import numpy as np
+import tritonclient.grpc as grpcclient
+from tritonclient.grpc._infer_result import InferResult
+from tritonclient.utils import InferenceServerException
+
+from app.core.constants import (
+    DEFAULT_MODEL,
+    MSG_INVALID_TEXT,
+    SAMPLING_LIMITS,
+    SERVER_CHECK_TIMEOUT,
+    STREAM_STALL_SECONDS,
+)
+from app.core.errors import (
+    Cancelled,
+    ChatError,
+    InvalidRequest,
+    ModelNotReady,
+    ServerUnreachable,
+    StreamStalled,
+    parse_error,
+)
+from app.triton import transport as grpc_stream
+from app.triton.textstream import IncrementalText
+
+NUMPY_TYPES = {
+    "TYPE_BOOL": np.bool_, "TYPE_UINT8": np.uint8, "TYPE_INT32": np.int32, "TYPE_INT64": np.int64,
+    "TYPE_UINT64": np.uint64, "TYPE_FP16": np.float16, "TYPE_FP32": np.float32, "TYPE_STRING": np.object_,
+}
+# Names an input has had across backend versions; the first one the model declares is used.
+ALIASES = {"random_seed": ("random_seed", "seed"), "min_length": ("min_length", "min_tokens")}
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """Generation settings; validated before any network call."""
+
+    max_tokens: int = SAMPLING_LIMITS["max_tokens"][0]
+    temperature: float = SAMPLING_LIMITS["temperature"][0]
+    top_k: int = SAMPLING_LIMITS["top_k"][0]
+    top_p: float = SAMPLING_LIMITS["top_p"][0]
+    repetition_penalty: float = SAMPLING_LIMITS["repetition_penalty"][0]
+    seed: int = SAMPLING_LIMITS["seed"][0]
+
+    def __post_init__(self) -> None:
+        for name, (_, low, high) in SAMPLING_LIMITS.items():
+            value = getattr(self, name)
+            if value is None or not low <= value <= high:
+                raise InvalidRequest(f"{name.replace('_', ' ')} must be between {low} and {high}, got {value}.")
+
+    def as_inputs(self) -> dict[str, object]:
+        return {
+            "max_tokens": int(self.max_tokens), "temperature": float(self.temperature),
+            "top_k": int(self.top_k), "top_p": float(self.top_p),
+            "repetition_penalty": float(self.repetition_penalty), "random_seed": int(self.seed),
+        }
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What the client needs to know about a deployed model, read from its config."""
+
+    name: str
+    inputs: Mapping[str, tuple[str, tuple[int, ...]]]
+    decoupled: bool
+    accumulated_text: bool
+    parameters: Mapping[str, str] = field(default_factory=dict)
+    engine_model: str | None = None  # for an ensemble: the step that takes a `stop` request
+
+    @classmethod
+    def from_config(cls, config: dict) -> ModelInfo:
+        params = {k: v.get("string_value", "") for k, v in config.get("parameters", {}).items()}
+        inputs = {i["name"]: (i["data_type"], tuple(int(d) for d in i.get("dims", []))) for i in config.get("input", [])}
+        steps = config.get("ensemble_scheduling", {}).get("step", [])
+        return cls(
+            name=config["name"],
+            inputs=inputs,
+            decoupled=bool(config.get("model_transaction_policy", {}).get("decoupled", False)),
+            accumulated_text=params.get("accumulate_tokens", "").lower() in ("true", "1"),
+            parameters=params,
+            engine_model=next((step["model_name"] for step in steps if step["model_name"] == "tensorrt_llm"), None),
+        )
+
+    def resolve(self, name: str) -> str | None:
+        """The input name this model uses for `name`, or None when it has no such input."""
+        for candidate in ALIASES.get(name, (name,)):
+            if candidate in self.inputs:
+                return candidate
+        return None
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    live: bool
+    model_ready: bool
+    version: str = ""
+    detail: str = ""
+
+
+def _utf8(name: str, text: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # lone surrogates (e.g. "\ud800" in JSON) have no UTF-8 form
+        field = "message" if name == "text_input" else name.replace("_", " ")
+        raise InvalidRequest(MSG_INVALID_TEXT.format(field=field, position=exc.start)) from None
+
+
+def _tensor(name: str, value: object, data_type: str) -> grpcclient.InferInput:
+    dtype = NUMPY_TYPES.get(data_type)
+    if dtype is None:
+        raise InvalidRequest(f"Input {name} has a data type this client cannot send ({data_type}).")
+    if isinstance(value, np.ndarray):
+        array = value.astype(dtype, copy=False)
+    elif dtype is np.object_:
+        items = value if isinstance(value, list | tuple) else [value]
+        array = np.array([[_utf8(name, v) if isinstance(v, str) else v for v in items]], dtype=np.object_)
+    else:
+        array = np.array([[value]], dtype=dtype)
+    tensor = grpcclient.InferInput(name, list(array.shape), data_type.removeprefix("TYPE_").replace("STRING", "BYTES"))
+    tensor.set_data_from_numpy(array)
+    return tensor
+
+
+class TokenStream:
+    """One streaming request: iterate for text deltas; `cancel()` stops it on the server.
+
+    Responses are read from gRPC by the iterating thread itself (app.triton.transport); a watchdog
+    cancels the call when nothing arrives for `stall_timeout` seconds, and iteration then raises
+    StreamStalled.
+    """
+
+    def __init__(self, url: str, info: ModelInfo, inputs: list, stall_timeout: float):
+        self._url = url
+        self._engine_model = info.engine_model
+        self.request_id = f"chat-{uuid.uuid4().hex[:16]}"
+        self.text = ""
+        self.first_token_at: float | None = None
+        self.started_at = time.monotonic()
+        self.responses = 0
+        self.chunks = 0  # responses that carried new text: one per generated token when streaming
+        self.cancelled = False
+        self.stall_timeout = stall_timeout
+        self._stalled = False
+        self._last = self.started_at
+        self._assembler = IncrementalText(accumulated=info.accumulated_text)
+        self._lock = threading.Lock()
+        self._closed = False
+        self._done = threading.Event()
+        self._responses = None
+        try:
+            self._responses = grpc_stream.open_stream(url, info.name, inputs, self.request_id, self._done)
+        except grpc.RpcError as exc:
+            self._close(cancel=True)
+            raise self._error(exc) from None
+        grpc_stream.WATCHDOG.watch(self)
+
+    def __iter__(self) -> Iterator[str]:
+        return self
+
+    def __next__(self) -> str:
+        while True:
+            if self._stalled:
+                raise self._stall_error()
+            if self.cancelled or self._closed:
+                raise StopIteration
+            try:
+                response = next(self._responses)
+            except StopIteration:  # the server ended the call without a final response
+                self._close(cancel=False)
+                raise
+            except grpc.RpcError as exc:
+                self._close(cancel=True)
+                if self.cancelled:
+                    raise StopIteration from None
+                if self._stalled:
+                    raise self._stall_error() from None
+                raise self._error(exc) from None
+            self._last = time.monotonic()
+            if response.error_message:
+                self._close(cancel=True)
+                if self.cancelled:
+                    raise StopIteration
+                raise parse_error(response.error_message)
+            self.responses += 1
+            result = InferResult(response.infer_response)
+            final = response.infer_response.parameters.get("triton_final_response")
+            chunk = result.as_numpy("text_output")
+            delta = ""
+            if chunk is not None and chunk.size:
+                delta = self._assembler.feed(chunk.reshape(-1)[0])
+            if delta:
+                self.chunks += 1
+                if self.first_token_at is None:
+                    self.first_token_at = time.monotonic()
+            if final is not None and final.bool_param:
+                delta += self._assembler.finish()
+                self.text = self._assembler.text
+                self._close(cancel=False)
+                if delta:
+                    return delta
+                raise StopIteration
+            if delta:
+                self.text = self._assembler.text
+                return delta
+
+    def _stall_error(self) -> StreamStalled:
+        return StreamStalled(f"No reply from the server for {self.stall_timeout:.0f} s; the request was cancelled.")
+
+    def _error(self, exc: grpc.RpcError) -> ChatError:
+        error = parse_error(grpc_stream.rpc_error_text(exc))
+        if isinstance(error, ServerUnreachable):
+            grpc_stream.drop_channel(self._url)  # reconnect from scratch next time
+        return error
+
+    def idle_since(self) -> float:
+        """When the last response arrived (for the stall watchdog)."""
+        return self._last
+
+    def on_stall(self) -> None:
+        """Called by the watchdog: end the call; the iterating thread raises StreamStalled."""
+        if not self._closed:
+            self._stalled = True
+            self._close(cancel=True)
+
+    def cancel(self) -> None:
+        """Cancel the request on the server (the engine stops generating) and end iteration.
+
+        gRPC cancellation reaches a BLS model, but Triton does not pass it on to the steps of an
+        ensemble; there the engine gets a `stop` request with the same request id (the id is
+        propagated to ensemble steps), as the TensorRT-LLM backend documents.
+        """
+        if self._closed or self.cancelled:
+            return
+        self.cancelled = True
+        self._close(cancel=True)
+        if self._engine_model:
+            send_stop(self._url, self._engine_model, self.request_id)
+
+    def _close(self, cancel: bool) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._done.set()  # the request side closes; with cancel the call ends on the server too
+        grpc_stream.WATCHDOG.forget(self)
+        if cancel and self._responses is not None:
+            try:
+                self._responses.cancel()
+            except Exception:  # noqa: BLE001 - closing a broken stream must not raise
+                pass
+
+    @property
+    def time_to_first_token(self) -> float | None:
+        return None if self.first_token_at is None else self.first_token_at - self.started_at
+
+    def __del__(self) -> None:
+        if hasattr(self, "_done"):
+            self._close(cancel=True)
+
+
+def send_stop(url: str, engine_model: str, request_id: str, timeout: float = 5.0) -> bool:
+    """Ask the engine model to stop request `request_id`; True when the engine answered."""
+    answered: queue.Queue = queue.Queue()
+    client = grpcclient.InferenceServerClient(url)
+    inputs = [
+        _tensor("input_ids", np.zeros((1, 1), dtype=np.int32), "TYPE_INT32"),
+        _tensor("input_lengths", np.zeros((1, 1), dtype=np.int32), "TYPE_INT32"),
+        _tensor("request_output_len", np.zeros((1, 1), dtype=np.int32), "TYPE_INT32"),
+        _tensor("stop", np.ones((1, 1), dtype=np.bool_), "TYPE_BOOL"),
+    ]
+    try:
+        client.start_stream(callback=lambda result, error: answered.put(error is None))
+        client.async_stream_infer(engine_model, inputs, request_id=request_id)
+        return answered.get(timeout=timeout)
+    except (queue.Empty, InferenceServerException):
+        return False
+    finally:
+        try:
+            client.stop_stream()
+            client.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+class TritonChatClient:
+    """Talks to one Triton server and one text model (`tensorrt_llm_bls` or `ensemble`)."""
+
+    def __init__(self, url: str, model: str = DEFAULT_MODEL, stall_timeout: float = STREAM_STALL_SECONDS):
+        self.url = url
+        self.model = model
+        self.stall_timeout = stall_timeout
+        self._info: dict[str, ModelInfo] = {}
+
+    def _admin(self) -> grpcclient.InferenceServerClient:
+        return grpcclient.InferenceServerClient(self.url)
+
+    def status(self) -> ServerStatus:
+        client = self._admin()
+        try:
+            live = client.is_server_live(client_timeout=SERVER_CHECK_TIMEOUT)
+            version = client.get_server_metadata(client_timeout=SERVER_CHECK_TIMEOUT).version
+            ready = client.is_model_ready(self.model, client_timeout=SERVER_CHECK_TIMEOUT)
+            return ServerStatus(live=live, model_ready=ready, version=version)
+        except InferenceServerException as exc:
+            return ServerStatus(live=False, model_ready=False, detail=str(parse_error(exc.message())))
+        finally:
+            client.close()
+
+    def model_config(self, model: str) -> dict:
+        client = self._admin()
+        try:
+            return client.get_model_config(model, as_json=True, client_timeout=SERVER_CHECK_TIMEOUT)["config"]
+        except InferenceServerException as exc:
+            raise parse_error(exc.message()) from None
+        finally:
+            client.close()
+
+    def model_info(self, refresh: bool = False) -> ModelInfo:
+        if refresh or self.model not in self._info:
+            self._info[self.model] = ModelInfo.from_config(self.model_config(self.model))
+        return self._info[self.model]
+
+    def forget(self) -> None:
+        """Drop cached model configs (after a server restart or redeploy)."""
+        self._info.clear()
+
+    def build_inputs(self, prompt: str, params: SamplingParams, extra: Mapping[str, object] | None = None,
+                     info: ModelInfo | None = None) -> list:
+        """Request tensors for the inputs this model declares; required inputs must be present."""
+        info = info or self.model_info()
+        values: dict[str, object] = {"text_input": prompt, "stream": True, **params.as_inputs(), **(extra or {})}
+        if not info.decoupled:
+            raise ModelNotReady(
+                f"Model '{info.name}' is not decoupled, so it cannot stream; redeploy it with decoupled_mode: true."
+            )
+        tensors = []
+        for name, value in values.items():
+            if value is None:
+                continue
+            target = info.resolve(name)
+            if target is None:
+                continue
+            tensors.append(_tensor(target, value, info.inputs[target][0]))
+        return tensors
+
+    def stream(self, prompt: str, params: SamplingParams, extra: Mapping[str, object] | None = None) -> TokenStream:
+        """Start one streaming request; iterate the result for text deltas."""
+        if not prompt:
+            raise InvalidRequest("The prompt is empty.")
+        info = self.model_info()
+        try:
+            return TokenStream(self.url, info, self.build_inputs(prompt, params, extra, info), self.stall_timeout)
+        except ChatError:
+            raise
+        except InferenceServerException as exc:
+            raise parse_error(exc.message()) from None
+
+    def generate(self, prompt: str, params: SamplingParams, extra: Mapping[str, object] | None = None) -> str:
+        """Stream to completion and return the whole reply."""
+        stream = self.stream(prompt, params, extra)
+        for _ in stream:
+            pass
+        if stream.cancelled:
+            raise Cancelled("The request was cancelled.")
+        return stream.text

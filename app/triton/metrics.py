@@ -1,0 +1,153 @@
+"""Triton's Prometheus metrics: read the text format, keep a short history, derive rates for charts."""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections import deque
+from dataclasses import dataclass, field
+
+from app.core.constants import MSG_METRICS_UNREACHABLE
+
+_LINE = re.compile(r'^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{(.*)\})?\s+(\S+)')
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+DEFAULT_METRICS_PORT = 8002
+
+
+class MetricsError(RuntimeError):
+    """The metrics endpoint cannot be read; the message says where and why."""
+
+
+def metrics_url_for(triton_url: str, port: int = DEFAULT_METRICS_PORT) -> str:
+    """The metrics URL on the same host as a gRPC HOST:PORT address (Triton's default metrics port)."""
+    host = triton_url.rsplit(":", 1)[0] if ":" in triton_url else triton_url
+    return f"http://{host}:{port}/metrics"
+
+
+def parse_metrics(text: str) -> dict[tuple[str, frozenset], float]:
+    """Prometheus text exposition -> {(name, frozenset(labels)): value}; comments and junk skipped."""
+    out = {}
+    for line in text.splitlines():
+        match = _LINE.match(line)
+        if not match or line.startswith("#"):
+            continue
+        try:
+            value = float(match.group(3))
+        except ValueError:
+            continue
+        labels = frozenset(_LABEL.findall(match.group(2) or ""))
+        out[(match.group(1), labels)] = value
+    return out
+
+
+def fetch_metrics(url: str, timeout: float = 2.0) -> dict[tuple[str, frozenset], float]:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 - the configured metrics URL
+            return parse_metrics(response.read().decode("utf-8", "replace"))
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise MetricsError(MSG_METRICS_UNREACHABLE.format(url=url, detail=getattr(exc, "reason", exc))) from None
+
+
+def total(samples: dict, name: str, **labels: str) -> float | None:
+    """Sum of `name` over the series whose labels include `labels`; None when there is none."""
+    want = set(labels.items())
+    values = [v for (n, ls), v in samples.items() if n == name and want <= ls]
+    return sum(values) if values else None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One reading, reduced to what the Server page charts."""
+
+    at: float
+    success: float = 0.0
+    failure: float = 0.0
+    request_us: float = 0.0
+    queue_us: float = 0.0
+    pending: float | None = None
+    active: float | None = None  # nv_trt_llm_request_metrics{request_type="active"}
+    waiting: float | None = None
+    max_requests: float | None = None
+    kv_used: float | None = None  # nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="used"}
+    kv_max: float | None = None
+    kv_fraction: float | None = None
+    models: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, samples: dict, at: float | None = None) -> Snapshot:
+        kv = "nv_trt_llm_kv_cache_block_metrics"
+        req = "nv_trt_llm_request_metrics"
+        return cls(
+            at=time.monotonic() if at is None else at,
+            success=total(samples, "nv_inference_request_success") or 0.0,
+            failure=total(samples, "nv_inference_request_failure") or 0.0,
+            request_us=total(samples, "nv_inference_request_duration_us") or 0.0,
+            queue_us=total(samples, "nv_inference_queue_duration_us") or 0.0,
+            pending=total(samples, "nv_inference_pending_request_count"),
+            active=total(samples, req, request_type="active"),
+            waiting=total(samples, req, request_type="waiting"),
+            max_requests=total(samples, req, request_type="max"),
+            kv_used=total(samples, kv, kv_cache_block_type="used"),
+            kv_max=total(samples, kv, kv_cache_block_type="max"),
+            kv_fraction=total(samples, kv, kv_cache_block_type="fraction"),
+            models=tuple(sorted({dict(ls).get("model", "") for (n, ls) in samples
+                                 if n == "nv_inference_count"} - {""})),
+        )
+
+
+@dataclass
+class MetricsHistory:
+    """The last `size` snapshots of one metrics URL, read at most once per `min_interval` seconds
+    however many pages ask (every open browser tab ticks its own timer)."""
+
+    url: str
+    size: int = 90
+    min_interval: float = 1.0
+    snapshots: deque = field(default_factory=deque)
+    error: str | None = None
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+        self._read_at = 0.0
+
+    def refresh(self) -> None:
+        with self._lock:
+            now = time.monotonic()
+            if now - self._read_at < self.min_interval:
+                return
+            self._read_at = now
+            try:
+                self.snapshots.append(Snapshot.of(fetch_metrics(self.url), now))
+                self.error = None
+            except MetricsError as exc:
+                self.error = str(exc)
+            while len(self.snapshots) > self.size:
+                self.snapshots.popleft()
+
+    def series(self) -> list[dict]:
+        """Rows {t, metric, value} for the charts: t in seconds relative to the latest reading."""
+        with self._lock:
+            snaps = list(self.snapshots)
+        if not snaps:
+            return []
+        last = snaps[-1].at
+        rows = []
+        for before, after in zip(snaps, snaps[1:], strict=False):
+            t = round(after.at - last, 1)
+            span = max(after.at - before.at, 1e-6)
+            done = after.success - before.success
+            rows.append({"t": t, "metric": "requests/s", "value": done / span})
+            rows.append({"t": t, "metric": "avg latency ms", "value": (after.request_us - before.request_us) / done / 1000
+                         if done > 0 else 0.0})
+            rows.append({"t": t, "metric": "avg queue ms", "value": (after.queue_us - before.queue_us) / done / 1000
+                         if done > 0 else 0.0})
+        for snap in snaps:
+            t = round(snap.at - last, 1)
+            for metric, value in (("queued", snap.pending), ("in flight", snap.active), ("waiting", snap.waiting),
+                                  ("KV cache used %", None if snap.kv_fraction is None else snap.kv_fraction * 100)):
+                if value is not None:
+                    rows.append({"t": t, "metric": metric, "value": value})
+        return rows

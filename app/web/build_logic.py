@@ -1,0 +1,293 @@
+"""Logic of the Build page without Gradio: form fields and help, form -> plan, status rendering, access rule."""
+
+from __future__ import annotations
+
+import html
+import ipaddress
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from setup.build.jobs import JobStore
+from setup.build.registry import EngineRegistry, installed_trtllm_version
+from setup.catalog.builds import families, get_family, resolve_version
+from setup.plan.config import ConfigError, PlanConfig
+from setup.plan.planner import Plan, PlanError, make_plan, triton_support
+from setup.repo.writer import parameter_specs
+
+VERSIONS = ("0.11", "0.12", "0.15", "0.19")
+MSG_DISABLED = ("The Build page is disabled: the app listens on {host}, not only on this machine, and no "
+                "login is configured. Start it with authentication, or on 127.0.0.1.")
+MSG_NO_JOB = "No build yet: check the plan, then press Run."
+MSG_DEPLOY_NOT_SERVED = "Triton does not serve this family with these templates; nothing to write or launch."
+STATUS_ICONS = {"pending": "○", "running": "◐", "done": "●", "skipped": "◌ skipped", "failed": "✖", "cancelled": "■"}
+
+
+@dataclass(frozen=True)
+class TritonField:
+    """One Triton deployment parameter on the page: widget kind and choices; help comes from the YAML."""
+
+    name: str
+    label: str
+    kind: str  # choice | number | bool | text
+    choices: tuple[str, ...] = ()
+
+
+TRITON_FIELDS = (
+    TritonField("batching_strategy", "Batching strategy", "choice", ("inflight_fused_batching", "inflight_batching")),
+    TritonField("batch_scheduler_policy", "Batch scheduler policy", "choice",
+                ("guaranteed_no_evict", "max_utilization")),
+    TritonField("kv_cache_free_gpu_mem_fraction", "KV cache free GPU memory fraction", "number"),
+    TritonField("max_tokens_in_paged_kv_cache", "Max tokens in paged KV cache", "number"),
+    TritonField("max_attention_window_size", "Max attention window", "number"),
+    TritonField("enable_kv_cache_reuse", "KV cache reuse", "bool"),
+    TritonField("decoupled_mode", "Decoupled (streaming)", "bool"),
+    TritonField("max_queue_delay_microseconds", "Max queue delay (µs)", "number"),
+    TritonField("exclude_input_in_output", "Exclude input in output", "bool"),
+    TritonField("lora_cache_optimal_adapter_size", "LoRA cache optimal adapter size", "number"),
+    TritonField("lora_cache_max_adapter_size", "LoRA cache max adapter size", "number"),
+    TritonField("lora_cache_gpu_memory_fraction", "LoRA cache GPU memory fraction", "number"),
+    TritonField("lora_cache_host_memory_bytes", "LoRA cache host memory (bytes)", "number"),
+    TritonField("lora_prefetch_dir", "LoRA prefetch folder", "text"),
+    TritonField("preprocessing_instance_count", "Preprocessing instances", "number"),
+    TritonField("postprocessing_instance_count", "Postprocessing instances", "number"),
+    TritonField("bls_instance_count", "BLS instances", "number"),
+)
+DERIVED_NOTE = {"lora_cache_optimal_adapter_size", "lora_cache_max_adapter_size", "lora_cache_host_memory_bytes",
+                "lora_prefetch_dir"}
+
+
+def triton_field_help(name: str) -> str:
+    """What the parameter does and its default (from setup/data/repo_parameters.yaml)."""
+    spec = parameter_specs()[name]
+    default = "the backend's own" if spec.default is None else str(spec.default).lower() \
+        if isinstance(spec.default, bool) else str(spec.default)
+    text = f"{spec.help} Default: {default}."
+    if name in DERIVED_NOTE:
+        text += " Left empty, it is derived from the adapters folder."
+    return text
+
+
+def triton_field_default(name: str):
+    default = parameter_specs()[name].default
+    return default
+
+
+def access_allowed(host: str, auth) -> bool:
+    """The page works on loopback; anywhere else only with authentication configured."""
+    if auth:
+        return True
+    if host in ("localhost", ""):
+        return host == "localhost"
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def family_choices() -> list[tuple[str, str]]:
+    return [(f.name, f.id) for f in families().values()]
+
+
+def family_markdown(family_id: str, version: str) -> str:
+    """What the wizard shows about a family before anything runs, the Triton path first."""
+    try:
+        family, ver = get_family(family_id), resolve_version(version)
+    except (KeyError, ValueError) as exc:
+        return f"**{html.escape(str(exc))}**"
+    lines = [f"**Triton:** {triton_support(family, ver)}",
+             f"**Dtypes:** {', '.join(family.dtypes)}" + (f" — {family.raw['dtype_note']}"
+                                                          if family.raw.get("dtype_note") else "")]
+    if family.visual:
+        size = family.visual.get("image_size")
+        lines.append(f"**Images:** {family.tokens_per_image} tokens per image"
+                     + (f", {size[0]}x{size[1]}" if size else "")
+                     + f", visual builder type `{family.visual_model_type(ver.era.key)}`, up to {family.max_images} "
+                     "per request")
+    lines.append(f"**LoRA:** {'supported' if family.lora.get('supported') else 'not supported'}"
+                 + (f" — {family.lora['note']}" if family.lora.get("note") else ""))
+    lines.append(f"**Prompt:** `{family.raw.get('prompt_template', '')}`")
+    lines += [f"- {note}" for note in family.notes(ver)]
+    return "\n\n".join(lines)
+
+
+def family_defaults(family_id: str) -> dict:
+    """Form values a family starts with (its documented limits and default dtype)."""
+    family = get_family(family_id)
+    defaults = family.defaults
+    return {"dtype": family.default_dtype, "dtypes": family.dtypes,
+            "max_batch_size": defaults.get("max_batch_size"), "max_input_len": defaults.get("max_input_len"),
+            "max_seq_len": defaults.get("max_seq_len"), "max_num_images": defaults.get("max_num_images", 0),
+            "lora": bool(family.lora.get("supported"))}
+
+
+def form_to_config(form: dict, triton: dict) -> PlanConfig:
+    """Widget values -> PlanConfig; Triton values equal to their default are left out (the plan stays short)."""
+    specs = parameter_specs()
+    kept = {}
+    for name, value in triton.items():
+        if value is None or value == "":
+            continue
+        if isinstance(value, float) and value.is_integer() and name not in ("kv_cache_free_gpu_mem_fraction",
+                                                                            "lora_cache_gpu_memory_fraction"):
+            value = int(value)
+        if specs[name].default is not None and str(value).lower() == str(specs[name].default).lower():
+            continue
+        kept[name] = value
+    values = {k: v for k, v in form.items() if v is not None and v != ""}
+    return PlanConfig.from_mapping({**values, "triton": kept}, where="form")
+
+
+@dataclass
+class PlanView:
+    plan: Plan | None
+    shell: str
+    summary: str
+    problems: list[str]
+
+
+def plan_view(form: dict, triton: dict, preflight_fn=None) -> PlanView:
+    """The plan and what to show with it; problems instead when the form is not valid."""
+    try:
+        plan = make_plan(form_to_config(form, triton))
+    except (ConfigError, PlanError) as exc:
+        text = "\n".join(f"- ✖ {html.escape(p)}" for p in exc.problems)
+        return PlanView(None, "", f"**Fix these first:**\n\n{text}", exc.problems)
+    warnings = plan.warnings + (preflight_fn(plan) if preflight_fn else [])
+    lines = [f"- {html.escape(s)}" for s in plan.summary_lines()]
+    lines.append(f"- **Triton:** {html.escape(plan.triton_note)}")
+    lines += [f"- ⚠ {html.escape(w)}" for w in warnings]
+    return PlanView(plan, plan.to_shell(), "\n".join(lines), [])
+
+
+def export_script(plan: Plan, folder: Path | None = None) -> Path:
+    """Write the plan's shell script to a file for download."""
+    folder = Path(folder or tempfile.mkdtemp(prefix="build-plan-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"build-{plan.family.id}-{plan.version.text}.sh"
+    path.write_text(plan.to_shell())
+    path.chmod(0o755)
+    return path
+
+
+def _fmt_seconds(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 60}:{seconds % 60:02d}"
+
+
+def status_html(status: dict | None) -> str:
+    """Phase list with elapsed times and an overall progress bar."""
+    if not status:
+        return f"<p>{MSG_NO_JOB}</p>"
+    percent = round(100 * float(status.get("progress", 0)))
+    rows = []
+    for step in status.get("steps", []):
+        icon = STATUS_ICONS.get(step["status"], step["status"])
+        detail = f" — {html.escape(step['message'])}" if step.get("message") and step["status"] != "skipped" else ""
+        rows.append(f"<li class='step-{step['status']}' data-step='{html.escape(step['id'])}'>{icon} "
+                    f"{html.escape(step['title'])} <small>{_fmt_seconds(step.get('elapsed', 0))}</small>{detail}</li>")
+    message = f"<p class='job-message'>{html.escape(status['message'])}</p>" if status.get("message") else ""
+    return (f"<div class='build-status' data-status='{status['status']}'>"
+            f"<p><b>{html.escape(status['status'])}</b> · job {html.escape(status['id'])}</p>"
+            f"<progress max='100' value='{percent}' style='width:100%'></progress> <span>{percent}%</span>"
+            f"<ul style='list-style:none;padding-left:0'>{''.join(rows)}</ul>{message}</div>")
+
+
+def job_choices(store: JobStore) -> list[tuple[str, str]]:
+    return [(f"{r['id']} · {r['status']}", r["id"]) for r in store.list()]
+
+
+def registry_markdown(registry: EngineRegistry) -> str:
+    """Built engines with their staleness against the installed TensorRT-LLM."""
+    entries = registry.entries()
+    if not entries:
+        return "No engines built yet."
+    installed = installed_trtllm_version()
+    rows = ["| Engine | Family | TensorRT-LLM | Built | Status |", "|---|---|---|---|---|"]
+    for e in entries:
+        rows.append(f"| `{e.engine_dir}` | {e.family} | {e.trtllm_version} | {e.built_at} | "
+                    f"{registry.status(e, installed, probe=False)} |")
+    return "\n".join(rows)
+
+
+class Deployment:
+    """A Triton server started from the page (the plan's repository, or the CPU demo), run in a thread.
+
+    Stop while it is still starting wins: the server that comes up afterwards is stopped at once.
+    """
+
+    def __init__(self) -> None:
+        self.process = None
+        self.state = "stopped"
+        self.message = ""
+        self._lock = threading.Lock()
+        self._generation = 0  # bumped by stop(): a start begun before it is stale
+
+    def _start(self, prepare, generation: int) -> None:
+        try:
+            process = prepare()
+        except Exception as exc:  # noqa: BLE001 - shown on the page
+            with self._lock:
+                if generation == self._generation:
+                    self.state, self.message = "failed", str(exc)
+            return
+        with self._lock:
+            stale = generation != self._generation
+            if not stale:
+                self.process = process
+                self.state, self.message = "ready", f"Triton ready (gRPC 127.0.0.1:{process.opts.grpc_port})."
+        if stale:
+            process.stop()
+
+    def start(self, prepare) -> bool:
+        """Run `prepare()` (returns a ready TritonProcess) in the background; False if one is running."""
+        with self._lock:
+            if self.state == "starting" or (self.process is not None and self.process.is_running()):
+                return False
+            self.state, self.message = "starting", "Starting Triton..."
+            threading.Thread(target=self._start, args=(prepare, self._generation), daemon=True).start()
+            return True
+
+    def stop(self) -> None:
+        with self._lock:
+            self._generation += 1
+            process, self.process = self.process, None
+            self.state, self.message = "stopped", "Triton stopped."
+        if process is not None:
+            process.stop()
+
+    @property
+    def grpc_url(self) -> str | None:
+        """gRPC address of the server started here, once it is ready."""
+        process = self.process
+        if self.state == "ready" and process is not None and process.is_running():
+            return f"127.0.0.1:{process.opts.grpc_port}"
+        return None
+
+    def wait(self, timeout: float) -> str:
+        end = time.monotonic() + timeout
+        while self.state == "starting" and time.monotonic() < end:
+            time.sleep(0.2)
+        return self.state
+
+
+def deploy_plan(plan: Plan, log_path: Path | None = None):
+    """Write the plan's repository and start Triton on it; returns the ready TritonProcess.
+
+    The ports are checked before the repository is written, so a taken port changes nothing on disk.
+    """
+    from setup.launcher import LaunchOptions, check_ports_free, find_tritonserver, start_triton
+    from setup.repo.writer import DeploymentConfig, write_repository
+
+    if not plan.deployment:
+        raise RuntimeError(MSG_DEPLOY_NOT_SERVED)
+    names = ("tensorrt_llm", "multimodal_encoders") if plan.family.is_multimodal else ("tensorrt_llm",)
+    options = LaunchOptions(model_repo=plan.out / "triton_repo", http_port=plan.config.http_port,
+                            grpc_port=plan.config.grpc_port, metrics_port=plan.config.metrics_port,
+                            world_size=plan.derived["world_size"], engine_model_names=names)
+    check_ports_free(options, port_flag=None)
+    repo = write_repository(DeploymentConfig(**plan.deployment), options.model_repo, force=True)
+    return start_triton(find_tritonserver(), replace(options, model_repo=repo),
+                        log_path or plan.out / "logs" / "triton.log", 600, port_flag=None)

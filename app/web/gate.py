@@ -1,0 +1,29 @@
+"""The check every page handler that runs programs or writes files calls first (see app.core.access)."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from app.chat.context import AppContext
+from app.core.access import AccessDenied
+
+MSG_NO_REQUEST = "This action needs a request from the browser or the API; nothing was run."
+
+
+def caller_may_act(ctx: AppContext, request: gr.Request | None) -> str | None:
+    """None when the caller may run programs or write files; otherwise the reason, in a sentence."""
+    if request is None:
+        return MSG_NO_REQUEST
+    headers = {k.lower(): v for k, v in (request.headers or {}).items()}
+    try:
+        ctx.access.check(getattr(request, "username", None), headers, dict(request.cookies or {}))
+    except AccessDenied as exc:
+        return str(exc)
+    return None
+
+
+def require_access(ctx: AppContext, request: gr.Request | None) -> None:
+    """Raise a Gradio error (a toast, nothing run) when the caller may not act."""
+    reason = caller_may_act(ctx, request)
+    if reason:
+        raise gr.Error(reason, print_exception=False)

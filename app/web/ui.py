@@ -1,0 +1,109 @@
+"""Assemble the app: one tab per page module, the API endpoints, queue settings, the HTTP guard."""
+
+from __future__ import annotations
+
+import logging
+
+import gradio as gr
+from gradio.server_messages import ProcessCompletedMessage
+from gradio.utils import _parse_file_size
+
+from app.api import gradio_api as api
+from app.api.http_guard import Guard, GuardSettings, JobWatch, app_middleware, wrap_outermost
+from app.api.openai_routes import OpenAIApi
+from app.chat.context import AppContext
+from app.core.constants import (
+    API_MAX_BODY_BYTES,
+    MSG_JOB_UNREAD,
+    QUEUE_SIZE_PER_SLOT,
+    UNREAD_JOB_GRACE_SECONDS,
+    UPLOAD_FILES_PER_REQUEST,
+)
+from app.web import speedups
+from app.web.pages import adapters, benchmark, build, chat, compare, server
+
+APP_TITLE = "Triton VLM + LoRA demo"
+API_PREFIX = "/gradio_api"
+LOG = logging.getLogger(__name__)
+
+
+def build_app(ctx: AppContext) -> gr.Blocks:
+    speedups.apply()
+    with gr.Blocks(title=APP_TITLE, analytics_enabled=False) as blocks:
+        gr.Markdown(f"## {APP_TITLE}")
+        with gr.Tabs() as tabs:
+            with gr.Tab(chat.TITLE, id="chat"):
+                chat.build(ctx)
+            with gr.Tab(compare.TITLE, id="compare"):
+                compare.build(ctx)
+            with gr.Tab(adapters.TITLE, id="adapters"):
+                adapters.build(ctx)
+            with gr.Tab(build.TITLE, id="build"):
+                build.build(ctx, tabs=tabs, chat_tab="chat")
+            with gr.Tab(benchmark.TITLE, id="benchmark"):
+                benchmark.build(ctx)
+            with gr.Tab(server.TITLE, id="server"):
+                server.build(ctx)
+        api.register(ctx)
+    # Waiting jobs are bounded: past this many the Gradio API answers 503 "Queue is full" at once. Every
+    # call goes through the queue (api_open=False closes the direct /gradio_api/run/<api> route around it).
+    blocks.queue(default_concurrency_limit=ctx.config.concurrency,
+                 max_size=ctx.config.concurrency * QUEUE_SIZE_PER_SLOT, api_open=False)
+    return blocks
+
+
+def unread_job_watch(blocks: gr.Blocks, grace: float) -> JobWatch:
+    """Cancel Gradio jobs nobody reads: through the queue, as Gradio does when a reader disconnects."""
+
+    def session_of(event_id: str) -> str | None:
+        event = blocks._queue.event_ids_to_events.get(event_id)
+        return None if event is None else event.session_hash
+
+    async def cancel(event_id: str, session: str) -> None:
+        queue = blocks._queue
+        if event_id not in queue.event_ids_to_events:
+            return  # ended meanwhile
+        await queue.clean_events(event_id=event_id)  # a waiting job leaves the queue; a running one stops
+        messages = queue.pending_messages_per_session.get(session)
+        if messages is not None:  # a reader that comes late learns why there is no result
+            messages.put_nowait(ProcessCompletedMessage(
+                output={"error": MSG_JOB_UNREAD.format(seconds=grace)}, success=False, event_id=event_id))
+
+    return JobWatch(session_of, cancel, grace=grace, prefix=API_PREFIX)
+
+
+def make_guard(ctx: AppContext, blocks: gr.Blocks, unread_job_grace_seconds: float = UNREAD_JOB_GRACE_SECONDS,
+               **settings) -> Guard:
+    """The HTTP guard for this app: its host names, per-route body limits, login counting, unread jobs.
+
+    `settings` override GuardSettings fields (tests use short timeouts)."""
+    file_limit = _parse_file_size(ctx.config.max_file_size)
+    upload_limit = file_limit * UPLOAD_FILES_PER_REQUEST if file_limit else API_MAX_BODY_BYTES
+    limits = {"/v1/chat/completions": API_MAX_BODY_BYTES, f"{API_PREFIX}/upload": upload_limit}
+    config = GuardSettings(bind_host=ctx.config.host, allowed_hosts=tuple(ctx.config.allowed_hosts),
+                           body_limits=limits, logins=bool(ctx.config.auth), **settings)
+    return Guard(config, jobs=unread_job_watch(blocks, unread_job_grace_seconds))
+
+
+def launch(ctx: AppContext, prevent_thread_lock: bool = False, **guard_options) -> gr.Blocks:
+    """Serve the UI, the Gradio API and the OpenAI-compatible API (/v1/...) on one port.
+
+    `guard_options` go to `make_guard` (e.g. body_stall_seconds=1, unread_job_grace_seconds=1 in tests)."""
+    blocks = build_app(ctx)
+    guard = make_guard(ctx, blocks, **guard_options)
+    # Inside Gradio's CORS middleware from the first request; wrapped around everything just after launch.
+    middleware = app_middleware(guard, ctx.access)
+    blocks.launch(
+        server_name=ctx.config.host, server_port=ctx.config.port, max_file_size=ctx.config.max_file_size,
+        max_threads=max(64, ctx.config.concurrency * 2), prevent_thread_lock=True,
+        show_error=True, quiet=True, auth=list(ctx.config.auth) if ctx.config.auth else None,
+        app_kwargs={"middleware": middleware},
+    )
+    # Outermost: before Gradio's CORS middleware, which would otherwise answer foreign pages' preflights.
+    if not wrap_outermost(blocks.server_app, guard):
+        LOG.warning("the HTTP guard could not be put in front of Gradio's middleware")
+    # Gradio builds its FastAPI app inside launch(); routes added now are served from the next request on.
+    OpenAIApi(ctx).mount(blocks.server_app)
+    if not prevent_thread_lock:
+        blocks.block_thread()
+    return blocks

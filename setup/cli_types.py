@@ -1,0 +1,59 @@
+"""Argument types and the one-line-error parser shared by every command line (setup, app, bench, benchmarks).
+
+Imports: the standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+
+class OneLineErrorParser(argparse.ArgumentParser):
+    """Bad values end in one line on stderr (`prog: error: ...`), without the usage block."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def port_number(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a port number") from None
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"port {value} is outside 1-65535")
+    return value
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} must be a number above 0")
+    return value
+
+
+def host_port(text: str) -> str:
+    """HOST:PORT (IPv6 in brackets allowed), as given."""
+    match = re.fullmatch(r"\[?([A-Za-z0-9.\-:]+?)\]?:(\d+)", text.strip())
+    if not match or not 1 <= int(match.group(2)) <= 65535:
+        raise argparse.ArgumentTypeError(f"'{text}' is not HOST:PORT (for example 127.0.0.1:8001)")
+    return text.strip()
+
+
+def raise_interrupt(*_args) -> None:
+    """SIGTERM handler: leave through the same clean path as Ctrl-C."""
+    raise KeyboardInterrupt

@@ -1,0 +1,5 @@
+"""The embedded CPU deployment: the model prepared from its wheel, the CPU engine and OCR encoder
+folders, the demo repository, and the benchmark pacing model.
+
+May import: setup.repo, setup.lora, setup.catalog and the base modules.
+"""

@@ -1,0 +1,107 @@
+"""The embedded CPU deployment: prepare the model, write the demo repository, start tritonserver.
+
+Each running demo has its own repository, `cache_dir()/demo_repositories/<http>-<grpc>-<metrics>/repo`,
+locked by the process that runs it and removed when it stops; a second demo on the same ports fails on
+the ports before it writes anything.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+from setup.catalog.families import get_family
+from setup.cpu.encoder import build_cpu_encoder
+from setup.cpu.engine import CpuEngineSpec, build_cpu_engine
+from setup.cpu.model import model_dir
+from setup.cpu.pacing import PacingSpec, add_pacing_model
+from setup.launcher import (
+    LaunchOptions,
+    TritonProcess,
+    check_ports_free,
+    claim_instance_folder,
+    find_tritonserver,
+    start_triton,
+)
+from setup.paths import DATA_DIR, cache_dir
+from setup.repo.writer import DeploymentConfig, write_repository
+
+DEMO_CONFIG = DATA_DIR / "demo_deployment.yaml"
+DEMO_EXIT_TIMEOUT = ("--exit-timeout-secs=5",)
+DEMO_PORT_FLAG = "--triton-{kind}-port"  # `python -m app --demo` flags
+
+
+def demo_instances_dir() -> Path:
+    """Where running demos keep their own repositories (one folder per port triple)."""
+    return cache_dir() / "demo_repositories"
+
+
+def demo_config(engine: Path, overrides: dict | None = None, encoder: Path | None = None) -> DeploymentConfig:
+    config = DeploymentConfig.from_yaml(DEMO_CONFIG)
+    config.parameters.update(engine_dir=str(engine), tokenizer_dir=str(model_dir()))
+    if encoder is not None:
+        config.parameters.update(multimodal_model_path=str(encoder), hf_model_path=str(model_dir()))
+    config.parameters.update(overrides or {})
+    return config
+
+
+def write_demo_repository(out: Path, overrides: dict | None = None, log=print,
+                          pacing_rate: float | None = None) -> Path:
+    """Prepare the CPU engine and OCR encoder, (re)write the demo repository at `out`; return its path.
+
+    With `pacing_rate` (tokens per second) the benchmark pacing model is added beside the demo's models.
+
+    The engine's prompt table is sized exactly max_batch_size x visual tokens per image x
+    max_num_images of the demo's image family, as a TensorRT-LLM build must be.
+    """
+    parameters = {**DeploymentConfig.from_yaml(DEMO_CONFIG).parameters, **(overrides or {})}
+    family = get_family(str(parameters["multimodal_family"])) if parameters.get("multimodal_family") else None
+    spec = CpuEngineSpec()
+    if family is not None:
+        images = int(parameters.get("max_num_images") or family.max_num_images)
+        table = spec.max_batch_size * family.visual_tokens_per_image * images
+        spec = CpuEngineSpec(max_prompt_embedding_table_size=table)
+    engine = build_cpu_engine(spec, log=log)
+    encoder = None
+    if family is not None:
+        hidden = json.loads((engine / "config.json").read_text())["pretrained_config"]["hidden_size"]
+        encoder = build_cpu_encoder(family, images, hidden)
+    repo = write_repository(demo_config(engine, overrides, encoder), Path(out), force=True)
+    if pacing_rate is not None:
+        add_pacing_model(repo, PacingSpec(tokens_per_second=pacing_rate))
+    return repo
+
+
+def start_demo_triton(http_port: int = 8000, grpc_port: int = 8001, metrics_port: int = 8002,
+                      repo: Path | None = None, log_path: Path | None = None, log=print,
+                      ready_timeout: float = 180.0, pacing_rate: float | None = None,
+                      port_flag: str | None = DEMO_PORT_FLAG) -> TritonProcess:
+    """Start tritonserver on the CPU with the demo repository; returns once it is ready.
+
+    The ports are checked first (LaunchError naming a taken one; `port_flag` is the advice). Without
+    `repo`, the demo repository (with the pacing model when `pacing_rate` is given) is written into
+    this instance's own folder, which stop() removes.
+    """
+    options = LaunchOptions(model_repo=Path(repo or "."), http_port=http_port, grpc_port=grpc_port,
+                            metrics_port=metrics_port, cpu_only=True, extra_args=DEMO_EXIT_TIMEOUT)
+    check_ports_free(options, port_flag)  # before anything is written: a busy port touches nothing
+    folder = None
+    try:
+        if repo is None:
+            folder = claim_instance_folder(demo_instances_dir(), f"{http_port}-{grpc_port}-{metrics_port}")
+            repo = write_demo_repository(folder.path / "repo", log=log, pacing_rate=pacing_rate)
+        log_path = log_path or cache_dir() / "logs" / f"triton-{http_port}.log"
+        process = start_triton(
+            find_tritonserver(), replace(options, model_repo=Path(repo)), log_path, ready_timeout,
+            port_flag=port_flag,
+            on_start=lambda p: log(f"Starting tritonserver (gRPC 127.0.0.1:{grpc_port}, log {p.log_path})..."),
+        )
+    except BaseException:
+        if folder is not None:
+            folder.release()
+        raise
+    if folder is not None:
+        process.add_cleanup(folder.release)
+    log(f"tritonserver ready in {process.ready_seconds:.1f} s")
+    return process

@@ -1,0 +1,249 @@
+"""The steps of a checked plan, each an argv list with its inputs and outputs: convert checkpoint ->
+trtllm-build (per engine) -> visual engine (VLM families) -> LoRA conversion -> write repository -> launch.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from setup.catalog import messages as M
+from setup.catalog.builds import EngineSpec, Family, TrtllmVersion
+from setup.catalog.checkpoint import hidden_size
+from setup.paths import TEMPLATES_DIR
+from setup.plan.checks import MAIN_ENGINES, TRUE_WORDS, wants_paged_context
+from setup.plan.config import PlanConfig
+from setup.plan.types import Step
+
+STEP_WEIGHTS = {"convert": 2.0, "build": 5.0, "visual": 2.0, "lora": 0.5, "repository": 0.3, "launch": 1.0}
+DEFAULT_MM_POOL_BYTES = 300_000_000  # the backend doc's example pool for multimodal deployments
+
+
+def flag_args(flags: dict, dtype: str) -> list[str]:
+    """A flag mapping as argv: True -> a bare flag, a list -> several values, None/False -> left out."""
+    args: list[str] = []
+    for name, value in flags.items():
+        if value is True:
+            args.append(f"--{name}")
+        elif isinstance(value, list):
+            args += [f"--{name}", *(str(v) for v in value)]
+        elif value is not None and value is not False:
+            args += [f"--{name}", str(value).replace("{dtype}", dtype)]
+    return args
+
+
+class StepBuilder:
+    """Writes the steps of a config that passed its checks; fills `warnings` and `deployment` on the way."""
+
+    def __init__(self, config: PlanConfig, family: Family, version: TrtllmVersion, dtype: str,
+                 ckpt_config: dict | None):
+        self.c, self.family, self.version, self.era = config, family, version, version.era.key
+        self.dtype, self.ckpt_config = dtype, ckpt_config
+        self.out = Path(config.out).resolve()
+        self.warnings: list[str] = []
+        self.deployment: dict = {}
+
+    def steps(self, d: dict) -> list[Step]:
+        """Every step in order; `d` holds the derived values (a partial-LoRA adapter is added to it)."""
+        steps = [self._convert_step()]
+        steps += [self._build_step(e, d) for e in self.family.engines]
+        if self.family.is_multimodal:
+            steps.append(self._visual_step(d))
+        steps += self._lora_steps(d)
+        self.deployment = {}
+        if self.family.triton_served(self.version):
+            steps += [self._repository_step(d), self._launch_step(d)]
+        return steps
+
+    def _script(self, relative: str) -> str:
+        return str(Path(self.c.trtllm_root).expanduser().resolve() / relative)
+
+    @property
+    def ckpt_out(self) -> Path:
+        return self.out / "checkpoint"
+
+    @property
+    def adapter_out(self) -> Path:
+        """Where a partial-LoRA family's conversion leaves its adapter (its working directory)."""
+        return Path(self.c.lora_dir).resolve() if self.c.lora_dir else self.out / "lora_adapter"
+
+    @property
+    def visual_out(self) -> Path:
+        return self.out / "visual_engine"
+
+    # ----- engines ----------------------------------------------------------------------------------------
+
+    def _convert_step(self) -> Step:
+        c, fam = self.c, self.family
+        conv = fam.convert
+        argv = [c.trtllm_python, self._script(fam.convert_script(self.era)),
+                conv.get("input_flag", "--model_dir"), str(Path(c.checkpoint).resolve()),
+                "--output_dir", str(self.ckpt_out), "--dtype", self.dtype,
+                "--tp_size", str(c.tp), "--pp_size", str(c.pp),
+                *flag_args(conv.get("flags") or {}, self.dtype), *c.extra_convert_args]
+        outputs = []
+        for engine in fam.engines:
+            where = self.ckpt_out / engine.checkpoint_subdir
+            outputs += [str(where / "config.json")]
+            outputs += [str(where / f"rank{r}.safetensors") for r in range((c.tp or 1) * (c.pp or 1))]
+        cwd = None
+        if conv.get("writes_adapter_to_cwd") and not c.lora_dir:
+            cwd = str(self.adapter_out)
+            outputs.append(str(self.adapter_out / "adapter_config.json"))
+        return Step("convert", "convert", "Convert the checkpoint", tuple(argv),
+                    inputs=(str(Path(c.checkpoint).resolve()),), outputs=tuple(dict.fromkeys(outputs)), cwd=cwd,
+                    weight=STEP_WEIGHTS["convert"])
+
+    def _limit_args(self, engine: EngineSpec, fixed: dict, d: dict) -> list[str]:
+        args: list[str] = []
+        for name in engine.limits:
+            if name in fixed:
+                continue
+            if name == "max_seq_len":
+                flag = self.version.era.seq_len_flag
+                if flag == "max_output_len":
+                    value = d["max_seq_len"] - int(fixed.get("max_input_len", d["max_input_len"]))
+                else:
+                    value = d["max_seq_len"]
+                args += [f"--{flag}", str(value)]
+                continue
+            value = d.get(name)
+            if value is not None:
+                args += [f"--{name}", str(value)]
+        return args
+
+    def _lora_build_args(self, fixed: dict, d: dict) -> list[str]:
+        lora = d.get("lora")
+        if not lora:
+            return []
+        if self.family.lora.get("partial"):
+            args = [] if "lora_plugin" in fixed else ["--lora_plugin", self.dtype]
+            return args + ["--lora_dir", str(self.adapter_out), "--max_lora_rank", str(lora["max_lora_rank"])]
+        args = [] if "lora_plugin" in fixed else ["--lora_plugin", self.dtype]
+        if lora["target_modules"]:
+            args += ["--lora_target_modules", *lora["target_modules"]]
+        return args + ["--max_lora_rank", str(lora["max_lora_rank"])]
+
+    def _build_step(self, engine: EngineSpec, d: dict) -> Step:
+        c = self.c
+        fixed = engine.flags_for(self.era)
+        checkpoint = self.ckpt_out / engine.checkpoint_subdir
+        out = self.out / "engines" / engine.name
+        argv = [c.trtllm_build, "--checkpoint_dir", str(checkpoint), "--output_dir", str(out),
+                *flag_args(fixed, self.dtype), *self._limit_args(engine, fixed, d)]
+        if engine.name in MAIN_ENGINES:
+            argv += self._lora_build_args(fixed, d)
+            if wants_paged_context(c.triton or {}):
+                argv += ["--use_paged_context_fmha", "enable"]
+        argv += c.extra_build_args
+        world = d["world_size"]
+        inputs = [str(checkpoint)]
+        if engine.name in MAIN_ENGINES and d.get("lora") and self.family.lora.get("partial"):
+            inputs.append(str(self.adapter_out))
+        outputs = [str(out / "config.json"), *(str(out / f"rank{r}.engine") for r in range(world))]
+        title = f"Build the {engine.name} engine" if len(self.family.engines) > 1 else "Build the LLM engine"
+        return Step(f"build-{engine.name}", "build", title, tuple(argv), inputs=tuple(inputs),
+                    outputs=tuple(outputs), weight=STEP_WEIGHTS["build"])
+
+    def _visual_step(self, d: dict) -> Step:
+        c, fam, era = self.c, self.family, self.version.era
+        argv = [c.trtllm_python, self._script(era.visual_builder), "--model_type", fam.visual_model_type(self.era),
+                "--model_path", str(Path(c.checkpoint).resolve()), "--output_dir", str(self.visual_out),
+                "--max_batch_size", str(d["visual_max_batch_size"])]
+        if fam.visual.get("needs_vila_path"):
+            argv += ["--vila_path", str(Path(c.vila_path).resolve())]
+        outputs = [str(self.visual_out / "config.json")]
+        if fam.visual_writes_engine(self.era):
+            outputs.append(str(self.visual_out / era.visual_engine_file))
+        outputs += [str(self.visual_out / f) for f in fam.visual.get("extra_outputs", []) if era.key != "0.11"]
+        return Step("visual", "visual", "Build the visual engine", tuple(argv),
+                    inputs=(str(Path(c.checkpoint).resolve()),), outputs=tuple(outputs), weight=STEP_WEIGHTS["visual"])
+
+    def _lora_steps(self, d: dict) -> list[Step]:
+        lora = d.get("lora")
+        if not lora:
+            return []
+        sources = [(a["task_id"], name, Path(a["path"])) for name, a in lora["adapters"].items()]
+        if self.family.lora.get("partial") and not sources:
+            sources = [(1, "partial", self.adapter_out)]
+            lora["adapters"] = {"partial": {"task_id": 1, "rank": lora["max_lora_rank"], "path": str(self.adapter_out)}}
+        steps = []
+        for task_id, name, path in sources:
+            out = self.out / "lora" / str(task_id)
+            argv = [self.c.trtllm_python, self._script(self.version.era.lora_converter), "-i", str(path),
+                    "-o", str(out), "--storage-type", self.dtype]
+            steps.append(Step(f"lora-{task_id}", "lora", f"Convert LoRA adapter '{name}' (task id {task_id})",
+                              tuple(argv), inputs=(str(path),),
+                              outputs=(str(out / "model.lora_weights.npy"), str(out / "model.lora_config.npy")),
+                              weight=STEP_WEIGHTS["lora"]))
+        return steps
+
+    # ----- deployment -------------------------------------------------------------------------------------
+
+    def _deployment_parameters(self, d: dict) -> dict:
+        c, fam, era = self.c, self.family, self.version.era
+        engines = {e.name: self.out / "engines" / e.name for e in fam.engines}
+        main = next(engines[n] for n in MAIN_ENGINES if n in engines)
+        params: dict[str, object] = {
+            "engine_dir": str(main),
+            "tokenizer_dir": str(Path(c.tokenizer_dir or c.checkpoint).resolve()),
+            "triton_max_batch_size": d["max_batch_size"],
+        }
+        if "encoder" in engines:
+            params["encoder_engine_dir"] = str(engines["encoder"])
+        if d.get("lora"):
+            params.update(d["lora"]["cache"])
+            if era.lora_prefetch:
+                params["lora_prefetch_dir"] = str(self.out / "lora")
+        if fam.is_multimodal:
+            params[era.multimodal_path_parameter] = str(self.visual_out)
+            params["max_num_images"] = d["max_num_images"]
+            params["multimodal_family"] = fam.id  # the app reads it to prepare images for this family
+            if fam.triton.get("hf_model_path"):
+                params["hf_model_path"] = str(Path(c.checkpoint).resolve())
+        params.update(fam.triton.get("parameters") or {})
+        params.update({k: v for k, v in (c.triton or {}).items() if v not in (None, "")})
+        return params
+
+    def _repository_step(self, d: dict) -> Step:
+        template = self.family.triton.get("template", "inflight_batcher_llm")
+        params = self._deployment_parameters(d)
+        self.deployment = {"template": template, "engine": "tensorrtllm", "parameters": params}
+        if not (TEMPLATES_DIR / template).is_dir():
+            self.warnings.append(M.WARN_TEMPLATE_MISSING.format(template=template))
+        if self.version.era.key != "0.19":
+            self.warnings.append(M.WARN_OLD_TEMPLATES.format(version=self.version.text))
+        argv = [sys.executable, "-m", "setup", "repo", "--template", template, "--engine", "tensorrtllm"]
+        if str(params.get("decoupled_mode", "true")).lower() not in TRUE_WORDS:
+            argv.append("--no-streaming")
+        for key, value in params.items():
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            argv += ["--set", f"{key}={text}"]
+        repo = self.out / "triton_repo"
+        argv += ["--out", str(repo), "--force"]
+        inputs = [str(self.out / "engines")]
+        if self.family.is_multimodal:
+            inputs.append(str(self.visual_out))
+        return Step("repository", "repository", "Write the Triton model repository", tuple(argv),
+                    inputs=tuple(inputs), outputs=(str(repo / "tensorrt_llm" / "config.pbtxt"),),
+                    weight=STEP_WEIGHTS["repository"])
+
+    def _launch_step(self, d: dict) -> Step:
+        c = self.c
+        names = ["tensorrt_llm"] + (["multimodal_encoders"] if self.family.is_multimodal else [])
+        argv = [sys.executable, "-m", "setup", "launch", "--repo", str(self.out / "triton_repo"),
+                "--world-size", str(d["world_size"]), "--engine-models", ",".join(names),
+                "--http-port", str(c.http_port), "--grpc-port", str(c.grpc_port), "--metrics-port", str(c.metrics_port),
+                "--log-file", str(self.out / "logs" / "triton.log")]
+        if self.family.is_multimodal:
+            argv += ["--multimodal-gpu0-cuda-mem-pool-bytes", str(self._pool_bytes(d))]
+        return Step("launch", "launch", "Launch Triton", tuple(argv), inputs=(str(self.out / "triton_repo"),),
+                    weight=STEP_WEIGHTS["launch"], service=True)
+
+    def _pool_bytes(self, d: dict) -> int:
+        """At least 2 bytes x tokens per image x hidden x batch x images (the backend doc's sizing rule)."""
+        hidden = hidden_size(self.ckpt_config)
+        if not hidden:
+            return DEFAULT_MM_POOL_BYTES
+        need = 2 * self.family.tokens_per_image * hidden * d["max_batch_size"] * d["max_num_images"]
+        return max(DEFAULT_MM_POOL_BYTES, need)

@@ -1,0 +1,210 @@
+"""Write a Triton model repository from model_repo_templates/, filled, validated and atomic."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from google.protobuf import text_format
+from tritonclient.grpc import model_config_pb2
+
+from setup.paths import DATA_DIR, TEMPLATES_DIR
+from setup.repo.fill import FillError, fill, placeholders
+
+ENGINES = {"tensorrtllm": None, "cpu": "cpu_engine"}  # engine -> overlay folder in the templates
+STREAMING_MODELS = ("tensorrt_llm", "tensorrt_llm_bls")
+TEMPLATE_FILE = "template.yaml"  # optional: {base: <template>, defaults: {...}, checks: [...]}
+
+
+class RepoError(ValueError):
+    """The deployment config cannot become a valid repository; the message says why."""
+
+
+@dataclass(frozen=True)
+class ParameterSpec:
+    name: str
+    default: object = None
+    required: bool = False
+    help: str = ""
+
+
+def parameter_specs() -> dict[str, ParameterSpec]:
+    """Known placeholders with defaults and help, from setup/data/repo_parameters.yaml."""
+    raw = yaml.safe_load((DATA_DIR / "repo_parameters.yaml").read_text())
+    return {name: ParameterSpec(name=name, **fields) for name, fields in raw.items()}
+
+
+@dataclass
+class DeploymentConfig:
+    """What a repository is written from (the `--config` YAML)."""
+
+    template: str = "inflight_batcher_llm"
+    engine: str = "tensorrtllm"
+    streaming: bool = True
+    parameters: dict[str, object] = field(default_factory=dict)
+    models: dict[str, dict[str, object]] = field(default_factory=dict)
+
+    @classmethod
+    def from_yaml(cls, path: Path) -> DeploymentConfig:
+        try:
+            raw = yaml.safe_load(Path(path).read_text()) or {}
+        except FileNotFoundError:
+            raise RepoError(f"Config file {path} does not exist.") from None
+        except yaml.YAMLError as exc:
+            raise RepoError(f"Config file {path} is not valid YAML: {exc}") from None
+        if not isinstance(raw, dict):
+            raise RepoError(f"Config file {path} must hold a mapping at the top level.")
+        unknown = set(raw) - {"template", "engine", "streaming", "parameters", "models"}
+        if unknown:
+            raise RepoError(f"Unknown keys in {path}: {', '.join(sorted(unknown))}.")
+        return cls(**raw)
+
+
+@dataclass(frozen=True)
+class TemplateSet:
+    """A template folder, resolved through its `base` chain: model name -> folders, base first."""
+
+    name: str
+    models: dict[str, tuple[Path, ...]]
+    defaults: dict[str, object]
+    checks: tuple[str, ...]
+
+    def config_path(self, model: str) -> Path:
+        return next(d / "config.pbtxt" for d in reversed(self.models[model]) if (d / "config.pbtxt").is_file())
+
+
+def load_template(name: str, _seen: tuple[str, ...] = ()) -> TemplateSet:
+    """Read model_repo_templates/<name>, merging the models of its `base` template under its own."""
+    folder = TEMPLATES_DIR / name
+    if not folder.is_dir():
+        raise RepoError(f"Template '{name}' does not exist in {TEMPLATES_DIR}.")
+    if name in _seen:
+        raise RepoError(f"Template '{name}' is its own base ({' -> '.join((*_seen, name))}).")
+    meta_path = folder / TEMPLATE_FILE
+    meta = (yaml.safe_load(meta_path.read_text()) or {}) if meta_path.is_file() else {}
+    models: dict[str, tuple[Path, ...]] = {}
+    defaults: dict[str, object] = {}
+    checks: tuple[str, ...] = ()
+    if meta.get("base"):
+        base = load_template(str(meta["base"]), (*_seen, name))
+        models, defaults, checks = dict(base.models), dict(base.defaults), base.checks
+    for model_dir in sorted(p for p in folder.iterdir() if p.is_dir()):
+        models[model_dir.name] = (*models.get(model_dir.name, ()), model_dir)
+    defaults.update(meta.get("defaults") or {})
+    checks += tuple(c for c in meta.get("checks") or () if c not in checks)
+    return TemplateSet(name=name, models=models, defaults=defaults, checks=checks)
+
+
+def _validate(config: DeploymentConfig, specs: dict[str, ParameterSpec], template: TemplateSet) -> None:
+    if config.engine not in ENGINES:
+        raise RepoError(f"engine must be one of {', '.join(ENGINES)}, got '{config.engine}'.")
+    unknown = sorted(set(config.parameters) - set(specs))
+    for model, overrides in config.models.items():
+        if model not in template.models:
+            raise RepoError(f"models.{model}: the template has no model named '{model}'.")
+        unknown += [f"{model}.{k}" for k in overrides if k not in specs]
+    if unknown:
+        raise RepoError(f"Unknown parameters: {', '.join(unknown)} (see setup/data/repo_parameters.yaml).")
+
+
+def _values_for(model: str, config: DeploymentConfig, specs: dict[str, ParameterSpec],
+                template: TemplateSet | None = None) -> dict[str, object]:
+    values = {name: spec.default for name, spec in specs.items() if spec.default is not None}
+    values.update(template.defaults if template else {})
+    values.update(config.parameters)
+    values.update(config.models.get(model, {}))
+    if config.engine == "cpu":
+        values["triton_backend"] = "python"
+    return values
+
+
+def _check_streaming(config: DeploymentConfig, specs: dict[str, ParameterSpec], template: TemplateSet) -> None:
+    if not config.streaming:
+        return
+    for model in STREAMING_MODELS:
+        if str(_values_for(model, config, specs, template).get("decoupled_mode")).lower() not in ("true", "1"):
+            raise RepoError(
+                f"Streaming was asked for, but {model} has decoupled_mode false: streaming needs "
+                "decoupled_mode: true (or set streaming: false)."
+            )
+
+
+def parse_model_config(text: str, where: str) -> model_config_pb2.ModelConfig:
+    """Parse config.pbtxt text exactly as Triton would; RepoError with the position on failure."""
+    try:
+        return text_format.Parse(text, model_config_pb2.ModelConfig())
+    except text_format.ParseError as exc:
+        raise RepoError(f"{where}: not a valid model config: {exc}") from None
+
+
+def render_model(model: str, config: DeploymentConfig, specs: dict[str, ParameterSpec],
+                 template: TemplateSet | None = None) -> str:
+    """Filled and validated config.pbtxt text of one template model."""
+    template = template or load_template(config.template)
+    text = template.config_path(model).read_text()
+    optional = {n for n in placeholders(text) if n in specs and not specs[n].required}
+    try:
+        filled = fill(text, _values_for(model, config, specs, template), optional)
+    except FillError as exc:
+        raise RepoError(f"{model}/config.pbtxt: {exc}") from None
+    parsed = parse_model_config(filled, f"{model}/config.pbtxt")
+    if parsed.name != model:
+        raise RepoError(f"{model}/config.pbtxt names the model '{parsed.name}'.")
+    return filled
+
+
+def _run_checks(config: DeploymentConfig, specs: dict[str, ParameterSpec], template: TemplateSet) -> None:
+    from setup.repo.multimodal_checks import check_multimodal
+
+    checks = {"multimodal": check_multimodal}
+    for name in template.checks:
+        if name not in checks:
+            raise RepoError(f"Template '{template.name}' asks for an unknown check '{name}'.")
+        try:
+            checks[name](_values_for("", config, specs, template))
+        except ValueError as exc:
+            raise RepoError(str(exc)) from None
+
+
+def write_repository(config: DeploymentConfig, out: Path, force: bool = False) -> Path:
+    """Render every model into a temporary folder, then move it into place as `out`."""
+    specs = parameter_specs()
+    template = load_template(config.template)
+    _validate(config, specs, template)
+    _check_streaming(config, specs, template)
+    _run_checks(config, specs, template)
+    out = Path(out).resolve()
+    if out.exists() and not force:
+        raise RepoError(f"{out} already exists; pass --force to replace it.")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        skip = shutil.ignore_patterns("__pycache__", "config.pbtxt", TEMPLATE_FILE)
+        for model, folders in sorted(template.models.items()):
+            target = staging / model
+            for folder in folders:
+                shutil.copytree(folder, target, ignore=skip, dirs_exist_ok=True)
+            (target / "config.pbtxt").write_text(render_model(model, config, specs, template))
+        overlay = ENGINES[config.engine]
+        if overlay:  # engine-specific model code, for the models this repository has
+            for folder in sorted(p for p in (TEMPLATES_DIR / overlay).iterdir() if p.is_dir()):
+                if folder.name in template.models:
+                    shutil.copytree(folder, staging / folder.name, dirs_exist_ok=True,
+                                    ignore=shutil.ignore_patterns("__pycache__"))
+        for model in staging.iterdir():
+            (model / "1").mkdir(exist_ok=True)
+        if out.exists():
+            old = out.with_name(f".{out.name}.old")
+            shutil.rmtree(old, ignore_errors=True)
+            out.rename(old)
+            staging.rename(out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            staging.rename(out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return out
