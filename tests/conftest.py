@@ -1,5 +1,8 @@
 """Shared fixtures: a real tritonserver with the demo repository, the web app, a real browser.
 
+Tests live by area: unit/<package>/ (no servers), integration/ (real tritonserver, app, vLLM),
+browser/ (Debian's Chromium via Playwright). The folder sets the markers (`make unit` runs unit/ only).
+
 The converted CPU model lives in the normal cache (it takes ~20 s to make once); repositories, logs
 and Triton ports are per test session.
 """
@@ -16,6 +19,18 @@ import pytest
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+TESTS = Path(__file__).resolve().parent
+FOLDER_MARKERS = {"integration": ("integration",), "browser": ("integration", "browser")}
+
+
+def pytest_collection_modifyitems(items) -> None:
+    """Markers by folder: tests/integration/* are `integration`, tests/browser/* also `browser`."""
+    for item in items:
+        parts = Path(str(item.fspath)).resolve().relative_to(TESTS).parts
+        for marker in FOLDER_MARKERS.get(parts[0], ()):
+            item.add_marker(marker)
 
 
 DEMO_PACING_RATE = 40.0  # the demo servers in tests carry the pacing model too (`--pacing-rate`)

@@ -1,0 +1,87 @@
+"""The Benchmark and Server tabs in Debian's Chromium, against a pacing tritonserver."""
+
+from __future__ import annotations
+
+import json
+
+import gradio as gr
+import pytest
+
+from benchmarks.harness import free_port
+from tests.bench_fixtures import pacing  # noqa: F401 - fixture
+from tests.conftest import grant_access
+
+
+@pytest.fixture(scope="module")
+def pages_url(pacing):  # noqa: F811
+    from app.api.openai_routes import OpenAIApi
+    from app.chat.context import AppConfig, AppContext
+    from app.web.pages import benchmark, server
+    port = free_port()
+    ctx = AppContext(AppConfig(triton_url=pacing.grpc_url, model="pacing", metrics_url=pacing.metrics_url, port=port))
+    with gr.Blocks(title="bench pages") as blocks:
+        with gr.Tabs():
+            with gr.Tab(benchmark.TITLE, id="benchmark"):
+                benchmark.build(ctx)
+            with gr.Tab(server.TITLE, id="server"):
+                server.build(ctx)
+    blocks.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    OpenAIApi(ctx).mount(blocks.server_app)  # as app.web.ui.launch does
+    yield ctx, f"http://127.0.0.1:{port}/"
+    blocks.close()
+
+
+def test_benchmark_tab_draws_its_charts(browser_context, pages_url, tmp_path):
+    ctx, pages_url = pages_url
+    grant_access(browser_context, ctx, pages_url)
+    page = browser_context.new_page()
+    try:
+        page.goto(pages_url)
+        page.wait_for_selector("#bench-run", timeout=30_000)
+        page.fill("#bench-output-len input[type=number]", "5")
+        page.click("#bench-run")
+        page.wait_for_selector("#bench-status:has-text('Done:')", timeout=60_000)
+        for chart in ("#bench-latency", "#bench-throughput"):
+            page.wait_for_selector(f"{chart} canvas, {chart} svg", timeout=20_000)
+        assert "tokens/s" in page.inner_text("#bench-table")
+        page.screenshot(path=str(tmp_path / "benchmark.png"), full_page=True)
+    finally:
+        page.close()
+
+
+def test_server_tab_shows_live_metrics(browser_context, pages_url):
+    pages_url = pages_url[1]
+    page = browser_context.new_page()
+    try:
+        page.goto(pages_url)
+        page.get_by_role("tab", name="Server").click()
+        page.wait_for_selector("#server-summary:has-text('models: pacing')", timeout=30_000)
+        page.wait_for_selector("#server-load canvas, #server-load svg", timeout=20_000)
+        assert "in flight" in page.inner_text("#server-summary")
+    finally:
+        page.close()
+
+
+def test_server_tab_tells_how_to_use_the_api_and_the_page_can_call_it(browser_context, pages_url):
+    pages_url = pages_url[1]
+    page = browser_context.new_page()
+    try:
+        page.goto(pages_url)
+        page.get_by_role("tab", name="Server").click()
+        page.get_by_text("Use this deployment from code").click()
+        page.wait_for_selector("#server-api-text:has-text('/v1/chat/completions')", timeout=10_000)
+        assert "OpenAI-compatible API" in page.inner_text("#server-api-text")
+        # the API is served on the page's own origin: the browser can stream a reply from it
+        text = page.evaluate("""async () => {
+            const reply = await fetch('/v1/chat/completions', {method: 'POST',
+                headers: {'Content-Type': 'application/json'},
+                body: JSON.stringify({model: 'pacing', stream: true, max_tokens: 4,
+                                      messages: [{role: 'user', content: 'hi'}]})});
+            return await reply.text();
+        }""")
+        words = [json.loads(line[6:])["choices"][0]["delta"].get("content", "")
+                 for line in text.splitlines() if line.startswith("data: {")]
+        assert "".join(words).split() == ["alpha", "bravo", "charlie", "delta"]
+        assert text.rstrip().endswith("data: [DONE]")
+    finally:
+        page.close()

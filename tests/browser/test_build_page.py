@@ -1,0 +1,75 @@
+"""The Build page in Debian's Chromium: run a LLaVA plan with stand-in tools, then cancel another."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import gradio as gr
+import pytest
+
+from app.chat.context import AppConfig, AppContext
+from tests.build_standins import make_checkpoint, make_trtllm
+from tests.conftest import free_port, grant_access
+from tests.unit.app.web.test_build_page import service
+
+
+@pytest.fixture
+def build_page_url(tmp_path, monkeypatch):
+    """The build page alone, served in this process, with stand-in TensorRT-LLM tools first on PATH."""
+    from app.web.pages import build
+    tools = make_trtllm(tmp_path / "trtllm", "0.19")
+    bin_dir = Path(tools["trtllm_build"]).parent
+    (bin_dir / "python3").symlink_to(sys.executable)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("STANDIN_DELAY", "0.05")
+    port = free_port()
+    ctx = AppContext(AppConfig(port=port, workspace=(str(tmp_path),)))
+    with gr.Blocks() as blocks:
+        build.build(ctx, service(tmp_path))
+    blocks.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    yield ctx, f"http://127.0.0.1:{port}/", tools["trtllm_root"], make_checkpoint(tmp_path / "llava ckpt")
+    blocks.close()
+
+
+def _wait_status(page, status: str, timeout: float = 90) -> None:
+    page.wait_for_selector(f"#build-status [data-status='{status}']", timeout=timeout * 1000)
+
+
+def test_browser_runs_llava_plan_then_cancels_another(browser_context, build_page_url, tmp_path, monkeypatch):
+    ctx, url, root, ckpt = build_page_url
+    grant_access(browser_context, ctx, url)
+    page = browser_context.new_page()
+    page.goto(url)
+    page.wait_for_selector("#build-family input", timeout=30_000)
+    page.locator("#build-family input").click()
+    page.locator("#build-family input").fill("LLaVA-1.5")
+    page.get_by_role("option", name="LLaVA-1.5", exact=True).click()
+    page.wait_for_function("document.querySelector('#build-family-info').innerText.includes('576 tokens')")
+    page.fill("#build-checkpoint textarea", str(ckpt))
+    page.fill("#build-out textarea", str(tmp_path / "out1"))
+    page.fill("#build-trtllm-root textarea", root)
+    page.click("#build-show-plan")
+    page.wait_for_function("document.querySelector('#build-plan').innerText.includes('--max_multimodal_len 4608')")
+    assert "build_multimodal_engine.py" in page.locator("#build-plan").inner_text()
+    page.click("#build-run")
+    _wait_status(page, "done")
+    assert page.locator("#build-status li.step-done").count() == 3
+    page.wait_for_selector("#build-deploy", state="visible")
+    assert (tmp_path / "out1/visual_engine/model.engine").is_file()
+
+    monkeypatch.setenv("STANDIN_DELAY", "3")
+    page.fill("#build-out textarea", str(tmp_path / "out2"))
+    page.click("#build-run")
+    _wait_status(page, "running")
+    deadline = time.monotonic() + 30
+    while "working" not in page.locator("#build-log textarea").input_value() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    page.click("#build-cancel")
+    _wait_status(page, "cancelled", timeout=30)
+    assert page.locator("#build-status li.step-cancelled").count() == 1
+    page.reload()
+    _wait_status(page, "cancelled", timeout=30)  # the job list survives a reload
+    page.close()

@@ -1,0 +1,78 @@
+"""What a person does in the chat tab, in Debian's Chromium driven by Playwright."""
+
+import time
+
+
+def bot_texts(page) -> list[str]:
+    """Texts of the bot messages, read in one go (the list changes while replies stream)."""
+    return page.evaluate("[...document.querySelectorAll('#chatbot .message.bot')].map(m => m.innerText)")
+
+
+def ask(page, text: str) -> None:
+    page.fill("#chat-input textarea", text)
+    page.keyboard.press("Enter")
+
+
+def test_reply_streams_into_the_chatbot(page):
+    ask(page, "What is the capital of France?")
+    seen, deadline = [], time.monotonic() + 90
+    while time.monotonic() < deadline:
+        texts = bot_texts(page)
+        if texts and (not seen or texts[-1] != seen[-1]):
+            seen.append(texts[-1])
+        if texts and "Paris" in texts[-1] and page.locator("#chatbot .pending").count() == 0:
+            break
+        time.sleep(0.05)
+    assert "Paris" in seen[-1]
+    assert len(set(seen)) >= 3, seen  # the reply grew in steps: streaming is visible in the page
+    assert page.locator("#status").inner_text().startswith("Ready")
+
+
+def test_stop_ends_the_reply_and_the_server_request(page, triton):
+    log = triton.process.log_path
+    before = log.read_text().count("cpu engine: request")
+    page.get_by_text("Sampling").click()
+    page.locator("#max-tokens input[type=number]").fill("400")
+    page.locator("#max-tokens input[type=number]").press("Enter")
+    ask(page, "Write a very long story about a dragon and a knight.")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any(len(t) > 20 for t in bot_texts(page)):
+        time.sleep(0.05)
+    page.click("#stop")
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and "(stopped)" not in (bot_texts(page) or [""])[-1]:
+        time.sleep(0.1)
+    assert "(stopped)" in bot_texts(page)[-1]
+    while time.monotonic() < deadline and log.read_text().count("cpu engine: request") == before:
+        time.sleep(0.1)
+    assert log.read_text().count("cpu engine: request") > before  # the engine saw the cancellation
+
+
+def settled_reply(page, quiet: float = 2.0, timeout: float = 90) -> str:
+    """The last bot message once it has stopped changing for `quiet` seconds."""
+    last, since, deadline = None, time.monotonic(), time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        texts = bot_texts(page)
+        current = texts[-1] if texts and texts[-1].strip() not in ("", "Loading content") else None
+        if current != last:
+            last, since = current, time.monotonic()
+        elif current and time.monotonic() - since > quiet:
+            return current
+        time.sleep(0.1)
+    raise AssertionError(f"reply did not settle: {last!r}")
+
+
+def test_clear_and_regenerate(page):
+    ask(page, "Say hello.")
+    first = settled_reply(page)
+    page.click("#regenerate")
+    again = settled_reply(page)
+    assert len(bot_texts(page)) == 1 and again == first  # greedy: the same reply replaces the old one
+    page.click("#clear")
+    page.wait_for_function("document.querySelectorAll('#chatbot .message').length === 0", timeout=10_000)
+
+
+def test_empty_message_gets_a_clear_message(page):
+    ask(page, "   ")
+    page.wait_for_selector("text=Type a message first.", timeout=10_000)
+    assert bot_texts(page) == []

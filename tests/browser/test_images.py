@@ -1,0 +1,36 @@
+"""Images in the browser: upload a picture of text and ask about it; a bad file gets its message."""
+
+import pytest
+from PIL import Image, ImageDraw, ImageFont
+
+from tests.browser.test_chat import settled_reply
+
+
+@pytest.fixture
+def code_image(tmp_path):
+    image = Image.new("RGB", (900, 260), "white")
+    ImageDraw.Draw(image).text((30, 90), "The secret code is 4711", fill="black",
+                               font=ImageFont.load_default(size=64))
+    path = tmp_path / "code.png"
+    image.save(path)
+    return path
+
+
+def test_uploaded_image_text_reaches_the_model(page, code_image):
+    page.set_input_files("#chat-input input[type=file]", str(code_image))
+    page.wait_for_selector("#chat-input img", timeout=30_000)
+    page.fill("#chat-input textarea", "What is the secret code?")
+    page.keyboard.press("Enter")
+    reply = settled_reply(page, timeout=120)
+    assert "4711" in reply
+    assert page.locator("#chatbot .message.user img").count() >= 1  # the image shows in the history
+
+
+def test_not_an_image_is_refused_with_its_message(page, tmp_path):
+    bad = tmp_path / "notes.png"
+    bad.write_bytes(b"this is plain text, not a picture")
+    page.set_input_files("#chat-input input[type=file]", str(bad))
+    page.fill("#chat-input textarea", "What does it say?")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("text=notes.png is not an image", timeout=30_000)
+    assert page.locator("#chatbot .message").count() == 0  # nothing was sent

@@ -1,0 +1,40 @@
+"""The Gradio API: the chat panel's job scripted with gradio_client."""
+
+import pytest
+from gradio_client import Client
+
+
+def test_generate_streams_growing_reply(app_url):
+    client = Client(app_url, verbose=False)
+    job = client.submit(text="What is the capital of France?", max_tokens=32, api_name="/generate")
+    updates = list(job)
+    assert len(updates) >= 3
+    assert all(updates[i + 1].startswith(updates[i]) for i in range(len(updates) - 1))
+    assert "Paris" in updates[-1]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"text": ""}, "Type a message first."),
+    ({"text": "hi", "temperature": 0}, "temperature must be between"),
+    ({"text": "hi", "max_tokens": 0}, "max tokens must be between"),
+])
+def test_bad_input_gets_its_message(app_url, kwargs, message):
+    client = Client(app_url, verbose=False)
+    with pytest.raises(Exception, match=message):
+        client.predict(**kwargs, api_name="/generate")
+
+
+def test_generate_reads_an_uploaded_image(app_url, tmp_path):
+    from gradio_client import handle_file
+    from PIL import Image, ImageDraw, ImageFont
+
+    image = Image.new("RGB", (900, 260), "white")
+    ImageDraw.Draw(image).text((30, 90), "The secret code is 4711", fill="black",
+                               font=ImageFont.load_default(size=64))
+    path = tmp_path / "code.png"
+    image.save(path)
+    client = Client(app_url, verbose=False)
+    job = client.submit(text="What is the secret code?", images=[handle_file(str(path))], max_tokens=30,
+                        api_name="/generate")
+    updates = list(job)
+    assert updates and "4711" in updates[-1]

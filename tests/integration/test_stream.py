@@ -1,0 +1,183 @@
+"""Real tritonserver + CPU engine: streamed text, cancellation that frees the engine, interleaving."""
+
+import re
+import time
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+
+from app.chat.prompts import PromptBuilder
+from app.core.errors import InputTooLong, ModelNotReady, ServerUnreachable
+from app.triton.client import SamplingParams, TritonChatClient
+from tests.conftest import free_port, run_in_threads
+
+QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
+
+
+def prompt(history=QUESTION) -> str:
+    return PromptBuilder(template_name="chatml").build(history)
+
+
+@pytest.mark.parametrize("model", ["tensorrt_llm_bls", "ensemble"])
+def test_streams_the_answer_token_by_token(triton, model):
+    client = TritonChatClient(triton.grpc_url, model=model)
+    stream = client.stream(prompt(), SamplingParams(max_tokens=32))
+    deltas = list(stream)
+    assert "Paris" in stream.text
+    assert len(deltas) >= 5  # one response per token, not one blob
+    assert "".join(deltas) == stream.text
+    assert stream.time_to_first_token is not None and stream.time_to_first_token < 10
+
+
+def test_bls_and_ensemble_agree(triton):
+    history = [{"role": "user", "content": "Name three colours."}]
+    texts = [TritonChatClient(triton.grpc_url, model=m).generate(prompt(history), SamplingParams(max_tokens=24))
+             for m in ("tensorrt_llm_bls", "ensemble")]
+    assert texts[0] == texts[1] and texts[0].strip()
+
+
+def test_token_by_token_chunks_rebuild_multibyte_text(triton, cpu_model_dir):
+    """The postprocessing model turns each token into exact bytes; the client's assembler joins them."""
+    from transformers import AutoTokenizer
+
+    from app.triton.textstream import IncrementalText
+
+    text = "Café naïve 3€ 😀 über"
+    ids = AutoTokenizer.from_pretrained(cpu_model_dir).encode(text, add_special_tokens=False)
+    client = grpcclient.InferenceServerClient(triton.grpc_url)
+    assembler = IncrementalText(accumulated=False)
+    for token in ids:  # one request per token, exactly as streamed responses arrive
+        tokens = grpcclient.InferInput("TOKENS_BATCH", [1, 1, 1], "INT32")
+        tokens.set_data_from_numpy(np.array([[[token]]], np.int32))
+        length = grpcclient.InferInput("SEQUENCE_LENGTH", [1, 1], "INT32")
+        length.set_data_from_numpy(np.array([[1]], np.int32))
+        chunk = client.infer("postprocessing", [tokens, length]).as_numpy("OUTPUT").reshape(-1)[0]
+        assert "\ufffd" not in assembler.feed(chunk)
+    assembler.finish()
+    assert assembler.text == text
+
+
+def engine_log_lines(triton) -> list[str]:
+    return [line for line in triton.process.log_path.read_text().splitlines() if "cpu engine: request" in line]
+
+
+@pytest.mark.parametrize("model", ["tensorrt_llm_bls", "ensemble"])
+def test_cancel_stops_generation_on_the_server(triton, model):
+    client = TritonChatClient(triton.grpc_url, model=model)
+    before = len(engine_log_lines(triton))
+    stream = client.stream(prompt([{"role": "user", "content": "Write a very long story about a dragon."}]),
+                           SamplingParams(max_tokens=400))
+    for index, _ in enumerate(stream):
+        if index == 2:
+            stream.cancel()
+    assert stream.cancelled
+    deadline = time.monotonic() + 10
+    while len(engine_log_lines(triton)) == before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    line = engine_log_lines(triton)[-1]
+    tokens = int(re.search(r"ended after (\d+) tokens", line).group(1))
+    assert tokens < 40, line  # stopped long before its 400-token budget
+    # the slot is free: a new request is served at once
+    assert "Paris" in client.generate(prompt(), SamplingParams(max_tokens=16))
+
+
+def test_concurrent_requests_progress_together(triton):
+    client = TritonChatClient(triton.grpc_url)
+
+    def one(i):
+        stream = client.stream(prompt([{"role": "user", "content": f"Count from 1 to {10 + i}."}]),
+                               SamplingParams(max_tokens=30))
+        start = time.monotonic()
+        first = None
+        for _ in stream:
+            first = first or time.monotonic() - start
+        return first, time.monotonic() - start
+
+    results = run_in_threads(one, 3)
+    firsts, ends = [r[0] for r in results], [r[1] for r in results]
+    assert max(firsts) < min(ends), results  # everybody started before anybody finished
+
+
+def test_long_prompt_is_refused_with_a_plain_message(triton):
+    long_text = "word " * 2500  # over the CPU engine's max_input_len of 2048 tokens
+    client = TritonChatClient(triton.grpc_url)
+    with pytest.raises(InputTooLong, match=r"Prompt length \(\d+\) exceeds maximum input length \(2048\)"):
+        client.generate(prompt([{"role": "user", "content": long_text}]), SamplingParams(max_tokens=8))
+
+
+def test_status_and_unknown_model(triton):
+    assert TritonChatClient(triton.grpc_url).status().model_ready
+    with pytest.raises(ModelNotReady):
+        TritonChatClient(triton.grpc_url, model="no_such_model").model_info()
+
+
+def test_unreachable_server_is_reported():
+    client = TritonChatClient(f"127.0.0.1:{free_port()}")
+    assert not client.status().live
+    with pytest.raises(ServerUnreachable):
+        client.model_info()
+
+
+def engine_request(triton, inputs: dict, request_id="t"):
+    """Call the tensorrt_llm model directly (decoupled) and collect output ids."""
+    client = grpcclient.InferenceServerClient(triton.grpc_url)
+    results = []
+    client.start_stream(callback=lambda result, error: results.append((result, error)))
+    tensors = []
+    for name, array in inputs.items():
+        t = grpcclient.InferInput(name, list(array.shape), {np.int32: "INT32", np.bool_: "BOOL", np.uint64: "UINT64",
+                                                            np.float32: "FP32"}[array.dtype.type])
+        t.set_data_from_numpy(array)
+        tensors.append(t)
+    client.async_stream_infer("tensorrt_llm", tensors, request_id=request_id, enable_empty_final_response=True)
+    client.stop_stream()
+    errors = [e for _, e in results if e is not None]
+    assert not errors, errors
+    ids = [r.as_numpy("output_ids") for r, _ in results if r.as_numpy("output_ids") is not None]
+    return [int(x) for chunk in ids for x in chunk.reshape(-1)]
+
+
+def test_engine_contract_direct(triton, cpu_model_dir):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(cpu_model_dir)
+    ids = tok.encode(prompt())
+    base = {"input_ids": np.array([ids], np.int32), "input_lengths": np.array([[len(ids)]], np.int32),
+            "request_output_len": np.array([[12]], np.int32), "end_id": np.array([[tok.eos_token_id]], np.int32)}
+    # non-streaming without exclude_input_in_output returns prompt + completion (backend default here is exclude)
+    full = engine_request(triton, {**base, "exclude_input_in_output": np.array([[False]])})
+    assert full[: len(ids)] == ids and len(full) > len(ids)
+    only_new = engine_request(triton, {**base, "exclude_input_in_output": np.array([[True]])})
+    assert only_new == full[len(ids):]
+    # a stop word ends generation right after it appears
+    stop = tok.encode(" Paris", add_special_tokens=False)
+    words = np.array([[stop + [0], [len(stop), -1]]], np.int32)
+    stopped = engine_request(triton, {**base, "exclude_input_in_output": np.array([[True]]),
+                                      "stop_words_list": words})
+    assert stopped[-len(stop):] == stop and len(stopped) < len(only_new)
+    # sampling with a fixed seed is repeatable; another seed may differ
+    sampled = {**base, "runtime_top_k": np.array([[50]], np.int32), "temperature": np.array([[1.5]], np.float32),
+               "exclude_input_in_output": np.array([[True]]), "request_output_len": np.array([[20]], np.int32)}
+    a = engine_request(triton, {**sampled, "random_seed": np.array([[123]], np.uint64)})
+    b = engine_request(triton, {**sampled, "random_seed": np.array([[123]], np.uint64)})
+    assert a == b
+    # top_k 1 is greedy whatever top_p and temperature say (top-k, then top-p, as TensorRT-LLM samples)
+    top_one = {**sampled, "runtime_top_k": np.array([[1]], np.int32), "runtime_top_p": np.array([[1.0]], np.float32)}
+    greedy = {**sampled, "runtime_top_k": np.array([[0]], np.int32)}
+    for seed in (1, 2):
+        assert engine_request(triton, {**top_one, "random_seed": np.array([[seed]], np.uint64)}) == \
+            engine_request(triton, greedy)
+
+
+def test_demo_repository_serves_the_pacing_model_at_its_rate(triton):
+    """`python -m app --demo --pacing-rate R`: the pacing model beside the demo's models, words at R per second."""
+    from tests.conftest import DEMO_PACING_RATE
+
+    stream = TritonChatClient(triton.grpc_url, model="pacing").stream("hi", SamplingParams(max_tokens=21))
+    times = []
+    for _ in stream:
+        times.append(time.monotonic())
+    assert stream.text.split()[:3] == ["alpha", "bravo", "charlie"] and len(stream.text.split()) == 21
+    expected = (len(times) - 1) / DEMO_PACING_RATE  # it paces: never faster, and not stuck (loose upper bound)
+    assert 0.9 * expected <= times[-1] - times[0] < 5 * expected, times[-1] - times[0]

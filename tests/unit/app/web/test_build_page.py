@@ -1,0 +1,106 @@
+"""Build page: its logic without Gradio, the page on its own, and a browser run with stand-in tools.
+
+The TensorRT-LLM tools are stand-ins (tests/build_standins.py) because TensorRT-LLM needs a GPU.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import gradio as gr
+import pytest
+
+from app.chat.context import AppConfig, AppContext
+from app.web import build_logic as logic
+from setup.build.jobs import JobStore
+from setup.build.registry import EngineRegistry
+from setup.paths import PROJECT_ROOT
+from setup.repo.writer import parameter_specs
+from tests.build_standins import make_checkpoint
+
+ROOT = PROJECT_ROOT
+ISSUE_FIELDS = {"batching_strategy", "batch_scheduler_policy", "kv_cache_free_gpu_mem_fraction",
+                "max_tokens_in_paged_kv_cache", "max_attention_window_size", "enable_kv_cache_reuse", "decoupled_mode",
+                "max_queue_delay_microseconds", "exclude_input_in_output", "lora_cache_optimal_adapter_size",
+                "lora_cache_max_adapter_size", "lora_cache_gpu_memory_fraction", "lora_cache_host_memory_bytes",
+                "lora_prefetch_dir", "preprocessing_instance_count", "postprocessing_instance_count",
+                "bls_instance_count"}
+
+
+def test_triton_fields_cover_the_issue_with_help_and_default():
+    assert {f.name for f in logic.TRITON_FIELDS} == ISSUE_FIELDS
+    specs = parameter_specs()
+    for field in logic.TRITON_FIELDS:
+        text = logic.triton_field_help(field.name)
+        assert text.startswith(specs[field.name].help) and "Default:" in text
+    assert logic.triton_field_help("kv_cache_free_gpu_mem_fraction").endswith("Default: 0.9.")
+    assert logic.triton_field_help("max_attention_window_size").endswith("Default: the backend's own.")
+
+
+@pytest.mark.parametrize(("host", "auth", "allowed"), [
+    ("127.0.0.1", None, True), ("localhost", None, True), ("::1", None, True), ("0.0.0.0", None, False),
+    ("192.168.1.5", None, False), ("example.org", None, False), ("0.0.0.0", ("u", "p"), True)])
+def test_access_rule(host, auth, allowed):
+    assert logic.access_allowed(host, auth) is allowed
+
+
+def test_form_to_plan_and_problems(tmp_path):
+    ckpt = make_checkpoint(tmp_path / "ckpt")
+    form = {"family": "llava-1.5", "checkpoint": str(ckpt), "trtllm_version": "0.19", "out": str(tmp_path / "o"),
+            "dtype": "float16", "tp": 1.0, "pp": 1, "max_batch_size": 8.0, "max_input_len": 2048, "max_seq_len": 2560,
+            "max_num_images": 1, "lora_dir": "", "max_lora_rank": None, "trtllm_root": "/opt/t", "tokenizer_dir": "",
+            "vila_path": ""}
+    triton = {"batching_strategy": "inflight_fused_batching", "kv_cache_free_gpu_mem_fraction": 0.8,
+              "enable_kv_cache_reuse": False, "max_attention_window_size": None, "lora_prefetch_dir": ""}
+    config = logic.form_to_config(form, triton)
+    assert config.triton == {"kv_cache_free_gpu_mem_fraction": 0.8} and config.max_batch_size == 8
+    view = logic.plan_view(form, triton)
+    assert view.plan is not None and "4608" in view.summary and "kv_cache_free_gpu_mem_fraction=0.8" in view.shell
+    assert "multimodal templates" in view.summary
+    bad = logic.plan_view({**form, "dtype": "bfloat16", "checkpoint": str(tmp_path / "none")}, triton)
+    assert bad.plan is None and len(bad.problems) == 2 and "Fix these first" in bad.summary
+    script = logic.export_script(view.plan, tmp_path / "export")
+    assert script.read_text() == view.shell
+    assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+
+
+def test_family_markdown_shows_the_triton_path_first():
+    text = logic.family_markdown("cogvlm", "0.19")
+    assert text.startswith("**Triton:** Not served") and "run.py" in text and "bfloat16" in text
+    assert logic.family_markdown("llava-1.5", "0.11").startswith("**Triton:** The templates serve LLaVA-1.5 from")
+    assert logic.family_defaults("vila")["max_num_images"] == 4
+
+
+def test_status_html():
+    assert logic.status_html(None) == f"<p>{logic.MSG_NO_JOB}</p>"
+    status = {"id": "j1", "status": "running", "progress": 0.5, "message": "",
+              "steps": [{"id": "convert", "title": "Convert", "status": "done", "elapsed": 65, "message": ""},
+                        {"id": "build-llm", "title": "Build <LLM>", "status": "running", "elapsed": 3, "message": ""}]}
+    html = logic.status_html(status)
+    assert "value='50'" in html and "1:05" in html and "Build &lt;LLM&gt;" in html and "data-status='running'" in html
+
+
+def test_page_imports_alone():
+    code = "import app.web.pages.build as b; assert b.TITLE == 'Build' and callable(b.build)"
+    assert subprocess.run([sys.executable, "-c", code], cwd=ROOT, timeout=120).returncode == 0
+
+
+def service(tmp_path):
+    from app.web.pages.build import BuildService
+
+    registry = EngineRegistry(tmp_path / "registry.json")
+    return BuildService(JobStore(tmp_path / "jobs.json", registry=registry), registry)
+
+
+def test_page_is_disabled_off_loopback_without_auth(tmp_path):
+    from app.web.pages import build
+    with gr.Blocks() as closed:
+        build.build(AppContext(AppConfig(host="0.0.0.0")), service(tmp_path))
+    assert [b.elem_id for b in closed.blocks.values() if getattr(b, "elem_id", None)] == ["build-disabled"]
+    with_auth = SimpleNamespace(config=SimpleNamespace(host="0.0.0.0", auth=("admin", "pw")))
+    with gr.Blocks() as open_page:
+        build.build(with_auth, service(tmp_path))
+    ids = {getattr(b, "elem_id", None) for b in open_page.blocks.values()}
+    assert {"build-run", "build-cancel", "build-plan", "build-export", "build-log", "build-status"} <= ids
