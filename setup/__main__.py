@@ -7,12 +7,13 @@ import signal
 import sys
 from pathlib import Path
 
+from setup.build import serve_cli
 from setup.build.cli import add_build_commands, add_repo_flags, cmd_build, cmd_plan, repo_config_from_args
 from setup.cli_types import OneLineErrorParser, port_number, positive_int, raise_interrupt
 from setup.launcher import LaunchError, LaunchOptions, find_tritonserver, start_triton
 from setup.lora.convert import STORAGE_DTYPES, LoraConvertError, describe
 from setup.lora.engine import convert_folder
-from setup.repo.writer import RepoError, write_repository
+from setup.repo.writer import RepoError, dry_run, write_repository
 
 
 def add_port_flags(parser: argparse.ArgumentParser) -> None:
@@ -62,6 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_repo(args: argparse.Namespace) -> int:
+    if args.dry_run:
+        dry_run(repo_config_from_args(args))
+        print(f"Repository config for {args.out} checked (dry run; nothing written).")
+        return 0
     out = write_repository(repo_config_from_args(args), args.out, force=args.force)
     print(f"Wrote {out}")
     return 0
@@ -100,6 +105,9 @@ def cmd_lora(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] in (["plan"], ["build"]) and serve_cli.wants_serve(argv[1:]):  # trtllm-serve deployment kind
+        return serve_cli.main(argv[0], argv[1:])
     args = build_parser().parse_args(argv)
     try:
         return {"repo": cmd_repo, "launch": cmd_launch, "lora": cmd_lora, "plan": cmd_plan,

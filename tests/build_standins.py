@@ -106,24 +106,25 @@ def _write_tool(path: Path, kind: str, flags: set[str], prog: str) -> Path:
 
 CONVERT_SCRIPTS = {
     "0.11": ["llama", "gpt", "opt", "enc_dec", "cogvlm", "phi", "qwen", "mllama", "quantization/quantize.py"],
-    "0.19": ["models/core/llama", "models/core/gpt", "models/contrib/opt", "models/core/enc_dec",
+    "0.19": ["llama", "gpt", "opt", "enc_dec", "cogvlm", "phi", "qwen", "mllama", "internlm2",
+             "quantization/quantize.py"],
+    "0.20": ["models/core/llama", "models/core/gpt", "models/contrib/opt", "models/core/enc_dec",
              "models/contrib/cogvlm", "models/core/phi", "models/core/qwen", "models/core/mllama",
              "models/core/internlm2", "quantization/quantize.py"],
 }
+VISUAL_BUILDER = {"0.11": "multimodal/build_visual_engine.py", "0.19": "multimodal/build_multimodal_engine.py",
+                  "0.20": "models/core/multimodal/build_multimodal_engine.py"}
 
 
 def make_trtllm(root: Path, era: str) -> dict[str, str]:
-    """A fake TensorRT-LLM tree for `era` ("0.11" or "0.19"); returns PlanConfig fields pointing at it."""
+    """A fake TensorRT-LLM tree for `era` ("0.11", "0.19" or "0.20"); returns PlanConfig fields pointing at it."""
     examples = root / "examples"
     for rel in CONVERT_SCRIPTS[era]:
         script = examples / rel if rel.endswith(".py") else examples / rel / "convert_checkpoint.py"
         _write_tool(script, "convert", CONVERT, str(script.name))
-    if era == "0.11":
-        _write_tool(examples / "multimodal" / "build_visual_engine.py", "visual:visual_encoder.engine", VISUAL,
-                    "build_visual_engine.py")
-    else:
-        _write_tool(examples / "models" / "core" / "multimodal" / "build_multimodal_engine.py", "visual:model.engine",
-                    VISUAL, "build_multimodal_engine.py")
+    visual = examples / VISUAL_BUILDER[era]
+    engine = "visual_encoder.engine" if era == "0.11" else "model.engine"
+    _write_tool(visual, f"visual:{engine}", VISUAL, visual.name)
     _write_tool(examples / "hf_lora_convert.py", "lora", LORA_CONVERT, "hf_lora_convert.py")
     build = _write_tool(root / "bin" / "trtllm-build", "build",
                         TRTLLM_BUILD_011 if era == "0.11" else TRTLLM_BUILD_019, "trtllm-build")

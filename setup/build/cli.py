@@ -35,6 +35,10 @@ def add_repo_flags(repo: argparse.ArgumentParser) -> None:
     repo.add_argument("--set", dest="set_values", type=_key_value, action="append", default=[], metavar="KEY=VALUE",
                       help="A deployment parameter (repeatable); wins over --config.")
     repo.add_argument("--no-streaming", action="store_true", help="Allow decoupled_mode false.")
+    repo.add_argument("--trtllm-version", help="TensorRT-LLM release whose tensor names to write (default: the "
+                      "templates' own, 0.19).")
+    repo.add_argument("--dry-run", action="store_true", help="Check everything that needs no engine files; write "
+                      "nothing.")
 
 
 def repo_config_from_args(args: argparse.Namespace) -> DeploymentConfig:
@@ -46,12 +50,17 @@ def repo_config_from_args(args: argparse.Namespace) -> DeploymentConfig:
     config.parameters.update(dict(getattr(args, "set_values", []) or []))
     if getattr(args, "no_streaming", False):
         config.streaming = False
+    if getattr(args, "trtllm_version", None):
+        config.trtllm_version = args.trtllm_version
     return config
 
 
 def _add_plan_flags(parser: argparse.ArgumentParser) -> None:
     helps = PlanConfig.help()
     parser.add_argument("--config", type=Path, help="Build config YAML (same fields as these flags; flags win).")
+    parser.add_argument("--deployment", choices=("engine", "trtllm-serve"), default="engine",
+                        help="engine: TensorRT engines + Triton (these flags); trtllm-serve: TensorRT-LLM 1.x PyTorch "
+                        "backend, no build (`--deployment trtllm-serve --help` lists its flags).")
     for name in PlanConfig.flag_fields():
         kwargs = {"type": int} if name in INT_FIELDS else {}
         if name == "family":

@@ -3,7 +3,7 @@
 Every family file with a `build:` section is in the catalogue; facts the image fields already state at the
 top level (tokens and images per request, image size, hf_model_path, ...) are filled into that section
 (family_data.SHARED_FACTS). Values that change between TensorRT-LLM versions are written in the YAML as a
-mapping keyed by era ("0.11", "0.12", "0.19"); `by_era` picks the newest key not above the chosen era.
+mapping keyed by version ("0.11", "0.17", "0.20"); `by_era` picks the newest key not above the chosen version.
 """
 
 from __future__ import annotations
@@ -56,6 +56,11 @@ class Era:
     multimodal_path_parameter: str
     lora_converter: str
     lora_prefetch: bool
+    examples_layout: str = "flat"  # flat: examples/<model>/; models: examples/models/core|contrib/<model>/
+    lora_config_columns: int = 3
+    switch_flags: tuple[str, ...] = ()  # trtllm-build flags that are bare switches in this era
+    tensors: str = ""  # entry of release_tensors.yaml: how the release's tensorrt_llm model differs
+    sources: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -73,7 +78,8 @@ class TrtllmVersion:
 @cache
 def eras() -> dict[str, Era]:
     raw = yaml.safe_load(VERSIONS_FILE.read_text())
-    return {key: Era(key=key, **fields) for key, fields in raw.items()}
+    return {key: Era(key=key, **{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()})
+            for key, fields in raw.items()}
 
 
 def resolve_version(text: str) -> TrtllmVersion:
@@ -180,7 +186,7 @@ class Family:
 
     def triton_served(self, version: TrtllmVersion) -> bool:
         """Whether this project's Triton templates (backend-style) serve the family at `version`."""
-        return version.at_least(self.triton.get("since"))
+        return not self.triton.get("refused") and version.at_least(self.triton.get("since"))
 
     def notes(self, version: TrtllmVersion) -> list[str]:
         extra = by_era(self.raw.get("version_notes") or {}, version.era.key)

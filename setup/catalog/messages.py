@@ -66,3 +66,7 @@ WARN_TOOL_MISSING = "{what} not found: {path}."
 ENGINE_STALE = "built with TensorRT-LLM {built}, installed {installed}: rebuild"
 ENGINE_UNKNOWN = "TensorRT-LLM is not installed here; cannot tell whether it is current"
 ENGINE_CURRENT = "current"
+MSG_REPOSITORY_WOULD_FAIL = ("The Triton repository step would fail after the engines are built: {reason} Fix the "
+                             "deployment parameters first.")
+WARN_REFUSED = ("Not served on Triton by this project's templates: {reason} The plan builds the engines and stops "
+                "there (no repository is written for {family}).")

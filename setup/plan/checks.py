@@ -56,7 +56,7 @@ class PlanChecks:
 
     def check(self, family: Family, version: TrtllmVersion) -> dict:
         """Validate everything and return the derived values (look at `problems` before using them)."""
-        self.family, self.version, self.era = family, version, version.era.key
+        self.family, self.version, self.era = family, version, version.text
         self.dtype = self.c.dtype or family.default_dtype
         self.limits = self._limits()
         self.ckpt_config = self._check_paths(family)

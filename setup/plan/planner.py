@@ -15,6 +15,7 @@ from setup.plan.checks import PlanChecks
 from setup.plan.config import PlanConfig
 from setup.plan.steps import StepBuilder
 from setup.plan.types import Plan, PlanError, Step
+from setup.repo.writer import DeploymentConfig, RepoError, dry_run
 
 __all__ = ["Plan", "PlanConfig", "PlanError", "Step", "make_plan", "triton_support"]
 
@@ -22,11 +23,27 @@ __all__ = ["Plan", "PlanConfig", "PlanError", "Step", "make_plan", "triton_suppo
 def triton_support(family: Family, version: TrtllmVersion) -> str:
     """What serves the family on Triton at this version, in one sentence or two (shown before anything runs)."""
     triton = family.triton
+    if triton.get("refused"):
+        return M.WARN_REFUSED.format(family=family.name, reason=triton["refused"])
     if family.triton_served(version):
         return triton["note"]
     if triton.get("since"):
         return M.WARN_TRITON_TOO_OLD.format(family=family.name, since=triton["since"], version=version.text)
     return M.WARN_NOT_SERVED.format(note=triton.get("note", ""), instead=triton.get("instead", ""))
+
+
+def _repository_problems(deployment: dict, version: TrtllmVersion) -> list[str]:
+    """The repository step's dry run, at plan time: what would stop it after the engines are built."""
+    if not deployment:
+        return []
+    config = DeploymentConfig(template=deployment["template"], engine=deployment["engine"],
+                              parameters=dict(deployment["parameters"]), trtllm_version=version.text)
+    config.streaming = str(config.parameters.get("decoupled_mode", "true")).lower() in ("true", "1", "yes")
+    try:
+        dry_run(config)
+    except RepoError as exc:
+        return [M.MSG_REPOSITORY_WOULD_FAIL.format(reason=exc)]
+    return []
 
 
 def make_plan(config: PlanConfig) -> Plan:
@@ -41,6 +58,10 @@ def make_plan(config: PlanConfig) -> Plan:
         raise PlanError(checks.problems)
     builder = StepBuilder(config, family, version, checks.dtype, checks.ckpt_config)
     steps = builder.steps(derived)
-    warnings = [*checks.family_warnings(), *checks.warnings, *builder.warnings]
+    problems = builder.scripts.problems + _repository_problems(builder.deployment, version)
+    if problems:
+        raise PlanError(problems)
+    note = builder.scripts.note()
+    warnings = [*checks.family_warnings(), *checks.warnings, *builder.warnings, *([note] if note else [])]
     return Plan(config=config, family=family, version=version, steps=steps, derived=derived,
                 warnings=warnings, triton_note=triton_support(family, version), deployment=builder.deployment)

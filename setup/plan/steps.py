@@ -13,16 +13,22 @@ from setup.catalog.checkpoint import hidden_size
 from setup.paths import TEMPLATES_DIR
 from setup.plan.checks import MAIN_ENGINES, TRUE_WORDS, wants_paged_context
 from setup.plan.config import PlanConfig
+from setup.plan.scripts import ScriptFinder
 from setup.plan.types import Step
 
-STEP_WEIGHTS = {"convert": 2.0, "build": 5.0, "visual": 2.0, "lora": 0.5, "repository": 0.3, "launch": 1.0}
+STEP_WEIGHTS = {"check": 0.1, "convert": 2.0, "build": 5.0, "visual": 2.0, "lora": 0.5, "repository": 0.3, "launch": 1.0}
 DEFAULT_MM_POOL_BYTES = 300_000_000  # the backend doc's example pool for multimodal deployments
 
 
-def flag_args(flags: dict, dtype: str) -> list[str]:
-    """A flag mapping as argv: True -> a bare flag, a list -> several values, None/False -> left out."""
+def flag_args(flags: dict, dtype: str, switches: tuple[str, ...] = ()) -> list[str]:
+    """A flag mapping as argv: True -> a bare flag, a list -> several values, None/False -> left out.
+
+    Flags in `switches` are bare switches in the chosen release: "enable" -> the bare flag, "disable" -> left out.
+    """
     args: list[str] = []
     for name, value in flags.items():
+        if name in switches and value in ("enable", "disable"):
+            value = value == "enable"
         if value is True:
             args.append(f"--{name}")
         elif isinstance(value, list):
@@ -37,11 +43,12 @@ class StepBuilder:
 
     def __init__(self, config: PlanConfig, family: Family, version: TrtllmVersion, dtype: str,
                  ckpt_config: dict | None):
-        self.c, self.family, self.version, self.era = config, family, version, version.era.key
+        self.c, self.family, self.version, self.era = config, family, version, version.text
         self.dtype, self.ckpt_config = dtype, ckpt_config
         self.out = Path(config.out).resolve()
         self.warnings: list[str] = []
         self.deployment: dict = {}
+        self.scripts = ScriptFinder(config.trtllm_root, version.text, version.era.examples_layout)
 
     def steps(self, d: dict) -> list[Step]:
         """Every step in order; `d` holds the derived values (a partial-LoRA adapter is added to it)."""
@@ -52,11 +59,19 @@ class StepBuilder:
         steps += self._lora_steps(d)
         self.deployment = {}
         if self.family.triton_served(self.version):
-            steps += [self._repository_step(d), self._launch_step(d)]
+            repository = self._repository_step(d)
+            steps = [self._check_step(repository), *steps, repository, self._launch_step(d)]
         return steps
 
+    @staticmethod
+    def _check_step(repository: Step) -> Step:
+        """The repository step as a dry run, first: a repository that cannot be written stops the plan early."""
+        argv = (*repository.argv[:-1], "--dry-run")  # drop --force; nothing is written
+        return Step("check-repository", "check", "Check the Triton repository config (dry run)", argv,
+                    weight=STEP_WEIGHTS["check"])
+
     def _script(self, relative: str) -> str:
-        return str(Path(self.c.trtllm_root).expanduser().resolve() / relative)
+        return self.scripts.find(relative)
 
     @property
     def ckpt_out(self) -> Path:
@@ -130,7 +145,7 @@ class StepBuilder:
         checkpoint = self.ckpt_out / engine.checkpoint_subdir
         out = self.out / "engines" / engine.name
         argv = [c.trtllm_build, "--checkpoint_dir", str(checkpoint), "--output_dir", str(out),
-                *flag_args(fixed, self.dtype), *self._limit_args(engine, fixed, d)]
+                *flag_args(fixed, self.dtype, self.version.era.switch_flags), *self._limit_args(engine, fixed, d)]
         if engine.name in MAIN_ENGINES:
             argv += self._lora_build_args(fixed, d)
             if wants_paged_context(c.triton or {}):
@@ -196,7 +211,7 @@ class StepBuilder:
             if era.lora_prefetch:
                 params["lora_prefetch_dir"] = str(self.out / "lora")
         if fam.is_multimodal:
-            params[era.multimodal_path_parameter] = str(self.visual_out)
+            params["multimodal_model_path"] = str(self.visual_out)  # our templates' name in every release
             params["max_num_images"] = d["max_num_images"]
             params["multimodal_family"] = fam.id  # the app reads it to prepare images for this family
             if fam.triton.get("hf_model_path"):
@@ -211,9 +226,8 @@ class StepBuilder:
         self.deployment = {"template": template, "engine": "tensorrtllm", "parameters": params}
         if not (TEMPLATES_DIR / template).is_dir():
             self.warnings.append(M.WARN_TEMPLATE_MISSING.format(template=template))
-        if self.version.era.key != "0.19":
-            self.warnings.append(M.WARN_OLD_TEMPLATES.format(version=self.version.text))
-        argv = [sys.executable, "-m", "setup", "repo", "--template", template, "--engine", "tensorrtllm"]
+        argv = [sys.executable, "-m", "setup", "repo", "--template", template, "--engine", "tensorrtllm",
+                "--trtllm-version", self.version.text]
         if str(params.get("decoupled_mode", "true")).lower() not in TRUE_WORDS:
             argv.append("--no-streaming")
         for key, value in params.items():

@@ -13,6 +13,7 @@ from tritonclient.grpc import model_config_pb2
 
 from setup.paths import DATA_DIR, TEMPLATES_DIR
 from setup.repo.fill import FillError, fill, placeholders
+from setup.repo.releases import apply_release, release_edits
 
 ENGINES = {"tensorrtllm": None, "cpu": "cpu_engine"}  # engine -> overlay folder in the templates
 STREAMING_MODELS = ("tensorrt_llm", "tensorrt_llm_bls")
@@ -46,6 +47,7 @@ class DeploymentConfig:
     streaming: bool = True
     parameters: dict[str, object] = field(default_factory=dict)
     models: dict[str, dict[str, object]] = field(default_factory=dict)
+    trtllm_version: str | None = None  # the release whose tensor names are written (None: the templates' own)
 
     @classmethod
     def from_yaml(cls, path: Path) -> DeploymentConfig:
@@ -57,7 +59,7 @@ class DeploymentConfig:
             raise RepoError(f"Config file {path} is not valid YAML: {exc}") from None
         if not isinstance(raw, dict):
             raise RepoError(f"Config file {path} must hold a mapping at the top level.")
-        unknown = set(raw) - {"template", "engine", "streaming", "parameters", "models"}
+        unknown = set(raw) - {"template", "engine", "streaming", "parameters", "models", "trtllm_version"}
         if unknown:
             raise RepoError(f"Unknown keys in {path}: {', '.join(sorted(unknown))}.")
         return cls(**raw)
@@ -153,7 +155,21 @@ def render_model(model: str, config: DeploymentConfig, specs: dict[str, Paramete
     parsed = parse_model_config(filled, f"{model}/config.pbtxt")
     if parsed.name != model:
         raise RepoError(f"{model}/config.pbtxt names the model '{parsed.name}'.")
-    return filled
+    try:
+        edits = release_edits(config.trtllm_version) if config.engine == "tensorrtllm" else {}
+    except ValueError as exc:
+        raise RepoError(str(exc)) from None
+    return apply_release(model, filled, edits)
+
+
+def dry_run(config: DeploymentConfig) -> None:
+    """Every check the writer makes before reading engine files: parameters, streaming, each model's config."""
+    specs = parameter_specs()
+    template = load_template(config.template)
+    _validate(config, specs, template)
+    _check_streaming(config, specs, template)
+    for model in sorted(template.models):
+        render_model(model, config, specs, template)
 
 
 def _run_checks(config: DeploymentConfig, specs: dict[str, ParameterSpec], template: TemplateSet) -> None:

@@ -6,8 +6,10 @@ import gradio as gr
 
 from app.chat.context import AppConfig, AppContext
 from app.web import build_logic as logic
+from app.web import serve_logic
 from app.web.build_folders import confine_folders, problems_markdown
 from app.web.gate import caller_may_act, require_access
+from app.web.pages.build_serve import build_serve
 from setup.build.jobs import JobError, JobStore
 from setup.build.registry import EngineRegistry
 from setup.plan.config import PlanConfig
@@ -29,6 +31,7 @@ class BuildService:
         self.store = store or JobStore(registry=self.registry)
         self.plans: dict = {}
         self.deployment = logic.Deployment()
+        self.serve = serve_logic.ServeServer()  # trtllm-serve started from the page
 
 
 def _triton_widget(field: logic.TritonField):
@@ -58,64 +61,70 @@ def build(ctx: AppContext, service: BuildService | None = None, tabs: gr.Tabs | 
     first = next(iter(logic.family_choices()))[1]
     start = logic.family_defaults(first)
 
-    with gr.Row():
-        family = gr.Dropdown(logic.family_choices(), value=first, label="Model family", info=helps["family"],
-                             elem_id="build-family")
-        version = gr.Dropdown(list(logic.VERSIONS), value="0.19", allow_custom_value=True,
-                              label="TensorRT-LLM version", info=helps["trtllm_version"], elem_id="build-version")
-        dtype = gr.Dropdown(start["dtypes"], value=start["dtype"], label="dtype", info=helps["dtype"],
-                            elem_id="build-dtype")
-    family_info = gr.Markdown(logic.family_markdown(first, "0.19"), elem_id="build-family-info")
-    with gr.Row():
-        checkpoint = gr.Textbox(label="Checkpoint folder", info=helps["checkpoint"], elem_id="build-checkpoint")
-        out = gr.Textbox(label="Output folder", info=helps["out"], elem_id="build-out")
-        trtllm_root = gr.Textbox(value=PlanConfig.trtllm_root, label="TensorRT-LLM source tree",
-                                 info=helps["trtllm_root"], elem_id="build-trtllm-root")
-    with gr.Row():
-        tp = gr.Number(1, precision=0, label="Tensor parallel", info=helps["tp"], elem_id="build-tp")
-        pp = gr.Number(1, precision=0, label="Pipeline parallel", info=helps["pp"], elem_id="build-pp")
-        batch = gr.Number(start["max_batch_size"], precision=0, label="Max batch size", info=helps["max_batch_size"],
-                          elem_id="build-max-batch-size")
-        input_len = gr.Number(start["max_input_len"], precision=0, label="Max input length",
-                              info=helps["max_input_len"], elem_id="build-max-input-len")
-        seq_len = gr.Number(start["max_seq_len"], precision=0, label="Max sequence length", info=helps["max_seq_len"],
-                            elem_id="build-max-seq-len")
-        images = gr.Number(start["max_num_images"], precision=0, label="Max images per request",
-                           info=helps["max_num_images"], elem_id="build-max-num-images")
-    with gr.Accordion("LoRA and other inputs", open=False):
+    # Deployment kind: the engine path (below) or TensorRT-LLM 1.x trtllm-serve (app/web/pages/build_serve.py).
+    kind = gr.Radio(serve_logic.DEPLOYMENTS, value="engine", label="Deployment", elem_id="build-deployment")
+    serve_column = build_serve(ctx, service.serve)
+    with gr.Column(elem_id="build-engine-path") as engine_column:
         with gr.Row():
-            lora_dir = gr.Textbox(label="LoRA adapters folder", info=helps["lora_dir"], elem_id="build-lora-dir")
-            lora_rank = gr.Number(None, precision=0, label="Max LoRA rank", info=helps["max_lora_rank"],
-                                  elem_id="build-max-lora-rank")
-            tokenizer = gr.Textbox(label="Tokenizer folder", info=helps["tokenizer_dir"], elem_id="build-tokenizer")
-            vila = gr.Textbox(label="VILA repository", info=helps["vila_path"], elem_id="build-vila-path")
-    with gr.Accordion("Triton deployment parameters", open=False):
-        triton_widgets = [_triton_widget(f) for f in logic.TRITON_FIELDS]
-    form_inputs = [family, checkpoint, version, out, dtype, tp, pp, batch, input_len, seq_len, images, lora_dir,
-                   lora_rank, trtllm_root, tokenizer, vila]
-    all_inputs = form_inputs + triton_widgets
+            family = gr.Dropdown(logic.family_choices(), value=first, label="Model family", info=helps["family"],
+                                 elem_id="build-family")
+            version = gr.Dropdown(list(logic.VERSIONS), value="0.19", allow_custom_value=True,
+                                  label="TensorRT-LLM version", info=helps["trtllm_version"], elem_id="build-version")
+            dtype = gr.Dropdown(start["dtypes"], value=start["dtype"], label="dtype", info=helps["dtype"],
+                                elem_id="build-dtype")
+        family_info = gr.Markdown(logic.family_markdown(first, "0.19"), elem_id="build-family-info")
+        with gr.Row():
+            checkpoint = gr.Textbox(label="Checkpoint folder", info=helps["checkpoint"], elem_id="build-checkpoint")
+            out = gr.Textbox(label="Output folder", info=helps["out"], elem_id="build-out")
+            trtllm_root = gr.Textbox(value=PlanConfig.trtllm_root, label="TensorRT-LLM source tree",
+                                     info=helps["trtllm_root"], elem_id="build-trtllm-root")
+        with gr.Row():
+            tp = gr.Number(1, precision=0, label="Tensor parallel", info=helps["tp"], elem_id="build-tp")
+            pp = gr.Number(1, precision=0, label="Pipeline parallel", info=helps["pp"], elem_id="build-pp")
+            batch = gr.Number(start["max_batch_size"], precision=0, label="Max batch size", info=helps["max_batch_size"],
+                              elem_id="build-max-batch-size")
+            input_len = gr.Number(start["max_input_len"], precision=0, label="Max input length",
+                                  info=helps["max_input_len"], elem_id="build-max-input-len")
+            seq_len = gr.Number(start["max_seq_len"], precision=0, label="Max sequence length", info=helps["max_seq_len"],
+                                elem_id="build-max-seq-len")
+            images = gr.Number(start["max_num_images"], precision=0, label="Max images per request",
+                               info=helps["max_num_images"], elem_id="build-max-num-images")
+        with gr.Accordion("LoRA and other inputs", open=False):
+            with gr.Row():
+                lora_dir = gr.Textbox(label="LoRA adapters folder", info=helps["lora_dir"], elem_id="build-lora-dir")
+                lora_rank = gr.Number(None, precision=0, label="Max LoRA rank", info=helps["max_lora_rank"],
+                                      elem_id="build-max-lora-rank")
+                tokenizer = gr.Textbox(label="Tokenizer folder", info=helps["tokenizer_dir"], elem_id="build-tokenizer")
+                vila = gr.Textbox(label="VILA repository", info=helps["vila_path"], elem_id="build-vila-path")
+        with gr.Accordion("Triton deployment parameters", open=False):
+            triton_widgets = [_triton_widget(f) for f in logic.TRITON_FIELDS]
+        form_inputs = [family, checkpoint, version, out, dtype, tp, pp, batch, input_len, seq_len, images, lora_dir,
+                       lora_rank, trtllm_root, tokenizer, vila]
+        all_inputs = form_inputs + triton_widgets
 
-    with gr.Row():
-        show = gr.Button("Show plan", elem_id="build-show-plan")
-        run = gr.Button("Run / resume", variant="primary", elem_id="build-run")
-        cancel = gr.Button("Cancel", variant="stop", elem_id="build-cancel")
-        export = gr.DownloadButton("Export as shell script", value=None, interactive=False, elem_id="build-export")
-    summary = gr.Markdown(elem_id="build-summary")
-    script = gr.Code(language="shell", label="Plan (exact commands)", interactive=False, elem_id="build-plan")
-    with gr.Row():
-        jobs = gr.Dropdown(choices=logic.job_choices(service.store), value=lambda: _newest(service),
-                           allow_custom_value=True, label="Build jobs (kept across reloads)", elem_id="build-jobs")
-    status = gr.HTML(logic.MSG_NO_JOB, elem_id="build-status")
-    log = gr.Textbox(label="Log (last lines)", lines=12, max_lines=12, interactive=False, autoscroll=True,
-                     elem_id="build-log")
-    with gr.Row():
-        deploy = gr.Button("Write repository and launch", visible=False, elem_id="build-deploy")
-        demo = gr.Button("CPU demo: write repository and launch", elem_id="build-cpu-demo")
-        stop_server = gr.Button("Stop server", elem_id="build-stop-server")
-        open_chat = gr.Button("Chat with this server", variant="primary", visible=False, elem_id="build-open-chat")
-    server = gr.Markdown(elem_id="build-server")
-    with gr.Accordion("Built engines", open=False):
-        engines = gr.Markdown(elem_id="build-engines")
+        with gr.Row():
+            show = gr.Button("Show plan", elem_id="build-show-plan")
+            run = gr.Button("Run / resume", variant="primary", elem_id="build-run")
+            cancel = gr.Button("Cancel", variant="stop", elem_id="build-cancel")
+            export = gr.DownloadButton("Export as shell script", value=None, interactive=False, elem_id="build-export")
+        summary = gr.Markdown(elem_id="build-summary")
+        script = gr.Code(language="shell", label="Plan (exact commands)", interactive=False, elem_id="build-plan")
+        with gr.Row():
+            jobs = gr.Dropdown(choices=logic.job_choices(service.store), value=lambda: _newest(service),
+                               allow_custom_value=True, label="Build jobs (kept across reloads)", elem_id="build-jobs")
+        status = gr.HTML(logic.MSG_NO_JOB, elem_id="build-status")
+        log = gr.Textbox(label="Log (last lines)", lines=12, max_lines=12, interactive=False, autoscroll=True,
+                         elem_id="build-log")
+        with gr.Row():
+            deploy = gr.Button("Write repository and launch", visible=False, elem_id="build-deploy")
+            demo = gr.Button("CPU demo: write repository and launch", elem_id="build-cpu-demo")
+            stop_server = gr.Button("Stop server", elem_id="build-stop-server")
+            open_chat = gr.Button("Chat with this server", variant="primary", visible=False, elem_id="build-open-chat")
+        server = gr.Markdown(elem_id="build-server")
+        with gr.Accordion("Built engines", open=False):
+            engines = gr.Markdown(elem_id="build-engines")
+    kind.change(lambda k: (gr.Column(visible=k != "trtllm-serve"), gr.Column(visible=k == "trtllm-serve")),
+                kind, [engine_column, serve_column], api_visibility="private")
 
     def split(values):
         form = dict(zip(FORM_FIELDS, values[: len(FORM_FIELDS)], strict=True))

@@ -102,6 +102,8 @@ class TritonPythonModel:
         self.llm_name = _param(config, "tensorrt_llm_model_name", "tensorrt_llm")
         self.draft_name = _param(config, "tensorrt_llm_draft_model_name")
         self.encoders_name = _param(config, "multimodal_encoders_name")
+        # the release's names for renamed engine inputs (random_seed -> seed, min_length -> min_tokens from 0.20)
+        self.engine_names = json.loads(_param(config, "engine_input_names", "{}"))
         if self.draft_name:
             raise pb_utils.TritonModelException("Speculative decoding is not supported by this BLS template.")
 
@@ -228,7 +230,7 @@ class TritonPythonModel:
         for name, target in DIRECT.items():
             value = _get(request, name)
             if value is not None:
-                llm_inputs[target] = value
+                llm_inputs[self.engine_names.get(target, target)] = value
         if images:
             llm_inputs.update(self._encode_images(images, _get(request, "max_tokens")))
         request_id = f"bls-{uuid.uuid4().hex}"

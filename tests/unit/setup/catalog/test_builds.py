@@ -19,7 +19,7 @@ BUILDER_TYPES = {"blip2", "llava", "llava_next", "llava_onevision", "llava_onevi
                  "fuyu", "pix2struct", "neva", "kosmos-2", "video-neva", "phi-3-vision", "phi-4-multimodal", "mllama",
                  "internvl", "qwen2_vl", "internlm-xcomposer2", "qwen2_audio", "pixtral"}
 FORK_TYPES = {"internlm-xcomposer2-vl-7b"}
-ERAS = ("0.11", "0.12", "0.19")
+ERAS = ("0.11", "0.12", "0.19", "0.20", "1.1")
 
 
 def test_every_family_of_the_issue_has_an_entry():
@@ -33,8 +33,9 @@ def test_entry_is_complete(family_id):
     assert family.dtypes and family.engines
     for era in ERAS:
         assert family.convert_script(era).endswith(".py")
-    assert "core" in family.convert_script("0.19") or "contrib" in family.convert_script("0.19") \
-        or "quantization" in family.convert_script("0.19")
+    assert "/models/" not in family.convert_script("0.19"), "0.19 keeps examples flat"
+    assert "core" in family.convert_script("0.20") or "contrib" in family.convert_script("0.20") \
+        or "quantization" in family.convert_script("0.20")
     for engine in family.engines:
         for era in ERAS:
             flags = {f"--{name}" for name in engine.flags_for(era)} | {f"--{name}" for name in engine.limits}
@@ -85,7 +86,9 @@ def test_triton_support_depends_on_version():
     llava = get_family("llava-1.5")
     assert llava.triton_served(resolve_version("0.13")) and llava.triton_served(resolve_version("0.19.0"))
     assert not llava.triton_served(resolve_version("0.11"))
-    assert get_family("qwen2-vl").triton_served(resolve_version("0.19"))
+    for refused in ("qwen2-vl", "mllama", "llava-onevision"):  # image bytes need a server-side processor
+        assert not get_family(refused).triton_served(resolve_version("1.2"))
+        assert "processor" in get_family(refused).triton["refused"]
     assert get_family("mllama").triton["parameters"]["encoder_input_features_data_type"] == "TYPE_BF16"
     for unserved in ("cogvlm", "phi-3-vision", "llava-next", "nougat", "deplot", "blip2-t5"):
         assert not get_family(unserved).triton_served(resolve_version("0.19"))
@@ -95,7 +98,17 @@ def test_version_eras():
     assert resolve_version("0.11.0").era.key == "0.11"
     assert resolve_version("0.15").era.key == "0.12"
     assert resolve_version("0.19.0").era.key == "0.19"
-    assert resolve_version("1.0").era.key == "0.19"
+    assert resolve_version("0.18.2").era.key == "0.12"
+    assert resolve_version("0.20").era.key == "0.20" and resolve_version("1.0").era.key == "0.20"
+    assert resolve_version("1.1").era.key == "1.1" and resolve_version("1.2.0").era.key == "1.1"
+    assert [resolve_version(v).era.examples_layout for v in ("0.11", "0.15", "0.19", "0.20", "1.2")] == \
+        ["flat", "flat", "flat", "models", "models"]
+    assert resolve_version("0.11").era.switch_flags == ("use_fused_mlp",)
+    assert resolve_version("0.12").era.switch_flags == ()
+    assert resolve_version("0.19").era.visual_builder == "examples/multimodal/build_multimodal_engine.py"
+    assert resolve_version("0.18").era.visual_builder == "examples/multimodal/build_visual_engine.py"
+    assert resolve_version("1.2").era.visual_builder == "examples/models/core/multimodal/build_multimodal_engine.py"
+    assert all(resolve_version(v).era.sources for v in ("0.11", "0.15", "0.19", "0.20", "1.2"))
     assert resolve_version("0.11").era.seq_len_flag == "max_output_len"
     assert resolve_version("0.19").era.multimodal_path_parameter == "multimodal_model_path"
     assert resolve_version("0.15").era.multimodal_path_parameter == "visual_model_path"

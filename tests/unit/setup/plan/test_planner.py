@@ -79,8 +79,7 @@ def test_llama_tp2(tmp_path, version):
     check_documented(plan)
     convert, build = step(plan, "convert"), step(plan, "build-llm")
     assert value(convert.argv, "--tp_size") == "2" and value(convert.argv, "--pp_size") == "1"
-    assert convert.argv[1].endswith("examples/llama/convert_checkpoint.py" if version != "0.19"
-                                    else "examples/models/core/llama/convert_checkpoint.py")
+    assert convert.argv[1].endswith("examples/llama/convert_checkpoint.py")  # flat up to 0.19
     assert build.outputs[-2:] == (str(tmp_path / "out/engines/llm/rank0.engine"),
                                   str(tmp_path / "out/engines/llm/rank1.engine"))
     assert plan.derived["world_size"] == 2
@@ -89,7 +88,7 @@ def test_llama_tp2(tmp_path, version):
         assert value(build.argv, "--max_output_len") == "2048" and "--max_seq_len" not in build.argv
     else:
         assert value(build.argv, "--max_seq_len") == "4096" and "--max_output_len" not in build.argv
-    assert [s.phase for s in plan.steps] == ["convert", "build", "repository", "launch"]
+    assert [s.phase for s in plan.steps] == ["check", "convert", "build", "repository", "launch"]
 
 
 def test_llava_multimodal_length_8_x_576(tmp_path):
@@ -99,7 +98,7 @@ def test_llava_multimodal_length_8_x_576(tmp_path):
     assert value(build.argv, "--max_multimodal_len") == "4608" == str(plan.derived["max_multimodal_len"])
     assert value(build.argv, "--use_fused_mlp") == "enable"
     visual = step(plan, "visual")
-    assert visual.argv[1].endswith("examples/models/core/multimodal/build_multimodal_engine.py")
+    assert visual.argv[1].endswith("examples/multimodal/build_multimodal_engine.py")
     assert value(visual.argv, "--model_type") == "llava" and value(visual.argv, "--max_batch_size") == "8"
     assert visual.outputs[1].endswith("visual_engine/model.engine")
     repo = step(plan, "repository")
@@ -120,11 +119,13 @@ def test_llava_older_eras(tmp_path):
     assert not old.deploy_steps(), "Triton serves LLaVA from backend 0.13 only"
     assert "0.13" in old.triton_note
     mid = plan_for(tmp_path, "llava-1.5", "0.15")
-    assert "visual_model_path=" + str(tmp_path / "out/visual_engine") in step(mid, "repository").argv
+    # our templates name the folder multimodal_model_path in every release (0.15 used to fail after the build)
+    assert "multimodal_model_path=" + str(tmp_path / "out/visual_engine") in step(mid, "repository").argv
+    assert value(step(mid, "check-repository").argv, "--trtllm-version") == "0.15"
 
 
 def test_blip2_opt(tmp_path):
-    plan = plan_for(tmp_path, "blip2-opt", "0.19")
+    plan = plan_for(tmp_path, "blip2-opt", "1.2")
     check_documented(plan)
     convert = step(plan, "convert")
     assert convert.argv[1].endswith("examples/models/contrib/opt/convert_checkpoint.py")
@@ -173,7 +174,7 @@ def test_internlm_xcomposer2_partial_lora(tmp_path):
     check_documented(plan)
     out = tmp_path / "out"
     convert = step(plan, "convert")
-    assert convert.argv[1].endswith("examples/models/core/internlm2/convert_checkpoint.py")
+    assert convert.argv[1].endswith("examples/internlm2/convert_checkpoint.py")
     assert convert.cwd == str(out / "lora_adapter")  # upstream writes the adapter into the working folder
     build = step(plan, "build-llm")
     assert value(build.argv, "--lora_dir") == str(out / "lora_adapter")
@@ -195,9 +196,7 @@ def test_mllama(tmp_path):
     assert value(build.argv, "--max_encoder_input_len") == "6404"
     assert value(build.argv, "--max_num_tokens") == "4096" and value(build.argv, "--max_seq_len") == "2048"
     assert "--max_multimodal_len" not in build.argv
-    repo = step(plan, "repository").argv
-    assert "encoder_input_features_data_type=TYPE_BF16" in repo and "cross_kv_cache_fraction=0.5" in repo
-    assert "hf_model_path=" + str(tmp_path / "ckpt") in repo
+    assert not plan.deploy_steps() and "processor" in plan.triton_note  # refused up front, not at step 4
     assert M.MSG_FAMILY_TOO_NEW.format(family="Llama-3.2-Vision (mllama)", min_version="0.15", version="0.11") in \
         problems(tmp_path, family="mllama", checkpoint=str(tmp_path / "ckpt"), trtllm_version="0.11")
 
@@ -368,12 +367,13 @@ def test_cli_plan_prints_valid_quoted_shell(tmp_path):
     assert subprocess.run(["bash", "-n"], input=script, text=True, capture_output=True).returncode == 0
     commands = [line for line in script.splitlines() if line and not line.startswith("#") and line != "set -euo pipefail"]
     plan = plan_for(tmp_path, "llava-1.5", checkpoint=ckpt, tp=2)
-    assert len(commands) == len(plan.steps) == 5
-    first = shlex.split(commands[0])
+    assert len(commands) == len(plan.steps) == 6
+    assert shlex.split(commands[0])[-1] == "--dry-run"
+    first = shlex.split(commands[1])
     assert first[first.index("--model_dir") + 1] == str(ckpt)
-    assert first[1] == "/opt/TensorRT LLM/examples/models/core/llama/convert_checkpoint.py"
-    assert "kv_cache_free_gpu_mem_fraction=0.8" in shlex.split(commands[3])
-    echo = subprocess.run(["bash", "-c", "printf '%s\\n' " + commands[0].split(" ", 1)[1]], capture_output=True,
+    assert first[1] == "/opt/TensorRT LLM/examples/llama/convert_checkpoint.py"
+    assert "kv_cache_free_gpu_mem_fraction=0.8" in shlex.split(commands[4])
+    echo = subprocess.run(["bash", "-c", "printf '%s\\n' " + commands[1].split(" ", 1)[1]], capture_output=True,
                           text=True)
     assert str(ckpt) in echo.stdout.splitlines()
 
