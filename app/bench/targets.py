@@ -1,4 +1,5 @@
-"""Where benchmark requests go: straight to Triton (the app's own client) or to an OpenAI-compatible API.
+"""Where benchmark requests go: straight to Triton (the app's own client), through the deployment interface
+(the Benchmark tab: any deployment kind), or to an OpenAI-compatible API.
 
 Each sender turns one BenchRequest into a RequestRecord: time to first streamed text, the gaps
 between streamed chunks, the end, the output token count, or the error message. No sender raises.
@@ -16,6 +17,7 @@ from app.bench.load import BenchRequest
 from app.bench.stats import RequestRecord
 from app.core.constants import MSG_BENCH_HUNG
 from app.core.errors import ChatError
+from app.deployments.base import ReplyRequest
 from app.triton.client import ModelInfo, SamplingParams, TritonChatClient
 from app.vision.images import image_format
 
@@ -70,6 +72,40 @@ class TritonSender:
                 stream.cancel()
         if record.error is None and self.count_tokens is not None:
             record.tokens = self.count_tokens(record.text)
+        return record
+
+
+class DeploymentSender:
+    """Streams each request through a deployment (whatever its kind) as one user message, as `send(request)`."""
+
+    def __init__(self, deployment, params: SamplingParams | None = None):
+        self.deployment = deployment
+        self.params = params or SamplingParams()
+
+    def __call__(self, request: BenchRequest) -> RequestRecord:
+        record = RequestRecord(started=time.monotonic())
+        stream = None
+        try:
+            stream = self.deployment.open_reply(ReplyRequest(
+                [{"role": "user", "content": request.prompt}], replace(self.params, max_tokens=request.max_tokens),
+                min_tokens=request.min_tokens))
+            last = None
+            for _ in stream:
+                now = time.monotonic()
+                if last is None:
+                    record.first_token = now
+                else:
+                    record.gaps.append(now - last)
+                last = now
+            record.text, record.tokens = stream.text, stream.chunks
+        except ChatError as exc:
+            record.error = str(exc)
+        except Exception as exc:  # noqa: BLE001 - a benchmark reports every failure, it never stops on one
+            record.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            record.ended = time.monotonic()
+            if stream is not None:
+                stream.cancel()
         return record
 
 

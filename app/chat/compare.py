@@ -6,12 +6,11 @@ import threading
 import time
 from collections.abc import Iterator
 
-from app.adapters.registry import BASE_MODEL
 from app.chat.context import AppContext
 from app.chat.turns import open_stream, reply_text, validate_user_text
 from app.core.constants import MAX_COMPARE_ADAPTERS
 from app.core.errors import ChatError, InvalidRequest
-from app.triton.client import SamplingParams
+from app.deployments.base import SamplingParams
 
 UPDATE_SECONDS = 0.1
 
@@ -19,12 +18,13 @@ UPDATE_SECONDS = 0.1
 class CompareRun:
     """Several streams, each read by its own thread; `texts()` is a snapshot of all columns."""
 
-    def __init__(self, ctx: AppContext, prompt: str, adapters: list[str], params: SamplingParams):
+    def __init__(self, ctx: AppContext, prompt: str, adapters: list[str | None], params: SamplingParams):
+        """`adapters`: one entry per column, None for the base model."""
         prompt = validate_user_text(prompt)
-        chosen = [a for a in adapters if a]
+        chosen = [a or None for a in adapters]
         if not chosen:
             raise InvalidRequest("Pick the base model or at least one adapter to compare.")
-        if len([a for a in chosen if a != BASE_MODEL]) > MAX_COMPARE_ADAPTERS:
+        if len([a for a in chosen if a]) > MAX_COMPARE_ADAPTERS:
             raise InvalidRequest(f"Compare takes the base model and at most {MAX_COMPARE_ADAPTERS} adapters.")
         self.columns = list(dict.fromkeys(chosen))
         history = [{"role": "user", "content": prompt}]

@@ -1,4 +1,4 @@
-"""What every page gets: the app config, the Triton client, prompt building and live streams."""
+"""What every page gets: the app config, the deployment (the one interface to the server) and live streams."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from app.adapters.registry import DEFAULT_ADAPTERS_DIR, AdapterRegistry
-from app.chat.prompts import PromptBuilder
+from app.chat.adapter_check import AdapterChecks
 from app.core.access import AccessPolicy
 from app.core.constants import DEFAULT_CONCURRENCY, DEFAULT_HOST, DEFAULT_MODEL, DEFAULT_UI_PORT, MAX_UPLOAD
-from app.core.errors import ChatError
-from app.triton.client import TritonChatClient
+from app.deployments.base import Deployment
+from app.deployments.connect import connect
 from setup.workspace import Workspace
 
 
@@ -42,6 +42,13 @@ class AppConfig:
         (), "Folders the web UI may read from or write to (Build, Adapters); default: the current folder and home.")
     allowed_hosts: tuple[str, ...] = configfield(
         (), "Extra host names the app answers to (its bind address and localhost always).")
+    openai_url: str | None = configfield(
+        None, "An OpenAI-compatible server's URL (vLLM, SGLang, NIM, trtllm-serve, Dynamo, this app) instead of Triton.")
+    openai_model: str | None = configfield(None, "--openai: the base model's id (default: the first it lists).")
+    api_key_file: str | None = configfield(None, "--openai: file holding the server's API key (first line).")
+    adapters_as: str | None = configfield(
+        None, "--openai: send adapters as model names ('model') or as lora_request ('lora_request'); "
+              "default: detected.")
 
     @classmethod
     def help(cls) -> dict[str, str]:
@@ -83,13 +90,13 @@ class ActiveStreams:
 class AppContext:
     """Injected into every page builder; holds no Gradio objects."""
 
-    def __init__(self, config: AppConfig, client: TritonChatClient | None = None):
+    def __init__(self, config: AppConfig, deployment: Deployment | None = None):
         self.config = config
-        self.client = client or TritonChatClient(config.triton_url, model=config.model)
         self.active = ActiveStreams()
         self.adapters = AdapterRegistry(Path(config.adapters_dir),
                                         engine_dir=Path(config.engine_dir) if config.engine_dir else None)
-        self._prompts: PromptBuilder | None = None
+        self.deployment: Deployment = deployment or connect(config, self.adapters)
+        self.adapter_checks = AdapterChecks()  # "is the adapter really applied?", once per adapter
         self._lock = threading.Lock()
         self.access = AccessPolicy(host=config.host, port=config.port, logins=bool(config.auth),
                                    workspace=Workspace.from_paths(config.workspace))
@@ -97,29 +104,5 @@ class AppContext:
     def retarget(self, triton_url: str) -> None:
         """Point the chat at another Triton server (e.g. one the Build page just launched)."""
         with self._lock:
-            self.client = TritonChatClient(triton_url, model=self.config.model,
-                                           stall_timeout=self.client.stall_timeout)
-            self._prompts = None
+            self.deployment = connect(self.config, self.adapters, triton_url=triton_url)
         self.adapters.forget_server_state()
-
-    def _tokenizer_dir(self) -> str | None:
-        if self.config.tokenizer_dir:
-            return self.config.tokenizer_dir
-        params = self.client.model_config("preprocessing").get("parameters", {})
-        path = params.get("tokenizer_dir", {}).get("string_value", "")
-        return path if path and Path(path).is_dir() else None
-
-    def prompts(self) -> PromptBuilder:
-        """The prompt builder; resolved on first use, once the server can say where its tokenizer is."""
-        with self._lock:
-            if self._prompts is not None:
-                return self._prompts
-            try:
-                tokenizer_dir, settled = self._tokenizer_dir(), True
-            except ChatError:  # server not up yet: use the named template now, ask again next time
-                tokenizer_dir, settled = None, False
-            builder = PromptBuilder(template_name=self.config.template, tokenizer_dir=tokenizer_dir,
-                                    system_prompt=self.config.system_prompt)
-            if settled:
-                self._prompts = builder
-            return builder

@@ -1,15 +1,13 @@
-"""The chat panel's behaviour without Gradio widgets: validate, build the prompt, stream, cancel."""
+"""The chat panel's behaviour without Gradio widgets: validate, shape the history, stream, cancel.
+
+Every request goes through the deployment interface (ctx.deployment); adapters are names, None for the
+base model (the "base model" label is the web layer's)."""
 
 from __future__ import annotations
 
-import json
-import weakref
 from collections.abc import Iterator
-from pathlib import Path
 
-from app.adapters.registry import BASE_MODEL
 from app.chat.context import AppContext
-from app.chat.prompts import ADAPTER_TAG_RE, message_text
 from app.chat.throttle import throttled
 from app.core.constants import (
     ADAPTER_TAG,
@@ -18,16 +16,16 @@ from app.core.constants import (
     MAX_PROMPT_CHARS,
     MSG_CONVERSATION_TOO_LONG,
     MSG_CONVERSATION_TOO_MANY_MESSAGES,
-    MSG_CONVERSATION_TOO_MANY_TOKENS,
     MSG_EMPTY_PROMPT,
-    MSG_NO_LORA,
     MSG_PROMPT_TOO_LONG,
     MSG_STOPPED,
     MSG_UNKNOWN_ADAPTER,
 )
-from app.core.errors import ChatError, InputTooLong, InvalidRequest, ModelNotReady, ServerUnreachable
-from app.triton.client import SamplingParams, TritonChatClient
-from app.vision.multimodal import prepare_images, strip_image_markers
+from app.core.errors import ChatError, InvalidRequest
+from app.deployments.base import ReplyRequest, SamplingParams
+from app.deployments.prompts import ADAPTER_TAG_RE, current_turn_images, file_path, message_text
+
+__all__ = ["current_turn_images", "file_path"]  # history helpers, re-exported for the pages
 
 
 def validate_user_text(text: str) -> str:
@@ -50,44 +48,7 @@ def check_new_turn(ctx: AppContext, text: str, files: list[str] | None) -> None:
     """Refuse a message before it enters the history: bad text, images a deployment cannot take."""
     validate_user_text(text)
     if files:
-        prepare_images(files, ctx.client.model_info(), text)  # raises with the specific message
-
-
-def file_path(content: object) -> str | None:
-    """Path of a Gradio file message content (either of the shapes Gradio 6 uses), else None."""
-    if isinstance(content, list | tuple):
-        return next((p for p in map(file_path, content) if p), None)
-    if isinstance(content, dict):
-        if content.get("type") == "file":
-            return file_path(content.get("file"))
-        if content.get("type", "file") != "text" and isinstance(content.get("path"), str):
-            return content["path"]
-    return None
-
-
-def current_turn_images(history: list[dict]) -> list[str]:
-    """Files attached to the trailing user turn (after the last reply)."""
-    files = []
-    for message in reversed(history):
-        if message.get("role") != "user":
-            break
-        path = file_path(message.get("content"))
-        if path:
-            files.insert(0, path)
-    return files
-
-
-def model_turns(ctx: AppContext, history: list[dict], images: list[str]) -> tuple[list[dict], dict]:
-    """History as the model sees it (image markers for this turn's images) and the image tensors."""
-    if not images:
-        return history, {}
-    info = ctx.client.model_info()
-    cleaned = [{**m, "content": strip_image_markers(message_text(m.get("content")), info)}
-               if m.get("role") == "user" and not file_path(m.get("content")) else m for m in history]
-    last = max(i for i, m in enumerate(cleaned) if m.get("role") == "user" and not file_path(m.get("content")))
-    request = prepare_images(images, info, message_text(cleaned[last]["content"]))
-    cleaned[last] = {**cleaned[last], "content": request.text}
-    return cleaned, request.extra
+        ctx.deployment.check_images(files, text)  # raises with the specific message
 
 
 def without_last_reply(history: list[dict]) -> list[dict]:
@@ -110,7 +71,7 @@ def history_for(history: list[dict], adapter: str | None, mode: str = "same adap
     """The turns the model sees: all of them, or only exchanges answered by `adapter` (and the new turn)."""
     if mode == "whole conversation":
         return history
-    wanted = None if not adapter or adapter == BASE_MODEL else adapter
+    wanted = adapter or None
     kept, pending = [], []
     for message in history:
         if message.get("role") == "assistant":
@@ -123,14 +84,12 @@ def history_for(history: list[dict], adapter: str | None, mode: str = "same adap
 
 
 def check_adapter(ctx: AppContext, adapter: str | None) -> str | None:
-    """The adapter to use (None for the base model); InvalidRequest when it cannot be applied."""
-    if not adapter or adapter == BASE_MODEL:
+    """The adapter to use (None for the base model); InvalidRequest when the deployment has no such adapter."""
+    if not adapter:
         return None
-    known = ctx.adapters.names()
+    known = ctx.deployment.adapter_names()
     if adapter not in known:
         raise InvalidRequest(MSG_UNKNOWN_ADAPTER.format(adapter=adapter, known=", ".join(known) or "none"))
-    if ctx.client.model_info().resolve("lora_task_id") is None:
-        raise InvalidRequest(MSG_NO_LORA.format(model=ctx.client.model, adapter=adapter))
     return adapter
 
 
@@ -145,97 +104,41 @@ def check_conversation(history: list[dict], system_prompt: str | None) -> None:
         raise InvalidRequest(MSG_CONVERSATION_TOO_LONG.format(chars=chars, limit=MAX_CONVERSATION_CHARS))
 
 
-# The deployment's max input length per client (a retargeted context gets a new client, so it asks again).
-_INPUT_LIMITS: weakref.WeakKeyDictionary[TritonChatClient, int | None] = weakref.WeakKeyDictionary()
-
-
-def engine_input_limit(engine_dir: str | Path) -> int | None:
-    """max_input_len of a TensorRT-LLM (or CPU) engine folder's config.json; None when it cannot be read."""
-    try:
-        config = json.loads((Path(engine_dir) / "config.json").read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(config, dict):
-        return None
-    build = config.get("build_config") or config.get("builder_config")  # builder_config: engines before 0.8
-    value = build.get("max_input_len") if isinstance(build, dict) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
-
-
-def _engine_model(client: TritonChatClient) -> str | None:
-    """The model that runs the engine: the BLS model's tensorrt_llm_model_name, an ensemble's step, or the
-    chat model itself when it declares the engine (gpt_model_path)."""
-    info = client.model_info()
-    if info.engine_model:
-        return info.engine_model
-    named = info.parameters.get("tensorrt_llm_model_name", "")
-    if named and not named.startswith("${"):
-        return named
-    if "tensorrt_llm_model_name" in info.parameters:
-        return "tensorrt_llm"
-    return info.name if "gpt_model_path" in info.parameters else None
-
-
-def input_token_limit(ctx: AppContext) -> int | None:
-    """The deployment's max input length in tokens (from the engine's config.json, found through the engine
-    model's gpt_model_path or --engine-dir); None when the app cannot read it (the server still checks)."""
-    client = ctx.client
-    if client in _INPUT_LIMITS:
-        return _INPUT_LIMITS[client]
-    limit = engine_input_limit(ctx.config.engine_dir) if ctx.config.engine_dir else None
-    try:
-        engine = None if limit else _engine_model(client)
-        if engine:
-            params = client.model_config(engine).get("parameters", {})
-            path = params.get("gpt_model_path", {}).get("string_value", "")
-            limit = engine_input_limit(path) if path else None
-    except (ServerUnreachable, ModelNotReady):
-        return None  # ask again once the server (or the model) is up
-    except ChatError:
-        limit = None  # no engine model to read: the server's own check applies
-    _INPUT_LIMITS[client] = limit
-    return limit
-
-
-def check_prompt_tokens(ctx: AppContext, prompts, prompt: str) -> None:
-    """Refuse a prompt over the deployment's max input length, counted with the tokenizer when the app has it."""
-    limit = input_token_limit(ctx)
-    if limit is None:
-        return
-    tokens = prompts.count_tokens(prompt)
-    if tokens is not None and tokens > limit:
-        raise InputTooLong(MSG_CONVERSATION_TOO_MANY_TOKENS.format(tokens=tokens, limit=limit))
-
-
 def open_stream(ctx: AppContext, history: list[dict], params: SamplingParams, system_prompt: str | None,
                 adapter: str | None, images: list[str | bytes] | None = None, stop: list[str] | None = None,
                 min_tokens: int = 0):
-    """Start the server request for the reply to `history` (through the adapter registry).
+    """Open the reply to `history` through the deployment (adapter None for the base model).
 
     `images` (paths or bytes) default to the files attached to the last user turn of `history`;
-    `stop` adds the caller's stop words to the template's; `min_tokens` holds off the end of sequence.
-    The conversation is bounded in characters, then in tokens, before images are read or the server asked.
+    `stop` adds the caller's stop words; `min_tokens` holds off the end of sequence. The conversation is
+    bounded in characters before the deployment (which bounds tokens, reads images) or the server sees it.
     """
     check_conversation(history, ctx.config.system_prompt if system_prompt is None else system_prompt)
-    adapter = check_adapter(ctx, adapter)
-    prompts = ctx.prompts()
-    prompt = prompts.build(history, system_prompt)
-    check_prompt_tokens(ctx, prompts, prompt)
-    turns, image_inputs = model_turns(ctx, history, current_turn_images(history) if images is None else images)
-    if turns is not history:  # image markers changed the text
-        prompt = prompts.build(turns, system_prompt)
-    stop_words = [*prompts.stop_words(), *(stop or [])]
-    extra = {"stop_words": stop_words or None, "min_length": min_tokens or None, **image_inputs}
-    return ctx.adapters.stream(ctx.client, adapter, prompt, params, extra=extra)
+    request = ReplyRequest(messages=history, sampling=params, adapter=adapter or None, images=images,
+                           system_prompt=system_prompt, stop=tuple(stop or ()), min_tokens=min_tokens)
+    return ctx.deployment.open_reply(request)
 
 
-def reply_text(stream, adapter: str | None, final: bool) -> str:
+CHECK_WAIT_SECONDS = 20.0  # how long a finished first reply with an adapter waits for its check
+
+
+def reply_text(stream, adapter: str | None, final: bool, note: str = "") -> str:
     text = stream.text.strip() if final else stream.text.lstrip()
     if final and stream.cancelled:
         text = (text + " " + MSG_STOPPED).strip()
     elif final and not text:
         text = "(the model returned no text)"
-    return text + (ADAPTER_TAG.format(adapter=adapter) if adapter and adapter != BASE_MODEL else "")
+    if note:
+        text += "\n\n" + note
+    return text + (ADAPTER_TAG.format(adapter=adapter) if adapter else "")
+
+
+def check_note(ctx: AppContext, adapter: str | None) -> str:
+    """The warning for a reply whose adapter the server does not seem to apply (else "")."""
+    if not adapter:
+        return ""
+    result = ctx.adapter_checks.result(ctx.deployment, adapter, wait=CHECK_WAIT_SECONDS)
+    return result.message if result is not None and result.applied is False else ""
 
 
 def stream_reply(ctx: AppContext, session: str, history: list[dict], params: SamplingParams,
@@ -247,10 +150,13 @@ def stream_reply(ctx: AppContext, session: str, history: list[dict], params: Sam
     try:
         stream = open_stream(ctx, history_for(history[:-1], adapter, history_mode), params, system_prompt, adapter)
         ctx.active.register(session, stream)
+        if adapter:
+            ctx.adapter_checks.start(ctx.deployment, adapter)
         for text in throttled(stream, lambda: reply_text(stream, adapter, final=False)):
             history[-1] = {"role": "assistant", "content": text}
             yield history
-        history[-1] = {"role": "assistant", "content": reply_text(stream, adapter, final=True)}
+        history[-1] = {"role": "assistant", "content": reply_text(stream, adapter, final=True,
+                                                                  note=check_note(ctx, adapter))}
         yield history
     except ChatError as exc:
         partial = stream.text.strip() + "\n\n" if stream is not None and stream.text.strip() else ""

@@ -33,7 +33,7 @@ MSG_CONVERSATION_TOO_MANY_MESSAGES = ("The conversation has {count:,} messages; 
 MSG_CONVERSATION_TOO_MANY_TOKENS = ("The conversation is {tokens:,} tokens; this deployment takes at most {limit:,} "
                                     "input tokens. Start a new chat or shorten it.")
 MSG_PROMPT_TOO_LONG = "The message is longer than {limit} characters; shorten it."
-MSG_SERVER_WAITING = "Waiting for the Triton server at {url}..."
+MSG_SERVER_WAITING = "Waiting for the server at {url}..."
 MSG_STOPPED = "(stopped)"
 MSG_NO_LORA = ("Model '{model}' of this deployment takes no LoRA inputs, so adapter '{adapter}' cannot be applied. "
                "Pick \"base model\" or deploy tensorrt_llm_bls / an ensemble with LoRA inputs.")

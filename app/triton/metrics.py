@@ -1,4 +1,4 @@
-"""Triton's Prometheus metrics: read the text format, keep a short history, derive rates for charts."""
+"""Triton's (and vLLM's) Prometheus metrics: read the text format, keep a short history, derive rates for charts."""
 
 from __future__ import annotations
 
@@ -78,6 +78,8 @@ class Snapshot:
 
     @classmethod
     def of(cls, samples: dict, at: float | None = None) -> Snapshot:
+        if any(name.startswith("vllm:") for name, _ in samples):
+            return cls.of_vllm(samples, at)
         kv = "nv_trt_llm_kv_cache_block_metrics"
         req = "nv_trt_llm_request_metrics"
         return cls(
@@ -95,6 +97,24 @@ class Snapshot:
             kv_fraction=total(samples, kv, kv_cache_block_type="fraction"),
             models=tuple(sorted({dict(ls).get("model", "") for (n, ls) in samples
                                  if n == "nv_inference_count"} - {""})),
+        )
+
+    @classmethod
+    def of_vllm(cls, samples: dict, at: float | None = None) -> Snapshot:
+        """The same figures from vLLM's metrics (an OpenAI-compatible server's /metrics)."""
+        seconds = 1e6  # vLLM reports seconds; the charts read microseconds like Triton's
+        return cls(
+            at=time.monotonic() if at is None else at,
+            success=sum(v for (n, ls), v in samples.items() if n == "vllm:request_success_total"
+                        and dict(ls).get("finished_reason") not in ("abort", "error")),
+            failure=total(samples, "vllm:request_success_total", finished_reason="error") or 0.0,
+            request_us=(total(samples, "vllm:e2e_request_latency_seconds_sum") or 0.0) * seconds,
+            queue_us=(total(samples, "vllm:request_queue_time_seconds_sum") or 0.0) * seconds,
+            pending=total(samples, "vllm:num_requests_waiting"),
+            active=total(samples, "vllm:num_requests_running"),
+            kv_fraction=total(samples, "vllm:kv_cache_usage_perc"),
+            models=tuple(sorted({dict(ls).get("model_name", "") for (n, ls) in samples
+                                 if n == "vllm:num_requests_running"} - {""})),
         )
 
 

@@ -56,7 +56,7 @@ def test_browser_runs_llava_plan_then_cancels_another(browser_context, build_pag
     assert "build_multimodal_engine.py" in page.locator("#build-plan").inner_text()
     page.click("#build-run")
     _wait_status(page, "done")
-    assert page.locator("#build-status li.step-done").count() == 3
+    assert page.locator("#build-status li.step-done").count() == 4  # check-repository (dry run), convert, build, visual engine
     page.wait_for_selector("#build-deploy", state="visible")
     assert (tmp_path / "out1/visual_engine/model.engine").is_file()
 

@@ -42,7 +42,7 @@ def test_launch_from_build_page_then_chat(browser_context, fresh_app):
         while time.monotonic() < deadline and not page.locator("#status").inner_text().startswith("Ready"):
             time.sleep(0.5)
         assert f"127.0.0.1:{grpc}" in page.locator("#status").inner_text()
-        assert ctx.client.url == f"127.0.0.1:{grpc}"
+        assert ctx.deployment.url == f"127.0.0.1:{grpc}"
         ask(page, "What is the capital of France?")
         assert "Paris" in settled_reply(page, timeout=120)
         page.get_by_role("tab", name="Build").click()

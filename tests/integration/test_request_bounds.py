@@ -216,22 +216,23 @@ def test_chat_panel_history_is_bounded_before_anything_is_sent():
 
 def test_token_count_uses_the_engines_max_input_len(tmp_path):
     from app.chat.context import AppConfig, AppContext
-    from app.chat.turns import check_prompt_tokens, engine_input_limit, input_token_limit
     from app.core.errors import InputTooLong
+    from app.deployments.triton_limits import check_prompt_tokens, engine_input_limit
 
     (tmp_path / "config.json").write_text(json.dumps({"build_config": {"max_input_len": 10}}))
     assert engine_input_limit(tmp_path) == 10 and engine_input_limit(tmp_path / "nope") is None
     ctx = AppContext(AppConfig(triton_url=f"127.0.0.1:{free_port()}", engine_dir=str(tmp_path)))
-    assert input_token_limit(ctx) == 10
+    limit = ctx.deployment.input_limit()
+    assert limit == 10
 
     class Counter:
         @staticmethod
         def count_tokens(prompt):
             return len(prompt.split())
 
-    check_prompt_tokens(ctx, Counter, "a " * 10)
+    check_prompt_tokens(limit, Counter, "a " * 10)
     with pytest.raises(InputTooLong, match=r"^The conversation is 11 tokens; this deployment takes at most 10 input"):
-        check_prompt_tokens(ctx, Counter, "a " * 11)
+        check_prompt_tokens(limit, Counter, "a " * 11)
 
 
 # ----- an app of its own with short guard settings, against a pacing tritonserver -----

@@ -17,7 +17,7 @@ def test_help(module):
 
 
 @pytest.mark.parametrize("args, message", [
-    (("app",), "one of the arguments --demo --triton is required"),
+    (("app",), "one of the arguments --demo --triton --openai is required"),
     (("app", "--triton", "localhost"), "is not HOST:PORT"),
     (("app", "--demo", "--port", "70000"), "outside 1-65535"),
     (("app", "--demo", "--triton", "a:1"), "not allowed with argument"),

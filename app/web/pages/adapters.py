@@ -13,23 +13,38 @@ from setup.workspace import WorkspaceError
 
 TITLE = "Adapters"
 COLUMNS = ["name", "task id", "rank", "target modules", "size", "held by server", "kind"]
+HELD = {True: "yes", False: "no", None: "unknown"}
 
 
 def _size(n: int) -> str:
     return f"{n / 2**20:.1f} MB" if n >= 2**20 else f"{n / 1024:.0f} KB"
 
 
+def _known(value, shown=str) -> object:
+    return "-" if value is None else shown(value)
+
+
 def table_rows(ctx: AppContext) -> list[list]:
-    rows = [[a.name, a.task_id, a.rank, ", ".join(a.target_modules), _size(a.size_bytes),
-             "yes" if a.held_by_server else "no", a.kind] for a in ctx.adapters.list()]
-    rows += [[name, "-", "-", problem, "-", "-", "unusable"] for name, problem in ctx.adapters.problems().items()]
+    deployment = ctx.deployment
+    rows = [[a.name, _known(a.task_id), _known(a.rank), ", ".join(a.target_modules) or "-", _known(a.size_bytes, _size),
+             HELD.get(a.held_by_server), a.kind] for a in deployment.adapters()]
+    rows += [[name, "-", "-", problem, "-", "-", "unusable"] for name, problem in deployment.adapter_problems().items()]
     return rows
 
 
+def added(ctx: AppContext, name: str, detail: str) -> str:
+    """The message after adding an adapter to the folder, once the deployment has been told."""
+    try:
+        note = ctx.deployment.register_adapter(name, ctx.adapters.folder / name)
+    except ChatError as exc:
+        note = f"⚠️ {exc}"
+    return f"Added **{name}** ({detail}). {note}"
+
+
 def build(ctx: AppContext) -> None:
-    gr.Markdown("LoRA adapters in `" + str(ctx.adapters.folder) + "`. The first message with an adapter sends its "
-                "weights to the server's LoRA cache; later messages send only the task id, and an evicted "
-                "adapter is re-sent automatically.")
+    gr.Markdown(f"LoRA adapters of the {ctx.deployment.kind} at `{ctx.deployment.url}`; adapters added here go "
+                f"to `{ctx.adapters.folder}` and are made known to the server as it allows (Triton: weights on "
+                "first use, re-sent after eviction; vLLM: registered at run time).")
     table = gr.Dataframe(value=lambda: table_rows(ctx), headers=COLUMNS, interactive=False, elem_id="adapter-table")
     message = gr.Markdown("", elem_id="adapter-message")
     with gr.Row():
@@ -47,6 +62,11 @@ def build(ctx: AppContext) -> None:
     with gr.Row():
         to_remove = gr.Dropdown(ctx.adapters.names(), label="Remove adapter", elem_id="remove-adapter-name")
         remove = gr.Button("Remove", variant="stop", elem_id="remove-adapter")
+    with gr.Row():
+        to_check = gr.Dropdown(ctx.deployment.adapter_names(), label="Is the adapter really applied?",
+                               info="Compares its first tokens on a probe prompt with the base model's.",
+                               elem_id="check-adapter-name")
+        check = gr.Button("Check adapter", elem_id="check-adapter")
     refresh = gr.Button("Refresh", size="sm")
 
     def outcome(text: str):
@@ -59,7 +79,7 @@ def build(ctx: AppContext) -> None:
             info = ctx.adapters.add_folder(folder, (name or "").strip() or None, shown_name=path.strip())
         except (ChatError, OSError, WorkspaceError) as exc:
             return outcome(f"⚠️ {exc}")
-        return outcome(f"Added **{info.name}** (task id {info.task_id}, rank {info.rank}).")
+        return outcome(added(ctx, info.name, f"task id {info.task_id}, rank {info.rank}"))
 
     def on_add_zip(path: str | None, name: str, request: gr.Request):
         require_access(ctx, request)
@@ -69,7 +89,7 @@ def build(ctx: AppContext) -> None:
             info = ctx.adapters.add_zip(Path(path), name.strip() or None)
         except (ChatError, OSError) as exc:
             return outcome(f"⚠️ {exc}")
-        return outcome(f"Added **{info.name}** (task id {info.task_id}, rank {info.rank}).")
+        return outcome(added(ctx, info.name, f"task id {info.task_id}, rank {info.rank}"))
 
     def on_remove(name: str | None, request: gr.Request):
         require_access(ctx, request)
@@ -81,7 +101,15 @@ def build(ctx: AppContext) -> None:
             return outcome(f"⚠️ {exc}")
         return outcome(f"Removed **{name}**.")
 
+    def on_check(name: str | None):
+        if not name:
+            return "⚠️ Pick an adapter to check."
+        return ctx.adapter_checks.run_now(ctx.deployment, name).message
+
     outputs = [table, message, to_remove]
+    check.click(on_check, to_check, message, api_name="check_adapter")
+    to_check.focus(lambda: gr.Dropdown(choices=ctx.deployment.adapter_names()), None, to_check,
+                   api_visibility="private", show_progress="hidden")
     add_folder.click(on_add_folder, [folder, folder_name], outputs, api_name="add_adapter_folder")
     add_zip.click(on_add_zip, [upload, upload_name], outputs, api_name="add_adapter_zip")
     remove.click(on_remove, to_remove, outputs, api_name="remove_adapter")

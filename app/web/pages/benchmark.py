@@ -7,17 +7,15 @@ import threading
 
 import gradio as gr
 
-from app.bench.cli import check_ready
-from app.bench.sweep import latency_frame, sweep, table_frame, throughput_frame
+from app.bench.sweep import check_deployment, latency_frame, sweep, table_frame, throughput_frame
 from app.chat.context import AppConfig, AppContext
 from app.core.constants import MSG_BENCH_BUSY
 from app.core.errors import ChatError
-from app.triton.client import TritonChatClient
 from app.web.gate import require_access
 
 TITLE = "Benchmark"
 LEVELS = (1, 2, 4, 8, 16, 32)
-NOTE = ("Sends synthetic prompts straight to the Triton server the chat uses (not through this web app) and "
+NOTE = ("Sends synthetic prompts straight to the server the chat uses (not through this web app) and "
         "measures time to first token, end-to-end latency and output tokens/s at each concurrency. "
         "Other users' chats slow it down, and it slows them down while it runs. For the full tool: "
         "`python -m app bench --help`.")
@@ -32,17 +30,19 @@ def run(ctx: AppContext, model: str, levels: list, requests: float, input_len: f
     if not _RUNNING.acquire(blocking=False):
         raise gr.Error(MSG_BENCH_BUSY, print_exception=False)
     try:
-        client = TritonChatClient(ctx.client.url, model=(model or ctx.client.model).strip())
+        deployment = ctx.deployment
+        wanted = (model or deployment.model).strip()
+        deployment = deployment if wanted == deployment.model else deployment.for_model(wanted)
         try:
-            check_ready(client)
-        except ValueError as exc:
+            check_deployment(deployment)
+        except ChatError as exc:
             raise gr.Error(str(exc), print_exception=False) from None
         done = []
         order = sorted(int(level) for level in levels)
         yield f"Running concurrency {order[0]}...", gr.skip(), gr.skip(), gr.skip(), gr.skip()
         for level in order:
             try:
-                done += sweep(client, [level], int(requests), int(input_len), int(output_len))
+                done += sweep(deployment, [level], int(requests), int(input_len), int(output_len))
             except ChatError as exc:
                 raise gr.Error(str(exc), print_exception=False) from None
             following = [lv for lv in order if lv > level]
@@ -74,8 +74,9 @@ def build(ctx: AppContext) -> None:
     """Lay out the benchmark tab inside the current Blocks context and wire its events."""
     gr.Markdown(NOTE)
     with gr.Row():
-        model = gr.Textbox(value=ctx.client.model, label="Model", elem_id="bench-model",
-                           info="tensorrt_llm_bls, ensemble, or pacing (fixed-rate test model) when deployed.")
+        model = gr.Textbox(value=ctx.deployment.model, label="Model", elem_id="bench-model",
+                           info="A model the server serves (Triton: tensorrt_llm_bls, ensemble, or pacing when "
+                                "deployed; OpenAI-compatible servers: any id of /v1/models, adapters too).")
         levels = gr.CheckboxGroup([str(x) for x in LEVELS], value=["1", "2", "4", "8"], label="Concurrency",
                                   elem_id="bench-levels")
     with gr.Row():

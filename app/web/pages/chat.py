@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gradio as gr
 
-from app.adapters.registry import BASE_MODEL
 from app.chat.context import AppConfig, AppContext
 from app.chat.turns import add_user_message, check_new_turn, stream_reply, without_last_reply
 from app.core.constants import (
@@ -16,20 +15,22 @@ from app.core.constants import (
     STATUS_REFRESH_SECONDS,
 )
 from app.core.errors import ChatError
-from app.triton.client import SamplingParams
+from app.deployments.base import SamplingParams
+from app.web.labels import BASE_LABEL, adapter_choices, adapter_of
 
 TITLE = "Chat"
 
 
 def status_markdown(ctx: AppContext) -> str:
-    status = ctx.client.status()
-    ctx.adapters.observe_server(status.live)
-    where = f"`{ctx.client.url}`"
+    deployment = ctx.deployment
+    status = deployment.status()
+    deployment.observe(status)
+    where = f"`{deployment.url}`"
     if not status.live:
-        return "**Waiting** · " + MSG_SERVER_WAITING.format(url=where)
-    if not status.model_ready:
-        return f"**Starting** · Triton {status.version} at {where} is up; model `{ctx.client.model}` is not ready yet."
-    return f"**Ready** · Triton {status.version} at {where} · model `{ctx.client.model}` ready"
+        return "**Waiting** · " + MSG_SERVER_WAITING.format(url=where) + (f" {status.detail}" if status.detail else "")
+    if not status.ready:
+        return f"**Starting** · {status.server} at {where} is up; model `{deployment.model}` is not ready yet."
+    return f"**Ready** · {status.server} at {where} · model `{deployment.model}` ready"
 
 
 def _sampling(max_tokens, temperature, top_k, top_p, repetition_penalty, seed) -> SamplingParams:
@@ -46,7 +47,7 @@ def build(ctx: AppContext) -> None:
     with gr.Row(equal_height=True):
         box = gr.MultimodalTextbox(elem_id="chat-input", placeholder="Ask something and press Enter",
                                    file_types=["image"], file_count="multiple", show_label=False, scale=5)
-        adapter = gr.Dropdown(ctx.adapters.choices(), value=BASE_MODEL, label="Adapter", elem_id="adapter",
+        adapter = gr.Dropdown(adapter_choices(ctx), value=BASE_LABEL, label="Adapter", elem_id="adapter",
                               info="LoRA adapter for the next message.", scale=1, min_width=160)
     with gr.Row():
         stop = gr.Button("Stop", elem_id="stop", variant="stop")
@@ -84,7 +85,8 @@ def build(ctx: AppContext) -> None:
             params = _sampling(max_tokens, temperature, top_k, top_p, repetition_penalty, seed)
         except ChatError as exc:
             raise gr.Error(str(exc), print_exception=False) from None
-        yield from stream_reply(ctx, request.session_hash, history, params, system or None, adapter_name, mode)
+        yield from stream_reply(ctx, request.session_hash, history, params, system or None, adapter_of(adapter_name),
+                                mode)
 
     def on_regenerate(history: list):
         try:
@@ -111,7 +113,7 @@ def build(ctx: AppContext) -> None:
     stop.click(on_stop, None, None, api_visibility="private")
     clear.click(on_clear, None, chatbot, cancels=[replying, regenerating], api_visibility="private")
 
-    adapter.focus(lambda: gr.Dropdown(choices=ctx.adapters.choices()), None, adapter,
+    adapter.focus(lambda: gr.Dropdown(choices=adapter_choices(ctx)), None, adapter,
                   api_visibility="private", show_progress="hidden")
 
     timer = gr.Timer(STATUS_REFRESH_SECONDS)

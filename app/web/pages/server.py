@@ -8,7 +8,7 @@ import gradio as gr
 import pandas as pd
 
 from app.chat.context import AppConfig, AppContext
-from app.triton.metrics import MetricsHistory, metrics_url_for
+from app.triton.metrics import MetricsHistory
 
 TITLE = "Server"
 REFRESH_SECONDS = 2.0
@@ -22,8 +22,9 @@ DECOUPLED_NOTE = ("Times are Triton's per-request durations: for streaming (deco
                   "model has taken the request, not when its last token is sent.")
 
 
-def metrics_url(config: AppConfig) -> str:
-    return config.metrics_url or metrics_url_for(config.triton_url)
+def metrics_url(ctx: AppContext) -> str | None:
+    """Where the deployment publishes Prometheus metrics (None: it publishes none)."""
+    return ctx.deployment.metrics_url()
 
 
 def _frame(rows: list[dict], metrics: tuple[str, ...]) -> pd.DataFrame:
@@ -58,16 +59,17 @@ def charts(history: MetricsHistory) -> tuple:
             _frame(rows, LOAD_METRICS), gr.LinePlot(value=_frame(rows, KV_METRICS), visible=has_kv))
 
 
-def api_markdown(config: AppConfig, adapters: list[str]) -> str:
+def api_markdown(config: AppConfig, adapters: list[str], served_model: str | None = None) -> str:
     """How to reach this deployment from code through the app's OpenAI-compatible API."""
     base = f"http://{config.host}:{config.port}/v1"
-    model = adapters[0] if adapters else config.model
+    served_model = served_model or config.model
+    model = adapters[0] if adapters else served_model
     names = ", ".join(f"`{name}`" for name in adapters) or "none yet"
     key = "USER:PASSWORD" if config.auth else "unused"
     request = json.dumps({"model": model, "stream": True, "messages": [{"role": "user", "content": "Hello!"}]})
     return (
         f"The app serves an **OpenAI-compatible API** at `{base}` (`GET /models`, `POST /chat/completions`). "
-        f"`model` is `{config.model}` for the base model or an adapter's name ({names}); images go as "
+        f"`model` is `{served_model}` for the base model or an adapter's name ({names}); images go as "
         "`image_url` parts with `data:image/...;base64,` URLs; `stream: true` streams tokens, and closing the "
         "connection cancels the request on the server."
         + (" Send a login from the auth file as `Authorization: Bearer USER:PASSWORD`." if config.auth else "")
@@ -82,10 +84,15 @@ def api_markdown(config: AppConfig, adapters: list[str]) -> str:
 
 def build(ctx: AppContext, history: MetricsHistory | None = None) -> None:
     """Lay out the server tab inside the current Blocks context and wire its timer."""
-    history = history or MetricsHistory(metrics_url(ctx.config))
+    url = metrics_url(ctx)
+    if history is None and url is None:
+        gr.Markdown("This deployment publishes no metrics.", elem_id="server-summary")
+        return
+    history = history or MetricsHistory(url)
     summary = gr.Markdown(f"Reading {history.url}...", elem_id="server-summary")
     with gr.Accordion("Use this deployment from code", open=False, elem_id="server-api"):
-        gr.Markdown(api_markdown(ctx.config, ctx.adapters.names()), elem_id="server-api-text")
+        gr.Markdown(lambda: api_markdown(ctx.config, ctx.deployment.adapter_names(), ctx.deployment.model),
+                    elem_id="server-api-text")
     common = dict(x="t", y="value", color="metric", x_title="seconds (0 = now)", height=220)
     with gr.Row():
         rate = gr.LinePlot(title="Requests per second", y_title="requests/s", elem_id="server-rate", **common)

@@ -45,7 +45,7 @@ def test_current_turn_images_only_after_last_reply():
 
 def test_history_for_keeps_each_adapter_thread():
     history = [user("q1"), PIRATE_REPLY, user("q2"), BASE_REPLY, user("q3")]
-    assert chat_logic.history_for(history, "base model") == [user("q2"), BASE_REPLY, user("q3")]
+    assert chat_logic.history_for(history, None) == [user("q2"), BASE_REPLY, user("q3")]
     assert chat_logic.history_for(history, "pirate") == [user("q1"), PIRATE_REPLY, user("q3")]
     assert chat_logic.history_for(history, None, "whole conversation") == history
     assert chat_logic.reply_adapter(PIRATE_REPLY) == "pirate" and chat_logic.reply_adapter(BASE_REPLY) is None
@@ -61,7 +61,7 @@ def test_reply_text_marks_stop_empty_and_adapter():
     assert chat_logic.reply_text(FakeStream("Hi", cancelled=True), None, final=True) == "Hi (stopped)"
     assert chat_logic.reply_text(FakeStream("  "), None, final=True) == "(the model returned no text)"
     assert chat_logic.reply_text(FakeStream("Arr"), "pirate", final=True) == "Arr\n\n*adapter: pirate*"
-    assert chat_logic.reply_text(FakeStream("Hi"), "base model", final=True) == "Hi"
+    assert chat_logic.reply_text(FakeStream("Hi"), None, final=True) == "Hi"
 
 
 def test_without_last_reply():
@@ -74,5 +74,5 @@ def test_unknown_adapter_refused_before_any_request(tmp_path):
     ctx = AppContext(AppConfig(triton_url="127.0.0.1:1"))
     with pytest.raises(InvalidRequest, match="There is no adapter named 'nope'"):
         chat_logic.check_adapter(ctx, "nope")
-    assert chat_logic.check_adapter(ctx, "base model") is None
+    assert chat_logic.check_adapter(ctx, None) is None
     assert chat_logic.check_adapter(ctx, "") is None

@@ -1,0 +1,100 @@
+"""The deployment interface every surface uses, and the values that cross it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from app.triton.client import SamplingParams
+
+__all__ = ["AdapterState", "Deployment", "DeploymentStatus", "Probe", "ReplyRequest", "ReplyStream",
+           "SamplingParams"]
+
+
+@dataclass(frozen=True)
+class ReplyRequest:
+    """One reply to open: the chat history (last turn is the user's), settings, adapter (None = base model).
+
+    `images` (paths or bytes) default to the files attached to the trailing user turn of `messages`.
+    """
+
+    messages: Sequence[dict]
+    sampling: SamplingParams = field(default_factory=SamplingParams)
+    adapter: str | None = None
+    images: Sequence[str | bytes] | None = None
+    system_prompt: str | None = None
+    stop: Sequence[str] = ()
+    min_tokens: int = 0
+
+
+@runtime_checkable
+class ReplyStream(Protocol):
+    """A streamed reply: iterate for text deltas; `cancel()` stops it on the server."""
+
+    text: str
+    cancelled: bool
+
+    def __iter__(self) -> Iterator[str]: ...
+    def __next__(self) -> str: ...
+    def cancel(self) -> None: ...
+
+    @property
+    def chunks(self) -> int:
+        """Pieces of text received (about one per token when streaming)."""
+
+    @property
+    def time_to_first_token(self) -> float | None: ...
+
+
+@dataclass(frozen=True)
+class DeploymentStatus:
+    """Readiness as a status line shows it."""
+
+    live: bool
+    ready: bool
+    server: str = ""  # e.g. "Triton 2.55.0" or "OpenAI-compatible server"
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class AdapterState:
+    """One adapter as the Adapters tab lists it; None where the deployment does not know."""
+
+    name: str
+    held_by_server: bool | None
+    rank: int | None = None
+    target_modules: tuple[str, ...] = ()
+    size_bytes: int | None = None
+    task_id: int | None = None
+    kind: str = ""
+    path: Path | None = None
+
+
+@dataclass(frozen=True)
+class Probe:
+    """The first tokens of a greedy reply to the probe prompt, with their log-probabilities when given."""
+
+    tokens: tuple[str, ...]
+    logprobs: tuple[dict[str, float], ...] | None = None  # per position: token -> logprob (top few)
+
+
+class Deployment(Protocol):
+    """A served model and its adapters, whatever the server kind."""
+
+    kind: str  # short name for messages, e.g. "Triton engine topology"
+    url: str
+    model: str
+
+    def status(self) -> DeploymentStatus: ...
+    def open_reply(self, request: ReplyRequest) -> ReplyStream: ...
+    def check_images(self, files: Sequence[str | bytes], text: str) -> None: ...
+    def adapter_names(self) -> list[str]: ...
+    def adapters(self) -> list[AdapterState]: ...
+    def adapter_problems(self) -> dict[str, str]: ...
+    def register_adapter(self, name: str, path: Path) -> str: ...
+    def probe(self, adapter: str | None, prompt: str, tokens: int) -> Probe: ...
+    def metrics_url(self) -> str | None: ...
+    def for_model(self, model: str) -> Deployment: ...
+    def observe(self, status: DeploymentStatus) -> None: ...

@@ -1,0 +1,34 @@
+"""The deployment a configuration names: an OpenAI-compatible URL, else the Triton engine topology."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from app.adapters.registry import AdapterRegistry
+from app.core.errors import ChatError
+from app.deployments.messages import MSG_API_KEY_FILE
+from app.deployments.openai_compat import OpenAICompatDeployment
+from app.deployments.triton_engine import TritonEngineDeployment
+from app.triton.client import TritonChatClient
+
+
+def read_api_key(path: str | Path | None) -> str | None:
+    """The first line of the key file (None without a file); ChatError when it cannot be read."""
+    if not path:
+        return None
+    try:
+        return Path(path).read_text(encoding="utf-8").strip().splitlines()[0].strip() or None
+    except (OSError, IndexError, UnicodeDecodeError) as exc:
+        raise ChatError(MSG_API_KEY_FILE.format(path=path, detail=getattr(exc, "strerror", None) or exc)) from None
+
+
+def connect(config, registry: AdapterRegistry, triton_url: str | None = None):
+    """The deployment for an AppConfig (duck-typed: the config lives in app.chat)."""
+    if getattr(config, "openai_url", None) and triton_url is None:
+        return OpenAICompatDeployment(config.openai_url, registry, model=config.openai_model or None,
+                                      api_key=read_api_key(config.api_key_file), adapters_as=config.adapters_as,
+                                      system_prompt=config.system_prompt)
+    client = TritonChatClient(triton_url or config.triton_url, model=config.model)
+    return TritonEngineDeployment(client, registry, template=config.template, tokenizer_dir=config.tokenizer_dir,
+                                  system_prompt=config.system_prompt, engine_dir=config.engine_dir,
+                                  metrics=config.metrics_url if triton_url is None else None)

@@ -1,0 +1,28 @@
+"""Plain sentences of the deployments package."""
+
+MSG_UNKNOWN_ADAPTER = "There is no adapter named '{adapter}'. Known: {known}."
+MSG_NO_LORA = ("Model '{model}' of this deployment takes no LoRA inputs, so adapter '{adapter}' cannot be applied. "
+               "Pick the base model or deploy tensorrt_llm_bls / an ensemble with LoRA inputs.")
+MSG_TRITON_SENDS_ON_USE = "The first message with it sends its weights to the server's LoRA cache."
+
+# OpenAI-compatible servers
+OPENAI_KIND = "OpenAI-compatible server"
+MSG_OPENAI_UNREACHABLE = "The server at {url} cannot be reached ({detail})."
+MSG_OPENAI_NOT_OPENAI = "{url} does not answer like an OpenAI-compatible API (no model list at /v1/models)."
+MSG_OPENAI_NO_MODEL = "The server at {url} lists no model named '{model}'; it serves: {known}."
+MSG_OPENAI_EMPTY = "The server at {url} lists no models yet."
+MSG_OPENAI_KEY = "The server refused the API key ({status}); check --api-key-file."
+MSG_OPENAI_BUSY = "The server is busy ({status}); try again in a moment."
+MSG_OPENAI_REFUSED = "The server refused the request: {detail}"
+MSG_OPENAI_FAILED = "The server failed to answer ({status}): {detail}"
+MSG_OPENAI_UNKNOWN_MODEL = "The server does not serve '{model}': {detail}"
+MSG_OPENAI_TOO_LONG = "The conversation is too long for this server; clear it and start again. The server said: {detail}"
+MSG_OPENAI_TEXT_ONLY = "The served model takes no images: {detail}"
+MSG_OPENAI_CUT = "The server closed the reply before it finished."
+MSG_OPENAI_STALLED = "No reply from the server for {seconds:.0f} s; the request was cancelled."
+MSG_OPENAI_TOO_MANY_IMAGES = "This app sends at most {limit} images with one message, got {count}."
+MSG_LOADED_AT_RUNTIME = "Registered with the server at run time (/v1/load_lora_adapter)."
+MSG_NO_RUNTIME_LOADING = ("The server does not load adapters at run time ({detail}); start it with this adapter "
+                          "(for vLLM: --lora-modules {name}=PATH, or VLLM_ALLOW_RUNTIME_LORA_UPDATING=True).")
+MSG_SENT_AS_LORA_REQUEST = "Sent as lora_request with its path; the server must read {path}."
+MSG_API_KEY_FILE = "Cannot read the API key file {path}: {detail}."

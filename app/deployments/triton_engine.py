@@ -1,0 +1,164 @@
+"""The Triton engine topology (ensemble / tensorrt_llm_bls) behind the deployment interface.
+
+The prompt is built here with the model's template; images become the tensors the deployed model declares;
+adapters go through the registry (weights on first use, task id after, re-sent after eviction).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from app.adapters.registry import AdapterRegistry
+from app.core.errors import ChatError, InvalidRequest
+from app.deployments.base import AdapterState, DeploymentStatus, Probe, ReplyRequest
+from app.deployments.messages import MSG_NO_LORA, MSG_TRITON_SENDS_ON_USE, MSG_UNKNOWN_ADAPTER
+from app.deployments.prompts import PromptBuilder, current_turn_images, file_path, message_text
+from app.deployments.triton_limits import UNKNOWN, check_prompt_tokens, read_input_limit
+from app.triton.client import SamplingParams, TritonChatClient
+from app.triton.metrics import metrics_url_for
+from app.vision.multimodal import prepare_images, strip_image_markers
+
+KIND = "Triton engine topology"
+
+
+class TritonEngineDeployment:
+    """One Triton server and chat model (`tensorrt_llm_bls`, `ensemble`, or a test model such as pacing)."""
+
+    kind = KIND
+
+    def __init__(self, client: TritonChatClient, registry: AdapterRegistry, template: str = "chatml",
+                 tokenizer_dir: str | None = None, system_prompt: str = "", engine_dir: str | None = None,
+                 metrics: str | None = None):
+        self.client, self.registry = client, registry
+        self.template, self.tokenizer_dir, self.system_prompt = template, tokenizer_dir, system_prompt
+        self.engine_dir, self._metrics = engine_dir, metrics
+        self._prompts: PromptBuilder | None = None
+        self._limit: object = UNKNOWN
+        self._lock = threading.Lock()
+
+    @property
+    def url(self) -> str:
+        return self.client.url
+
+    @property
+    def model(self) -> str:
+        return self.client.model
+
+    # ---- readiness ---------------------------------------------------------------------------------
+    def status(self) -> DeploymentStatus:
+        status = self.client.status()
+        return DeploymentStatus(live=status.live, ready=status.model_ready, server=f"Triton {status.version}",
+                                detail=status.detail)
+
+    def observe(self, status: DeploymentStatus) -> None:
+        self.registry.observe_server(status.live)
+
+    def metrics_url(self) -> str | None:
+        return self._metrics or metrics_url_for(self.client.url)
+
+    def for_model(self, model: str) -> TritonEngineDeployment:
+        client = TritonChatClient(self.client.url, model=model, stall_timeout=self.client.stall_timeout)
+        return TritonEngineDeployment(client, self.registry, self.template, self.tokenizer_dir, self.system_prompt,
+                                      self.engine_dir, self._metrics)
+
+    # ---- prompts -----------------------------------------------------------------------------------
+    def _server_tokenizer_dir(self) -> str | None:
+        if self.tokenizer_dir:
+            return self.tokenizer_dir
+        params = self.client.model_config("preprocessing").get("parameters", {})
+        path = params.get("tokenizer_dir", {}).get("string_value", "")
+        return path if path and Path(path).is_dir() else None
+
+    def prompts(self) -> PromptBuilder:
+        """The prompt builder; resolved on first use, once the server can say where its tokenizer is."""
+        with self._lock:
+            if self._prompts is not None:
+                return self._prompts
+            try:
+                tokenizer_dir, settled = self._server_tokenizer_dir(), True
+            except ChatError:  # server not up yet: use the named template now, ask again next time
+                tokenizer_dir, settled = None, False
+            builder = PromptBuilder(template_name=self.template, tokenizer_dir=tokenizer_dir,
+                                    system_prompt=self.system_prompt)
+            if settled:
+                self._prompts = builder
+            return builder
+
+    def input_limit(self) -> int | None:
+        """The engine's max input length in tokens; None when the app cannot read it (the server checks)."""
+        if self._limit is UNKNOWN:
+            limit = read_input_limit(self.client, self.engine_dir)
+            if limit is UNKNOWN:
+                return None
+            self._limit = limit
+        return self._limit
+
+    # ---- replies -----------------------------------------------------------------------------------
+    def check_adapter(self, adapter: str | None) -> str | None:
+        if not adapter:
+            return None
+        known = self.registry.names()
+        if adapter not in known:
+            raise InvalidRequest(MSG_UNKNOWN_ADAPTER.format(adapter=adapter, known=", ".join(known) or "none"))
+        if self.client.model_info().resolve("lora_task_id") is None:
+            raise InvalidRequest(MSG_NO_LORA.format(model=self.client.model, adapter=adapter))
+        return adapter
+
+    def check_images(self, files: Sequence[str | bytes], text: str) -> None:
+        if files:
+            prepare_images(list(files), self.client.model_info(), text)  # raises with the specific message
+
+    def _model_turns(self, history: list[dict], images: list) -> tuple[list[dict], dict]:
+        """History as the model sees it (image markers for this turn's images) and the image tensors."""
+        if not images:
+            return history, {}
+        info = self.client.model_info()
+        cleaned = [{**m, "content": strip_image_markers(message_text(m.get("content")), info)}
+                   if m.get("role") == "user" and not file_path(m.get("content")) else m for m in history]
+        last = max(i for i, m in enumerate(cleaned) if m.get("role") == "user" and not file_path(m.get("content")))
+        request = prepare_images(images, info, message_text(cleaned[last]["content"]))
+        cleaned[last] = {**cleaned[last], "content": request.text}
+        return cleaned, request.extra
+
+    def open_reply(self, request: ReplyRequest):
+        adapter = self.check_adapter(request.adapter)
+        history = list(request.messages)
+        prompts = self.prompts()
+        prompt = prompts.build(history, request.system_prompt)
+        check_prompt_tokens(self.input_limit(), prompts, prompt)
+        images = current_turn_images(history) if request.images is None else list(request.images)
+        turns, image_inputs = self._model_turns(history, images)
+        if turns is not history:  # image markers changed the text
+            prompt = prompts.build(turns, request.system_prompt)
+        stop_words = [*prompts.stop_words(), *request.stop]
+        extra = {"stop_words": stop_words or None, "min_length": request.min_tokens or None, **image_inputs}
+        return self.registry.stream(self.client, adapter, prompt, request.sampling, extra=extra)
+
+    def probe(self, adapter: str | None, prompt: str, tokens: int) -> Probe:
+        """Greedy first tokens (this server gives no log-probabilities)."""
+        params = replace(SamplingParams(), max_tokens=tokens, top_k=1, top_p=0.0, seed=0)
+        stream = self.open_reply(ReplyRequest([{"role": "user", "content": prompt}], params, adapter))
+        try:
+            for _ in stream:
+                pass
+        finally:
+            stream.cancel()
+        return Probe(tokens=(stream.text.strip(),))
+
+    # ---- adapters ----------------------------------------------------------------------------------
+    def adapter_names(self) -> list[str]:
+        return [a.name for a in self.registry.list()]
+
+    def adapters(self) -> list[AdapterState]:
+        return [AdapterState(name=a.name, held_by_server=a.held_by_server, rank=a.rank,
+                             target_modules=a.target_modules, size_bytes=a.size_bytes, task_id=a.task_id,
+                             kind=a.kind, path=a.path) for a in self.registry.list()]
+
+    def adapter_problems(self) -> dict[str, str]:
+        return self.registry.problems()
+
+    def register_adapter(self, name: str, path: Path) -> str:
+        return MSG_TRITON_SENDS_ON_USE

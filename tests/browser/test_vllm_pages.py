@@ -1,0 +1,86 @@
+"""The pages against vLLM's CPU build (`python -m app --openai ...`): chat with the adapter dropdown, Stop
+(checked on vLLM's /metrics), Compare, and the Adapters tab's runtime add and adapter check."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+
+from setup.paths import PROJECT_ROOT
+from tests.browser.test_adapters import PIRATE, pick
+from tests.browser.test_chat import ask, bot_texts, settled_reply
+from tests.conftest import grant_access
+from tests.integration.vllm_fixtures import metrics_value, zero_b_adapter
+
+
+@pytest.fixture
+def vpage(browser_context, vllm_app):
+    ctx, url = vllm_app
+    grant_access(browser_context, ctx, url)
+    page = browser_context.new_page()
+    page.goto(url)
+    page.wait_for_selector("#chat-input textarea", timeout=30_000)
+    yield page
+    page.close()
+
+
+def test_chat_adapter_dropdown_changes_the_style(vpage):
+    assert "OpenAI-compatible server (vllm)" in vpage.locator("#status").inner_text()
+    pick(vpage, "adapter", "pirate")
+    ask(vpage, "What is the capital of France?")
+    reply = settled_reply(vpage)
+    assert PIRATE.search(reply) and "adapter: pirate" in reply
+
+
+def test_stop_cancels_on_vllm(vpage, vllm):
+    vpage.get_by_text("Sampling").click()
+    vpage.locator("#max-tokens input[type=number]").fill("1500")
+    vpage.locator("#max-tokens input[type=number]").press("Enter")
+    ask(vpage, "Write a very long story about a dragon and a knight.")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any(len(t) > 20 for t in bot_texts(vpage)):
+        time.sleep(0.05)
+    assert metrics_value(vllm.url, "vllm:num_requests_running") >= 1
+    vpage.click("#stop")
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and "(stopped)" not in (bot_texts(vpage) or [""])[-1]:
+        time.sleep(0.1)
+    assert "(stopped)" in bot_texts(vpage)[-1]
+    while time.monotonic() < deadline and metrics_value(vllm.url, "vllm:num_requests_running") != 0:
+        time.sleep(0.2)
+    assert metrics_value(vllm.url, "vllm:num_requests_running") == 0
+
+
+def test_compare_streams_base_and_both_adapters(vpage):
+    vpage.get_by_role("tab", name="Compare").click()
+    vpage.fill("#compare-prompt textarea", "What is the capital of France?")
+    pick(vpage, "compare-adapter-1", "pirate")
+    pick(vpage, "compare-adapter-2", "french")
+    vpage.click("#compare-run")
+    values, deadline = ["", "", ""], time.monotonic() + 90
+    while time.monotonic() < deadline:
+        values = [vpage.locator(f"#compare-out-{i} textarea").input_value() for i in range(3)]
+        if all(v.rstrip().endswith((".", "!", "?")) for v in values):
+            break
+        time.sleep(0.1)
+    assert "Paris" in values[0] and PIRATE.search(values[1]) and "capitale" in values[2].lower()
+
+
+def test_adapters_tab_adds_at_runtime_and_checks(vpage, vllm_app, tmp_path):
+    ctx, _ = vllm_app
+    name = f"flat{uuid.uuid4().hex[:6]}"
+    source = zero_b_adapter(PROJECT_ROOT / "adapters" / "pirate", tmp_path / name)
+    vpage.get_by_role("tab", name="Adapters").click()
+    vpage.get_by_label("Add from a folder on the server").fill(str(source))
+    vpage.click("#add-adapter-folder")
+    message = vpage.locator("#adapter-message")
+    message.filter(has_text="Added").wait_for(timeout=60_000)
+    assert "Registered with the server at run time" in message.inner_text()
+    pick(vpage, "check-adapter-name", name)
+    vpage.click("#check-adapter")
+    message.filter(has_text="does not seem to be applied").wait_for(timeout=60_000)
+    pick(vpage, "check-adapter-name", "pirate")
+    vpage.click("#check-adapter")
+    message.filter(has_text="Adapter 'pirate' is applied").wait_for(timeout=60_000)

@@ -1,0 +1,136 @@
+"""The app against a real third-party OpenAI-compatible server: vLLM's CPU build with smollm2 + pirate + french.
+
+Every surface goes through the deployment interface, so these drive the chat path, Compare, the Adapters
+tab's runtime add and check, the Benchmark sweep, the Server tab's metrics and `python -m app bench --openai`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from app.chat.adapter_check import check_adapter_applied
+from app.chat.compare import CompareRun
+from app.chat.context import AppConfig, AppContext
+from app.chat.turns import open_stream, stream_reply
+from app.core.errors import InvalidRequest
+from app.deployments.base import SamplingParams
+from setup.paths import PROJECT_ROOT
+from tests.integration.vllm_fixtures import metrics_value, zero_b_adapter
+
+PIRATE = re.compile(r"\b(arr|matey|ahoy|ye|be|savvy)\b", re.I)
+QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
+
+
+@pytest.fixture
+def ctx(vllm, tmp_path) -> AppContext:
+    return AppContext(AppConfig(openai_url=vllm.url, adapters_dir=str(tmp_path / "adapters")))
+
+
+def final_reply(ctx, adapter, history=QUESTION, max_tokens=24) -> tuple[str, int]:
+    updates = list(stream_reply(ctx, "s", history, SamplingParams(max_tokens=max_tokens), adapter=adapter))
+    return updates[-1][-1]["content"], len(updates)
+
+
+def test_model_list_and_status(ctx):
+    status = ctx.deployment.status()
+    assert status.live and status.ready and "vllm" in status.server
+    assert ctx.deployment.model == "smollm2"
+    assert {"pirate", "french"} <= set(ctx.deployment.adapter_names())
+
+
+def test_chat_streams_and_the_adapter_changes_the_style(ctx):
+    base, updates = final_reply(ctx, None)
+    assert "Paris" in base and not PIRATE.search(base) and updates > 2
+    pirate, _ = final_reply(ctx, "pirate")
+    assert PIRATE.search(pirate) and pirate.endswith("*adapter: pirate*")
+    french, _ = final_reply(ctx, "french")
+    assert "capitale" in french.lower()
+
+
+def test_unknown_adapter_is_a_plain_sentence(ctx):
+    with pytest.raises(InvalidRequest, match="There is no adapter named 'nope'"):
+        open_stream(ctx, QUESTION, SamplingParams(max_tokens=4), None, "nope")
+
+
+def test_images_to_a_text_only_model_are_refused_in_a_sentence(ctx):
+    from app.core.errors import TextOnlyDeployment
+    from tests.unit.app.deployments.test_openai_wire import png_bytes
+
+    with pytest.raises(TextOnlyDeployment, match="takes no images: smollm2 is not a multimodal model."):
+        open_stream(ctx, QUESTION, SamplingParams(max_tokens=4), None, None, images=[png_bytes()])
+
+
+def test_compare_streams_base_and_both_adapters(ctx):
+    run = CompareRun(ctx, "What is the capital of France?", [None, "pirate", "french"], SamplingParams(max_tokens=32))
+    seen_together = False
+    for texts in run.updates():
+        seen_together |= all(texts) and not run.done()
+    base, pirate, french = run.texts()
+    assert seen_together and "Paris" in base and PIRATE.search(pirate) and "capitale" in french.lower()
+
+
+def test_stop_cancels_the_request_on_the_server(ctx, vllm):
+    stream = open_stream(ctx, [{"role": "user", "content": "Write a very long story about a dragon."}],
+                         SamplingParams(max_tokens=1500), None, None)
+    for count, _ in enumerate(stream):
+        if count == 3:
+            break
+    assert metrics_value(vllm.url, "vllm:num_requests_running") >= 1
+    stream.cancel()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and metrics_value(vllm.url, "vllm:num_requests_running") != 0:
+        time.sleep(0.2)
+    assert metrics_value(vllm.url, "vllm:num_requests_running") == 0 and stream.cancelled
+
+
+def test_adapter_check_passes_for_pirate_and_warns_for_a_zero_adapter(ctx, tmp_path):
+    assert check_adapter_applied(ctx.deployment, "pirate").applied is True
+    name = f"flat-{uuid.uuid4().hex[:6]}"
+    zero_b_adapter(PROJECT_ROOT / "adapters" / "pirate", tmp_path / "source")
+    ctx.adapters.add_folder(tmp_path / "source", name)
+    assert "run time" in ctx.deployment.register_adapter(name, ctx.adapters.folder / name)
+    result = check_adapter_applied(ctx.deployment, name)
+    assert result.applied is False and "does not seem to be applied" in result.message
+    reply, _ = final_reply(ctx, name, max_tokens=8)  # the chat shows the warning on first use
+    assert "does not seem to be applied" in reply
+
+
+def test_runtime_add_makes_a_new_adapter_usable(ctx):
+    name = f"buccaneer-{uuid.uuid4().hex[:6]}"
+    ctx.adapters.add_folder(PROJECT_ROOT / "adapters" / "pirate", name)
+    assert name not in ctx.deployment.adapter_names()
+    ctx.deployment.register_adapter(name, ctx.adapters.folder / name)
+    assert name in ctx.deployment.adapter_names()
+    assert next(a for a in ctx.deployment.adapters() if a.name == name).held_by_server is True
+    reply, _ = final_reply(ctx, name)
+    assert PIRATE.search(reply)
+
+
+def test_benchmark_tab_sweep_and_server_metrics(ctx, vllm):
+    from app.bench.sweep import check_deployment, sweep
+    from app.triton.metrics import MetricsHistory
+
+    check_deployment(ctx.deployment)
+    done = sweep(ctx.deployment, [1, 2], 2, 8, 8)
+    assert [s.errors for s in done] == [0, 0] and all(s.output_tokens_per_second > 0 for s in done)
+    history = MetricsHistory(ctx.deployment.metrics_url(), min_interval=0.0)
+    history.refresh()
+    assert history.error is None and history.snapshots[-1].active is not None
+    assert history.snapshots[-1].models == ("smollm2",)
+
+
+@pytest.mark.parametrize("extra", [[], ["--adapter", "pirate"]])
+def test_bench_cli_against_vllm(vllm, extra):
+    argv = [sys.executable, "-m", "app", "bench", "--openai", vllm.url, "--model", "smollm2", "--num-requests", "4",
+            "--concurrency", "2", "--input-len", "8", "--output-len", "8", "--no-progress", "--json", *extra]
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=PROJECT_ROOT)
+    assert result.returncode == 0, result.stderr[-2000:]
+    summary = json.loads(result.stdout)
+    assert summary["completed"] == 4 and summary["errors"] == 0
