@@ -63,8 +63,3 @@ soak: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .venv-vllm .pytest_cache .ruff_cache
-
-# In-flight batching: the CPU engine through Triton vs vLLM's CPU build (installed into .venv-vllm on first use), same loads.
-.PHONY: bench-batching
-bench-batching: $(STAMP)
-	$(PY) -m benchmarks.batching
