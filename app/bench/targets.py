@@ -51,15 +51,7 @@ class TritonSender:
                 extra.update(more)
             record.started = time.monotonic()
             stream = self.client.stream(prompt, replace(self.params, max_tokens=request.max_tokens), extra=extra)
-            last = None
-            for _ in stream:
-                now = time.monotonic()
-                if last is None:
-                    record.first_token = now
-                else:
-                    record.gaps.append(now - last)
-                last = now
-                record.tokens += 1
+            record.tokens = time_chunks(stream, record)
             record.text = stream.text
             record.tokens = getattr(stream, "chunks", record.tokens)  # responses that carried text
         except ChatError as exc:
@@ -70,9 +62,20 @@ class TritonSender:
             record.ended = time.monotonic()
             if stream is not None:
                 stream.cancel()
-        if record.error is None and self.count_tokens is not None:
-            record.tokens = self.count_tokens(record.text)
-        return record
+        return counted(record, self.count_tokens)
+
+
+def time_chunks(stream, record: RequestRecord) -> int:
+    """Read `stream` to its end, noting the first chunk's time and the gaps between chunks; the chunk count."""
+    last, count = None, 0
+    for _ in stream:
+        now = time.monotonic()
+        if last is None:
+            record.first_token = now
+        else:
+            record.gaps.append(now - last)
+        last, count = now, count + 1
+    return count
 
 
 class DeploymentSender:
@@ -89,14 +92,7 @@ class DeploymentSender:
             stream = self.deployment.open_reply(ReplyRequest(
                 [{"role": "user", "content": request.prompt}], replace(self.params, max_tokens=request.max_tokens),
                 min_tokens=request.min_tokens))
-            last = None
-            for _ in stream:
-                now = time.monotonic()
-                if last is None:
-                    record.first_token = now
-                else:
-                    record.gaps.append(now - last)
-                last = now
+            time_chunks(stream, record)
             record.text, record.tokens = stream.text, stream.chunks
         except ChatError as exc:
             record.error = str(exc)
