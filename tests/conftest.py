@@ -113,6 +113,19 @@ def vllm(cpu_model_dir, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def dynamo(cpu_model_dir, tmp_path_factory):
+    """NVIDIA Dynamo's OpenAI frontend on loopback routing smollm2 to two mocker workers and a second model,
+    `smollm2-b`, to a third (its own venv, installed on first use by benchmarks.peer_dynamo; no etcd or NATS)."""
+    from benchmarks.peer_dynamo import DynamoServer, ensure_venv
+
+    server = DynamoServer(cpu_model_dir, tmp_path_factory.mktemp("dynamo"), python=ensure_venv(log=lambda *_: None),
+                          extra_models=("smollm2-b",))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
 def vllm_app(vllm, tmp_path_factory):
     """The web app served in this process against vLLM (`--openai`): (context, URL)."""
     from app.chat.context import AppConfig, AppContext
