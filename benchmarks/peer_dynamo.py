@@ -13,13 +13,11 @@ good for routing, streaming, cancellation and load, not for content.
 from __future__ import annotations
 
 import tempfile
-import time
-from contextlib import contextmanager
 from pathlib import Path
 
 from benchmarks import peer_venv
 from benchmarks.peer_vllm import served_models
-from benchmarks.server_process import ServerProcess, free_port
+from benchmarks.server_process import ServerProcess, free_port, serve_until_interrupted, started
 from setup.paths import PROJECT_ROOT
 
 VENV = PROJECT_ROOT / ".venv-dynamo"
@@ -87,17 +85,9 @@ class DynamoServer:
         self._store.cleanup()
 
 
-@contextmanager
 def dynamo_server(model_dir: Path, log_dir: Path, log=print, timeout: float = 300.0):
-    """Install if needed, start, yield the running DynamoServer, stop it on exit."""
-    server = DynamoServer(model_dir, log_dir, python=ensure_venv(log=log))
-    started = time.monotonic()
-    server.start(timeout)
-    log(f"Dynamo ready on {server.url} in {time.monotonic() - started:.0f} s")
-    try:
-        yield server
-    finally:
-        server.stop()
+    """Install if needed; a context manager yielding the running DynamoServer, stopped on exit."""
+    return started(DynamoServer(model_dir, log_dir, python=ensure_venv(log=log)), timeout, log)
 
 
 def main() -> None:
@@ -105,12 +95,7 @@ def main() -> None:
     from setup.paths import cache_dir
 
     with dynamo_server(prepare_cpu_model(), cache_dir() / "logs") as server:
-        print(f"Dynamo serving {server.models} at {server.url}; Ctrl-C stops it.", flush=True)
-        try:
-            while server.served():
-                time.sleep(5)
-        except KeyboardInterrupt:
-            pass
+        serve_until_interrupted(server)
 
 
 if __name__ == "__main__":

@@ -11,13 +11,11 @@ host memory on the CPU backend). The server runs in its own process group, which
 from __future__ import annotations
 
 import json
-import time
 import urllib.request
-from contextlib import contextmanager
 from pathlib import Path
 
 from benchmarks import peer_venv
-from benchmarks.server_process import ServerProcess, free_port
+from benchmarks.server_process import ServerProcess, free_port, serve_until_interrupted, started
 from setup.paths import PROJECT_ROOT
 
 VENV = PROJECT_ROOT / ".venv-vllm"
@@ -82,19 +80,11 @@ class VllmServer:
             self._server.stop(grace)
 
 
-@contextmanager
 def vllm_server(model_dir: Path, log_path: Path, log=print, timeout: float = 900.0):
-    """Install if needed, start, yield the running VllmServer, stop it on exit."""
-    python = ensure_venv(log=log)
-    server = VllmServer(model_dir, log_path, python=python)
+    """Install if needed; a context manager yielding the running VllmServer, stopped on exit."""
+    server = VllmServer(model_dir, log_path, python=ensure_venv(log=log))
     log(f"Starting vLLM ({', '.join(server.models)}) on {server.url}, log {server.log_path} ...")
-    started = time.monotonic()
-    server.start(timeout)
-    log(f"vLLM ready in {time.monotonic() - started:.0f} s")
-    try:
-        yield server
-    finally:
-        server.stop()
+    return started(server, timeout, log)
 
 
 def main() -> None:
@@ -102,12 +92,7 @@ def main() -> None:
     from setup.paths import cache_dir
 
     with vllm_server(prepare_cpu_model(), cache_dir() / "logs" / "vllm-peer.log") as server:
-        print(f"vLLM serving {server.models} at {server.url}; Ctrl-C stops it.", flush=True)
-        try:
-            while server.served():
-                time.sleep(5)
-        except KeyboardInterrupt:
-            pass
+        serve_until_interrupted(server)
 
 
 if __name__ == "__main__":

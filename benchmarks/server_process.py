@@ -12,6 +12,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from pathlib import Path
 
 from setup.paths import PROJECT_ROOT
@@ -55,6 +56,7 @@ class ServerProcess:
         while time.monotonic() - started < timeout:
             code = self.exited()
             if code is not None:
+                self.stop()  # what it left in its group
                 raise RuntimeError(f"{self.name} exited with code {code}; see {self.log_path}.")
             if ready():
                 return time.monotonic() - started
@@ -78,3 +80,25 @@ class ServerProcess:
         except ProcessLookupError:
             pass
         self._proc.wait(timeout=10)
+
+
+@contextmanager
+def started(server, timeout: float, log: Callable[[str], None] = print):
+    """`server` (a peer with start(timeout), stop(), url) started, then stopped on exit; logs the wait."""
+    began = time.monotonic()
+    server.start(timeout)
+    log(f"{type(server).__name__} ready on {server.url} in {time.monotonic() - began:.0f} s")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def serve_until_interrupted(server) -> None:
+    """Keep a started peer running for manual use until Ctrl-C or until it stops listing models."""
+    print(f"Serving {server.models} at {server.url}; Ctrl-C stops it.", flush=True)
+    try:
+        while server.served():
+            time.sleep(5)
+    except KeyboardInterrupt:
+        pass

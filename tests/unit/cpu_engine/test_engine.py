@@ -10,38 +10,15 @@ import pytest
 import torch
 
 from tests.cpu_engine_helpers import (
-    ADAPTER_TASKS,
     PROMPTS,
     TOL,
     alone,
     assert_same,
     chat_ids,
     drive,
-    load_runner,
-    load_tokenizer,
     make_engine,
     make_gen,
 )
-
-
-@pytest.fixture(scope="module")
-def runner():
-    return load_runner()
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    return load_tokenizer()
-
-
-@pytest.fixture(scope="module")
-def prompt_ids(tokenizer):
-    return [chat_ids(tokenizer, p) for p in PROMPTS]
-
-
-@pytest.fixture(scope="module")
-def adapters():
-    return dict(ADAPTER_TASKS)
 
 
 def test_forward_matches_hugging_face(runner, prompt_ids):

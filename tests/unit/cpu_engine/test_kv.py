@@ -19,11 +19,6 @@ from tests.cpu_engine_helpers import (
 
 
 @pytest.fixture(scope="module")
-def runner():
-    return load_runner()
-
-
-@pytest.fixture(scope="module")
 def kv():
     load_runner()  # puts engine_lib on the path
     from engine_lib import kv
