@@ -119,7 +119,7 @@ def dynamo(cpu_model_dir, tmp_path_factory):
     from benchmarks.peer_dynamo import DynamoServer, ensure_venv
 
     server = DynamoServer(cpu_model_dir, tmp_path_factory.mktemp("dynamo"), python=ensure_venv(log=lambda *_: None),
-                          extra_models=("smollm2-b",))
+                          extra_models=("smollm2-b",), speedup=1.0)
     server.start()
     yield server
     server.stop()

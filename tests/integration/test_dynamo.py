@@ -28,7 +28,7 @@ INFLIGHT = "dynamo_frontend_inflight_requests"
 
 @pytest.fixture
 def ctx(dynamo, tmp_path) -> AppContext:
-    return AppContext(AppConfig(openai_url=dynamo.url, adapters_dir=str(tmp_path / "adapters")))
+    return AppContext(AppConfig(openai_url=dynamo.url, openai_model="smollm2", adapters_dir=str(tmp_path / "adapters")))
 
 
 def test_model_list_and_status(ctx):
