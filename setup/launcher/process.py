@@ -8,6 +8,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -16,6 +17,9 @@ from pathlib import Path
 from setup.launcher.command import build_command
 from setup.launcher.options import SHM_DIR, LaunchError, LaunchOptions, TritonInstall, check_ports_free
 from setup.launcher.procfs import group_members, health_ok, listening_inodes, process_table, socket_inodes
+from setup.launcher.reaper import start_time
+
+REAPER = Path(__file__).with_name("reaper.py")
 
 _instances = itertools.count()
 
@@ -41,6 +45,7 @@ class TritonProcess:
         self._cleanup_lock = threading.Lock()
         self._watcher: threading.Thread | None = None
         self._on_stop: list[Callable[[], None]] = []
+        self._reaper: subprocess.Popen | None = None
 
     @property
     def pid(self) -> int | None:
@@ -64,11 +69,34 @@ class TritonProcess:
                 self.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 env=env, start_new_session=True,
             )
-        # The server runs in its own session, so it would outlive us; stop it when this process exits.
+        # The server runs in its own session, so it would outlive us: stop it when this process exits,
+        # and have the reaper end it when this process dies without running atexit (SIGKILL, SIGTERM).
         atexit.register(self.stop)
+        self._reaper = self._start_reaper()
         self._watcher = threading.Thread(target=self._watch, name=f"tritonserver-{self._proc.pid}-watcher",
                                          daemon=True)
         self._watcher.start()
+
+    def _start_reaper(self) -> subprocess.Popen | None:
+        """reaper.py watching a pipe from us; its write end lives only in this process (close_fds)."""
+        leader_start = start_time(self._proc.pid)
+        if leader_start is None:
+            return None  # already gone: the watcher cleans up
+        return subprocess.Popen([sys.executable, str(REAPER), str(self._proc.pid), leader_start, self.shm_prefix],
+                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True, close_fds=True)
+
+    def _release_reaper(self) -> None:
+        """After our own stop: close the pipe; the reaper finds the group gone and exits."""
+        reaper, self._reaper = self._reaper, None
+        if reaper is None:
+            return
+        reaper.stdin.close()
+        try:
+            reaper.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            reaper.kill()
+            reaper.wait(timeout=5)
 
     def is_running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
@@ -220,6 +248,7 @@ class TritonProcess:
             return None
         with self._cleanup_lock:
             self._end_group(grace=grace, leftover_grace=min(grace, 2.0))
+            self._release_reaper()
             actions, self._on_stop = self._on_stop, []
         for action in actions:
             action()

@@ -1,0 +1,82 @@
+"""Ends a tritonserver process group once the process that started it is gone, however it went (SIGKILL too).
+
+    python reaper.py PGID STARTTIME SHM_PREFIX      # started by TritonProcess; stdin is a pipe from it
+
+The starter keeps the pipe's write end and never writes. When the starter exits, the kernel closes that end
+and this script reads end-of-file: if the group still exists (its leader has the same start time, or it has
+members left after the leader), it gets SIGTERM, then SIGKILL after GRACE seconds, and the group's
+shared-memory segments are removed. After a normal stop the group is already gone and nothing is done.
+Standard library only, run by path, so it works wherever the starter's interpreter runs.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+GRACE = 10.0
+SHM_DIR = Path("/dev/shm")
+
+
+def start_time(pid: int) -> str | None:
+    """Field 22 of /proc/PID/stat (clock ticks after boot): with the pid, it names one process."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def members(pgid: int) -> list[int]:
+    """Live (non-zombie) processes whose group is `pgid`."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            found.append(int(stat.parent.name))
+    return found
+
+
+def still_ours(pgid: int, leader_start: str) -> bool:
+    """The group we were told about: its leader with the same start time, or members left after it."""
+    now = start_time(pgid)
+    if now is not None:
+        return now == leader_start
+    return bool(members(pgid))
+
+
+def end_group(pgid: int, leader_start: str, shm_prefix: str) -> None:
+    if pgid > 1 and still_ours(pgid, leader_start):  # 0 and 1 would mean our own group / every process
+        for sig, wait in ((signal.SIGTERM, GRACE), (signal.SIGKILL, 5.0)):
+            try:
+                os.killpg(pgid, sig)
+            except (ProcessLookupError, PermissionError):
+                break
+            end = time.monotonic() + wait
+            while members(pgid) and time.monotonic() < end:
+                time.sleep(0.1)
+            if not members(pgid):
+                break
+    if shm_prefix:
+        for segment in SHM_DIR.glob(f"{shm_prefix}*"):
+            try:
+                segment.unlink()
+            except OSError:
+                pass
+
+
+def main(argv: list[str]) -> int:
+    pgid, leader_start, shm_prefix = int(argv[1]), argv[2], argv[3]
+    while sys.stdin.buffer.read(4096):
+        pass  # nobody writes; EOF comes when the starter is gone
+    end_group(pgid, leader_start, shm_prefix)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

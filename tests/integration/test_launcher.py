@@ -1,0 +1,46 @@
+"""A tritonserver we started does not outlive its starter, even when the starter is killed with SIGKILL
+(no atexit, no signal handler runs): the launcher's reaper ends the server's process group."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from setup.launcher.reaper import members
+from setup.paths import PROJECT_ROOT
+from tests.conftest import free_port
+
+STARTER = """
+import sys, time
+from pathlib import Path
+from setup.cpu.pacing import start_pacing_triton, write_pacing_repository
+folder = Path(sys.argv[1])
+repo = write_pacing_repository(folder / "repo")
+process = start_pacing_triton(repo, *map(int, sys.argv[2:5]), folder / "triton.log")
+print(process.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def test_sigkill_of_the_starter_ends_tritonserver(tmp_path):
+    ports = [str(free_port()) for _ in range(3)]
+    starter = subprocess.Popen([sys.executable, "-c", STARTER, str(tmp_path), *ports], stdout=subprocess.PIPE,
+                               text=True, cwd=PROJECT_ROOT)
+    triton_pid = None
+    try:
+        triton_pid = int(starter.stdout.readline())
+        assert members(triton_pid), "tritonserver should be running in its own group"
+        starter.kill()  # SIGKILL: only the kernel closing the reaper's pipe tells anyone
+        starter.wait(timeout=10)
+        deadline = time.monotonic() + 30
+        while members(triton_pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert members(triton_pid) == []
+    finally:
+        if starter.poll() is None:
+            starter.kill()
+        if triton_pid and members(triton_pid):
+            os.killpg(triton_pid, signal.SIGKILL)

@@ -1,0 +1,161 @@
+"""app/triton/transport.py without tritonserver: one shared channel per address, gRPC errors in
+tritonclient's words, a ModelStreamInfer call against an in-process gRPC server on loopback (the request
+it sends, the request side held open until `done`), and the stall watchdog on a real thread."""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+import weakref
+from concurrent import futures
+
+import grpc
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+from tritonclient.grpc import service_pb2, service_pb2_grpc
+
+from app.triton.transport import (
+    WATCH_INTERVAL,
+    StallWatchdog,
+    drop_channel,
+    open_stream,
+    rpc_error_text,
+    stub_for,
+)
+
+
+def closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_one_stub_per_address_until_the_channel_is_dropped():
+    url, other = f"127.0.0.1:{closed_port()}", f"127.0.0.1:{closed_port()}"
+    try:
+        first = stub_for(url)
+        assert stub_for(url) is first and stub_for(other) is not first
+        drop_channel(url)
+        assert stub_for(url) is not first
+        drop_channel("127.0.0.1:1")  # never opened: nothing to drop
+    finally:
+        drop_channel(url)
+        drop_channel(other)
+
+
+def test_rpc_errors_read_like_tritonclients():
+    url = f"127.0.0.1:{closed_port()}"
+    try:
+        with pytest.raises(grpc.RpcError) as raised:
+            stub_for(url).ServerLive(service_pb2.ServerLiveRequest(), timeout=2)
+    finally:
+        drop_channel(url)
+    text = rpc_error_text(raised.value)
+    assert text.startswith(f"[{raised.value.code()}] ") and text.endswith(raised.value.details())
+
+    class Bare(grpc.RpcError):
+        def __str__(self):
+            return "no status"
+
+    assert rpc_error_text(Bare()) == "no status"
+
+
+class EchoServicer(service_pb2_grpc.GRPCInferenceServiceServicer):
+    """Answers the first request with its id, model and empty-final flag; a second response once the
+    client closed its request side."""
+
+    def __init__(self):
+        self.requests: list = []
+
+    def ModelStreamInfer(self, request_iterator, context):  # noqa: N802 - the gRPC method name
+        request = next(request_iterator)
+        self.requests.append(request)
+        flag = request.parameters["triton_enable_empty_final_response"].bool_param
+        response = service_pb2.ModelInferResponse(model_name=request.model_name, id=request.id)
+        response.parameters["empty_final"].bool_param = flag
+        yield service_pb2.ModelStreamInferResponse(infer_response=response)
+        for _ in request_iterator:  # blocks while the client keeps its side open
+            pass
+        yield service_pb2.ModelStreamInferResponse(error_message="request side closed")
+
+
+@pytest.fixture
+def grpc_server():
+    servicer = EchoServicer()
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(servicer, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    yield f"127.0.0.1:{port}", servicer
+    server.stop(grace=None)
+    drop_channel(f"127.0.0.1:{port}")
+
+
+def test_open_stream_sends_one_request_and_holds_the_request_side_until_done(grpc_server):
+    url, servicer = grpc_server
+    prompt = grpcclient.InferInput("text_input", [1, 1], "BYTES")
+    prompt.set_data_from_numpy(np.array([["hi"]], dtype=object))
+    done = threading.Event()
+    responses = open_stream(url, "ensemble", [prompt], "req-7", done)
+    first = next(responses)
+    assert first.infer_response.model_name == "ensemble" and first.infer_response.id == "req-7"
+    assert first.infer_response.parameters["empty_final"].bool_param is True
+    sent = servicer.requests[0]
+    assert [i.name for i in sent.inputs] == ["text_input"] and list(sent.inputs[0].shape) == [1, 1]
+    ended = threading.Timer(0.2, done.set)
+    ended.start()
+    started = time.monotonic()
+    second = next(responses)  # arrives only after done.set()
+    assert second.error_message == "request side closed" and time.monotonic() - started >= 0.15
+    with pytest.raises(StopIteration):
+        next(responses)
+
+
+def test_cancel_ends_the_call(grpc_server):
+    url, _ = grpc_server
+    responses = open_stream(url, "ensemble", [], "req-8", threading.Event())
+    next(responses)
+    responses.cancel()
+    with pytest.raises(grpc.RpcError) as raised:
+        next(responses)
+    assert raised.value.code() == grpc.StatusCode.CANCELLED
+
+
+class Stream:
+    def __init__(self, idle_for: float, stall_timeout: float):
+        self._since = time.monotonic() - idle_for
+        self.stall_timeout = stall_timeout
+        self.stalls = 0
+
+    def idle_since(self) -> float:
+        return self._since
+
+    def on_stall(self) -> None:
+        self.stalls += 1
+
+
+def test_the_watchdog_reports_a_stalled_stream_once_and_leaves_busy_ones_alone():
+    watchdog = StallWatchdog()
+    stalled, busy, forgotten = Stream(10, 1), Stream(0, 60), Stream(10, 1)
+    for stream in (stalled, busy, forgotten):
+        watchdog.watch(stream)
+    watchdog.forget(forgotten)
+    end = time.monotonic() + 10
+    while not stalled.stalls and time.monotonic() < end:
+        time.sleep(0.02)
+    time.sleep(WATCH_INTERVAL * 2)  # more rounds: no second report
+    assert (stalled.stalls, busy.stalls, forgotten.stalls) == (1, 0, 0)
+
+
+def test_the_watchdog_does_not_keep_a_stream_alive():
+    watchdog = StallWatchdog()
+    stream = Stream(0, 60)
+    watchdog.watch(stream)
+    gone = weakref.ref(stream)
+    del stream
+    gc.collect()
+    assert gone() is None

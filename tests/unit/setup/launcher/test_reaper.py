@@ -1,0 +1,61 @@
+"""The reaper ends a process group when the pipe from its starter closes, and only a group that is still the
+one it was given (real processes: a stand-in 'server' that has a child in its group)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from setup.launcher import reaper
+from setup.launcher.process import REAPER
+
+SERVER = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)']); time.sleep(120)"
+
+
+def _group_with_child() -> subprocess.Popen:
+    server = subprocess.Popen([sys.executable, "-c", SERVER], start_new_session=True)
+    deadline = time.monotonic() + 10
+    while len(reaper.members(server.pid)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(reaper.members(server.pid)) == 2
+    return server
+
+
+def _reaper_for(pgid: int, start: str, prefix: str = "") -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, str(REAPER), str(pgid), start, prefix], stdin=subprocess.PIPE,
+                            start_new_session=True)
+
+
+def test_the_group_ends_when_the_starter_pipe_closes(tmp_path, monkeypatch):
+    server = _group_with_child()
+    watcher = _reaper_for(server.pid, reaper.start_time(server.pid))
+    time.sleep(0.3)
+    assert watcher.poll() is None and len(reaper.members(server.pid)) == 2  # nothing happens while the pipe is open
+    watcher.stdin.close()  # what the kernel does when the starter dies, SIGKILL included
+    assert watcher.wait(timeout=20) == 0
+    server.wait(timeout=5)
+    assert reaper.members(server.pid) == [] and server.returncode == -signal.SIGTERM
+
+
+def test_a_group_with_another_start_time_is_left_alone():
+    server = _group_with_child()
+    try:
+        watcher = _reaper_for(server.pid, "1")  # as if the pid had been reused by another process
+        watcher.stdin.close()
+        assert watcher.wait(timeout=20) == 0
+        assert len(reaper.members(server.pid)) == 2 and server.poll() is None
+    finally:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait(timeout=5)
+
+
+def test_shared_memory_segments_of_the_prefix_are_removed(tmp_path, monkeypatch):
+    monkeypatch.setattr(reaper, "SHM_DIR", tmp_path)
+    (tmp_path / "tvl1p2n0r_a").write_bytes(b"x")
+    (tmp_path / "other").write_bytes(b"x")
+    reaper.end_group(2**22 + 12345, "0", "tvl1p2n0r")  # no such group: only the segments are cleaned
+    assert sorted(p.name for p in Path(tmp_path).iterdir()) == ["other"]

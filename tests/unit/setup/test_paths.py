@@ -1,0 +1,35 @@
+"""setup/paths.py: the project folders it names exist, and the cache folder follows TRITON_DEMO_CACHE, then
+XDG_CACHE_HOME, then ~/.cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from setup.paths import DATA_DIR, PROJECT_ROOT, TEMPLATES_DIR, cache_dir
+
+
+def test_the_named_folders_are_the_projects():
+    assert (PROJECT_ROOT / "pyproject.toml").is_file() and (PROJECT_ROOT / "setup" / "paths.py").is_file()
+    assert TEMPLATES_DIR.is_dir() and any(TEMPLATES_DIR.iterdir())
+    assert (DATA_DIR / "trtllm_versions.yaml").is_file()
+
+
+def test_an_explicit_cache_wins_and_is_made_absolute(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TRITON_DEMO_CACHE", "mine/../cache")
+    assert cache_dir() == tmp_path / "cache"
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("TRITON_DEMO_CACHE", "~/c")
+    assert cache_dir() == tmp_path / "home" / "c"
+
+
+def test_without_it_the_xdg_cache_then_home(tmp_path, monkeypatch):
+    monkeypatch.delenv("TRITON_DEMO_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_dir() == tmp_path / "xdg" / "triton-vlm-lora-demo"
+    monkeypatch.setenv("XDG_CACHE_HOME", "")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache_dir() == Path(tmp_path / "home" / ".cache" / "triton-vlm-lora-demo")
+    monkeypatch.setenv("TRITON_DEMO_CACHE", "")  # empty counts as not set
+    assert cache_dir() == tmp_path / "home" / ".cache" / "triton-vlm-lora-demo"
