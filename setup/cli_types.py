@@ -47,10 +47,10 @@ def positive_float(text: str) -> float:
 
 
 def host_port(text: str) -> str:
-    """HOST:PORT (IPv6 in brackets allowed), as given."""
-    match = re.fullmatch(r"\[?([A-Za-z0-9.\-:]+?)\]?:(\d+)", text.strip())
-    if not match or not 1 <= int(match.group(2)) <= 65535:
-        raise argparse.ArgumentTypeError(f"'{text}' is not HOST:PORT (for example 127.0.0.1:8001)")
+    """HOST:PORT as given; an IPv6 host goes in brackets ([::1]:8001), so where the port starts is plain."""
+    match = re.fullmatch(r"(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.\-]+)):(\d+)", text.strip())
+    if not match or not 1 <= int(match.group(3)) <= 65535:
+        raise argparse.ArgumentTypeError(f"'{text}' is not HOST:PORT (for example 127.0.0.1:8001, [::1]:8001)")
     return text.strip()
 
 

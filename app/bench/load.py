@@ -87,7 +87,7 @@ def load_dataset(path: Path, count: int, output_len: int) -> list[BenchRequest]:
         if not prompt or not prompt.strip():
             raise DatasetError(MSG_BENCH_DATASET_ITEM.format(path=path, number=number, keys=", ".join(PROMPT_KEYS)))
         length = item.get("output_len") if isinstance(item, dict) else None
-        budget = int(length) if isinstance(length, int) and length > 0 else output_len
+        budget = length if isinstance(length, int) and not isinstance(length, bool) and length > 0 else output_len
         requests.append(BenchRequest(prompt, max_tokens=budget))
     return [requests[i % len(requests)] for i in range(count)]
 
@@ -194,7 +194,9 @@ def run_sessions(send: Callable[[int, BenchRequest], RequestRecord], make_reques
                 records.append(record)
             if progress:
                 progress.update(record)
-            if think_time and time.monotonic() + think_time < deadline:
+            if think_time:
+                if time.monotonic() + think_time >= deadline:
+                    return  # the next message would come after the end: this chat is over
                 time.sleep(think_time)
 
     threads = [threading.Thread(target=session, args=(i,), name=f"session-{i}", daemon=True) for i in range(sessions)]

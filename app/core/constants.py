@@ -157,8 +157,8 @@ MSG_GUARD_BAD_HOST = ("This app does not answer to the host name {host!r}. It an
                       "--allowed-hosts {name} to add that name.")
 MSG_GUARD_BAD_ORIGIN = ("Requests from pages on {origin} are refused: this app only answers its own pages (host "
                         "names {allowed}). Start it with --allowed-hosts to add a host name.")
-MSG_GUARD_BODY_TOO_LARGE = "The request body is larger than {limit_mb:.0f} MB."
-MSG_GUARD_BODY_TOO_LARGE_KB = "The request body is larger than {limit_kb:.0f} KB."
+MSG_GUARD_BODY_TOO_LARGE = "The request body is larger than {limit_mb} MB."
+MSG_GUARD_BODY_TOO_LARGE_KB = "The request body is larger than {limit_kb} KB."
 MSG_GUARD_BODY_TIMEOUT = ("The request body stopped arriving: nothing came for {seconds:g} s, so the app closed "
                           "the connection. Send the whole body without pauses.")
 MSG_GUARD_BUSY = ("The app is receiving its limit of {limit} large requests at once; try again in a moment.")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -76,6 +77,19 @@ class Adapter:
         return tuple(sorted({mapping[m] for m in self.target_modules if m in mapping}))
 
 
+def target_modules(value: object) -> list[str]:
+    """PEFT's target_modules as module names: a list as it is; a string is a regular expression PEFT
+    matches against whole module paths (model.layers.0.self_attn.q_proj), so it is matched against each
+    known module name at its usual places (and, leniently, against the bare name)."""
+    if not value:
+        return []
+    if not isinstance(value, str):
+        return [str(m) for m in value]
+    pattern = re.compile(value)
+    places = ("{}", "model.layers.0.self_attn.{}", "model.layers.0.mlp.{}", "model.layers.0.{}")
+    return [name for name in lora_module_map() if any(pattern.fullmatch(p.format(name)) for p in places)]
+
+
 def scan_adapters(folder: Path) -> tuple[list[Adapter], list[str]]:
     """Adapters in `folder` (the folder itself, or its direct subfolders); plus problems found."""
     folder = Path(folder)
@@ -85,11 +99,11 @@ def scan_adapters(folder: Path) -> tuple[list[Adapter], list[str]]:
     for path in candidates:
         try:
             raw = json.loads((path / "adapter_config.json").read_text())
-            rank = int(raw["r"])
-            modules = raw.get("target_modules") or []
-            if isinstance(modules, str):
-                modules = [modules]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+            rank = raw["r"]
+            if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
+                raise ValueError(f"r is {rank!r}, not a positive whole number")
+            modules = target_modules(raw.get("target_modules"))
+        except (OSError, ValueError, KeyError, TypeError, re.error) as exc:
             problems.append(MSG_LORA_BAD_CONFIG.format(path=path, reason=exc))
             continue
         weights = sum((path / w).stat().st_size for w in ADAPTER_WEIGHTS if (path / w).is_file())

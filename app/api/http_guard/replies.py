@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 
 from app.core.constants import (
@@ -26,7 +27,14 @@ async def send_json_error(send, status: int, message: str, kind: str,
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
+def _at_most_one_decimal(value: float) -> str:
+    """`value` rounded down to one decimal, without a trailing ".0": the refused body is larger than
+    the limit, so a limit shown rounded up could be false for it."""
+    tenths = math.floor(value * 10 + 1e-9)
+    return str(tenths // 10) if tenths % 10 == 0 else f"{tenths / 10:.1f}"
+
+
 def size_text(limit: int) -> str:
     if limit >= 1024 * 1024:
-        return MSG_GUARD_BODY_TOO_LARGE.format(limit_mb=limit / 2**20)
-    return MSG_GUARD_BODY_TOO_LARGE_KB.format(limit_kb=max(1, limit / 1024))
+        return MSG_GUARD_BODY_TOO_LARGE.format(limit_mb=_at_most_one_decimal(limit / 2**20))
+    return MSG_GUARD_BODY_TOO_LARGE_KB.format(limit_kb=_at_most_one_decimal(max(1, limit / 1024)))

@@ -63,7 +63,8 @@ def test_host_port_accepts_and_keeps_the_text(text):
 
 
 @pytest.mark.parametrize("text", ["localhost", ":8001", "host:0", "host:65536", "host:port", "a b:1",
-                                  "http://host:80", "host:80/path"])
+                                  "http://host:80", "host:80/path",
+                                  "[::1:8001", "::1:8001", "fe80::1:80", "[::1]8001", "[host]:80"])
 def test_host_port_refuses(text):
     with pytest.raises(argparse.ArgumentTypeError, match="is not HOST:PORT"):
         host_port(text)

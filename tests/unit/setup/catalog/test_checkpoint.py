@@ -57,12 +57,12 @@ def adapter(folder, config, weights: dict[str, bytes] | None = None):
 def test_a_folder_of_adapters_is_scanned_in_name_order(tmp_path):
     adapter(tmp_path / "pirate", {"r": 8, "target_modules": ["q_proj", "v_proj", "lm_head"]},
             {"adapter_model.safetensors": b"x" * 100})
-    adapter(tmp_path / "chef", {"r": "4", "target_modules": "q_proj"}, {"adapter_model.bin": b"x" * 7})
+    adapter(tmp_path / "chef", {"r": 4, "target_modules": r".*\.(q_proj|v_proj)"}, {"adapter_model.bin": b"x" * 7})
     (tmp_path / "notes").mkdir()  # no adapter_config.json: not an adapter, not a problem
     adapters, problems = scan_adapters(tmp_path)
     assert problems == []
     assert [(a.name, a.rank, a.target_modules, a.weight_bytes) for a in adapters] == [
-        ("chef", 4, ("q_proj",), 7), ("pirate", 8, ("q_proj", "v_proj", "lm_head"), 100)]
+        ("chef", 4, ("q_proj", "v_proj"), 7), ("pirate", 8, ("q_proj", "v_proj", "lm_head"), 100)]
     assert adapters[1].trt_modules == ("attn_q", "attn_v")  # lm_head has no TensorRT-LLM LoRA module
 
 
@@ -74,7 +74,9 @@ def test_a_folder_that_is_itself_an_adapter(tmp_path):
     assert problems == []
 
 
-@pytest.mark.parametrize("config", ["{broken", '{"target_modules": ["q_proj"]}', '{"r": "eight"}', '{"r": null}'])
+@pytest.mark.parametrize("config", ["{broken", '{"target_modules": ["q_proj"]}', '{"r": "eight"}', '{"r": null}',
+                                    '{"r": "4"}', '{"r": 8.7}', '{"r": 0}', '{"r": -2}', '{"r": true}',
+                                    '{"r": 4, "target_modules": "(q_proj"}'])
 def test_bad_adapter_configs_are_problems_not_adapters(tmp_path, config):
     adapter(tmp_path / "bad", config)
     adapter(tmp_path / "good", {"r": 4})
@@ -87,6 +89,15 @@ def test_a_folder_without_adapters_says_so(tmp_path):
     (tmp_path / "empty").mkdir()
     assert scan_adapters(tmp_path) == ([], [f"LoRA folder {tmp_path} holds no adapter (no adapter_config.json in "
                                             "it or its subfolders)."])
+
+
+def test_a_target_modules_pattern_matches_as_peft_matches_it(tmp_path):
+    adapter(tmp_path / "a", {"r": 4, "target_modules": "q_proj"})  # a pattern naming modules directly
+    adapter(tmp_path / "b", {"r": 4, "target_modules": r".*\.(q|v)_proj"})  # PEFT's usual form: whole paths
+    adapter(tmp_path / "c", {"r": 4, "target_modules": r"model\.layers\.\d+\.mlp\.(gate|up)_proj"})
+    adapters, problems = scan_adapters(tmp_path)
+    assert problems == []
+    assert [a.trt_modules for a in adapters] == [("attn_q",), ("attn_q", "attn_v"), ("mlp_gate", "mlp_h_to_4h")]
 
 
 def test_trt_modules_are_sorted_and_unique():

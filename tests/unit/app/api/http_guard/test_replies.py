@@ -45,7 +45,11 @@ def test_sent_error_can_close_the_connection_and_carry_extra_headers():
 @pytest.mark.parametrize("limit, text", [
     (2 * 2**20, "The request body is larger than 2 MB."),
     (2**20, "The request body is larger than 1 MB."),
-    (2**20 - 1, "The request body is larger than 1024 KB."),
+    (2**20 - 1, "The request body is larger than 1023.9 KB."),  # rounded down: a refused body is above it
+    (3 * 2**19, "The request body is larger than 1.5 MB."),
+    (5 * 2**19, "The request body is larger than 2.5 MB."),
+    (int(1.37 * 2**20), "The request body is larger than 1.3 MB."),
+    (1536, "The request body is larger than 1.5 KB."),
     (64 * 1024, "The request body is larger than 64 KB."),
     (100, "The request body is larger than 1 KB."),  # never "0 KB"
 ])
