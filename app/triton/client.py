@@ -11,7 +11,7 @@ import queue
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import grpc
@@ -37,7 +37,7 @@ from app.core.errors import (
     parse_error,
 )
 from app.triton import transport as grpc_stream
-from app.triton.textstream import IncrementalText
+from app.triton.textstream import IncrementalText, StopWordTrim
 
 NUMPY_TYPES = {
     "TYPE_BOOL": np.bool_, "TYPE_UINT8": np.uint8, "TYPE_INT32": np.int32, "TYPE_INT64": np.int64,
@@ -145,7 +145,8 @@ class TokenStream:
     StreamStalled.
     """
 
-    def __init__(self, url: str, info: ModelInfo, inputs: list, stall_timeout: float):
+    def __init__(self, url: str, info: ModelInfo, inputs: list, stall_timeout: float,
+                 stop_words: Sequence[str] = ()):
         self._url = url
         self._engine_model = info.engine_model
         self.request_id = f"chat-{uuid.uuid4().hex[:16]}"
@@ -159,6 +160,7 @@ class TokenStream:
         self._stalled = False
         self._last = self.started_at
         self._assembler = IncrementalText(accumulated=info.accumulated_text)
+        self._trim = StopWordTrim(stop_words)
         self._lock = threading.Lock()
         self._closed = False
         self._done = threading.Event()
@@ -199,25 +201,30 @@ class TokenStream:
                 raise parse_error(response.error_message)
             self.responses += 1
             result = InferResult(response.infer_response)
+            self._observe(result)
             final = response.infer_response.parameters.get("triton_final_response")
             chunk = result.as_numpy("text_output")
-            delta = ""
+            raw = ""
             if chunk is not None and chunk.size:
-                delta = self._assembler.feed(chunk.reshape(-1)[0])
-            if delta:
+                raw = self._assembler.feed(chunk.reshape(-1)[0])
+            if raw:
                 self.chunks += 1
                 if self.first_token_at is None:
                     self.first_token_at = time.monotonic()
+            delta = self._trim.feed(raw)
             if final is not None and final.bool_param:
-                delta += self._assembler.finish()
-                self.text = self._assembler.text
+                delta += self._trim.feed(self._assembler.finish()) + self._trim.finish()
+                self.text = self._trim.text
                 self._close(cancel=False)
                 if delta:
                     return delta
                 raise StopIteration
             if delta:
-                self.text = self._assembler.text
+                self.text = self._trim.text
                 return delta
+
+    def _observe(self, result: InferResult) -> None:
+        """Every response passes here first; a subclass reads outputs beside text_output (e.g. finish_reason)."""
 
     def _stall_error(self) -> StreamStalled:
         return StreamStalled(f"No reply from the server for {self.stall_timeout:.0f} s; the request was cancelled.")
@@ -365,7 +372,8 @@ class TritonChatClient:
             raise InvalidRequest("The prompt is empty.")
         info = self.model_info()
         try:
-            return TokenStream(self.url, info, self.build_inputs(prompt, params, extra, info), self.stall_timeout)
+            return TokenStream(self.url, info, self.build_inputs(prompt, params, extra, info), self.stall_timeout,
+                               stop_words=tuple((extra or {}).get("stop_words") or ()))
         except ChatError:
             raise
         except InferenceServerException as exc:

@@ -40,3 +40,41 @@ class IncrementalText:
         delta = self._decoder.decode(b"", final=True)
         self.text += delta
         return delta
+
+
+class StopWordTrim:
+    """Ends the text before the first stop word, as OpenAI-style replies do.
+
+    The TensorRT-LLM backend stops at a stop word but keeps it in text_output; this holds back any tail
+    that could be the start of a stop word until the next delta settles it, and drops the stop word.
+    """
+
+    def __init__(self, stop_words: list[str] | tuple[str, ...] | None):
+        self.words = [w for w in (stop_words or ()) if w]
+        self.text = ""
+        self.stopped = False
+        self._pending = ""
+
+    def feed(self, delta: str) -> str:
+        """The part of `delta` (with what was held back) that is surely not a stop word."""
+        if self.stopped or not delta:
+            return ""
+        if not self.words:
+            self.text += delta
+            return delta
+        self._pending += delta
+        found = [i for i in (self._pending.find(w) for w in self.words) if i >= 0]
+        if found:
+            release, self._pending, self.stopped = self._pending[: min(found)], "", True
+        else:
+            hold = max((k for w in self.words for k in range(1, len(w)) if self._pending.endswith(w[:k])), default=0)
+            cut = len(self._pending) - hold
+            release, self._pending = self._pending[:cut], self._pending[cut:]
+        self.text += release
+        return release
+
+    def finish(self) -> str:
+        """At the end of the stream: what was held back was not a stop word after all."""
+        release, self._pending = ("" if self.stopped else self._pending), ""
+        self.text += release
+        return release

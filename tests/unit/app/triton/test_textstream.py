@@ -1,4 +1,4 @@
-from app.triton.textstream import IncrementalText
+from app.triton.textstream import IncrementalText, StopWordTrim
 
 TEXT = "Café ☕ costs 3€ 😀 ok"
 
@@ -42,3 +42,35 @@ def test_stream_ending_mid_character_is_flagged():
     text = IncrementalText(accumulated=False)
     text.feed("😀".encode()[:2])
     assert text.finish() == "\ufffd"
+
+
+def _trimmed(words, deltas):
+    trim = StopWordTrim(words)
+    shown = [trim.feed(d) for d in deltas]
+    shown.append(trim.finish())
+    return shown, trim.text
+
+
+def test_a_stop_word_split_over_deltas_is_held_back_and_dropped():
+    shown, text = _trimmed(["</s>", "STOP"], ["Paris is", " nice.</", "s>"])
+    assert shown == ["Paris is", " nice.", "", ""] and text == "Paris is nice."
+
+
+def test_what_only_looked_like_a_stop_word_is_released():
+    shown, text = _trimmed(["STOP"], ["It is ST", "ONE", " age"])
+    assert shown == ["It is ", "STONE", " age", ""] and text == "It is STONE age"
+
+
+def test_a_held_tail_is_released_when_the_stream_ends():
+    shown, text = _trimmed(["\n\nUser:"], ["Done.\n"])
+    assert shown == ["Done.", "\n"] and text == "Done.\n"
+
+
+def test_the_earliest_stop_word_wins_and_nothing_follows_it():
+    shown, text = _trimmed(["B", "AB"], ["xxABy", "more"])
+    assert text == "xx" and shown[1:] == ["", ""]
+
+
+def test_without_stop_words_every_delta_passes_at_once():
+    shown, text = _trimmed([], ["a", "b"])
+    assert shown == ["a", "b", ""] and text == "ab"
