@@ -7,12 +7,21 @@ Output (what the backend's `lora_weights` / `lora_config` inputs take, see the b
 - `model.lora_weights.npy` [1, rows, max_row]: one row per (layer, module) holding flatten(A[r, in])
   then flatten(B[out, r]), B scaled by alpha/r (alpha/sqrt(r) with rsLoRA), zero-padded to the
   longest row.
-- `model.lora_config.npy` [1, rows, 3] int32: `[module_id, layer, rank]`.
+- `model.lora_config.npy` [1, rows, 3] int32: `[module_id, layer, rank]`, the width every recorded
+  release's backend declares for `lora_config` (setup/data/trtllm_versions.yaml `lora_config_columns`).
+  Later upstream `hf_lora_convert.py` writes a fourth column, `is_dora`; such files are read too (the
+  column dropped when it is 0; DoRA rows refused, see below).
 
 Storage dtypes: float16 (default; Triton's `lora_weights` input is TYPE_FP16), float32, and bfloat16.
-NumPy has no bfloat16, so bfloat16 weights are stored as their raw 16-bit patterns in a uint16 array
-(round-to-nearest-even from float32); reinterpret them as bfloat16 on the consumer side. Such a file
-fits only a bf16 engine whose config was edited to take bf16 LoRA weights.
+NumPy has no bfloat16; as upstream (tensorrt_llm `np_bfloat16`), bfloat16 weights are stored as raw
+2-byte values (`V2`, round-to-nearest-even from float32); uint16 bit patterns, which earlier versions
+of this tool wrote, are read as well. Such a file fits only a bf16 engine whose config was edited to
+take bf16 LoRA weights.
+
+MoE adapters (Mixtral-style `block_sparse_moe.w1/w2/w3/gate`) map to the backend's moe modules as in
+later `hf_lora_convert.py`; per-expert weights (`experts.<k>.`) have no row of their own in lora_config
+and are refused. DoRA adapters are refused: their magnitude vectors must first be normalised against
+the base model's weights, which a PEFT folder does not hold.
 
 `check_against_engine` compares an adapter with an engine's config.json (GPU engine or CPU engine):
 rank, target modules, dtype, number of layers and every module's in/out sizes.
@@ -50,12 +59,17 @@ TRT_MODULE_NAMES = {v: k for k, v in TRT_MODULE_IDS.items()}
 HF_TO_TRT: dict[str, str] = lora_module_map()
 # Canonical (Llama-style) HF name of each TRT module, for display of converted pairs.
 TRT_TO_HF = {"attn_qkv": "qkv_proj", "attn_q": "q_proj", "attn_k": "k_proj", "attn_v": "v_proj",
-             "attn_dense": "o_proj", "mlp_h_to_4h": "gate_proj", "mlp_4h_to_h": "down_proj", "mlp_gate": "up_proj"}
-STORAGE_DTYPES = {"float16": np.float16, "float32": np.float32, "bfloat16": np.uint16}
+             "attn_dense": "o_proj", "mlp_h_to_4h": "gate_proj", "mlp_4h_to_h": "down_proj", "mlp_gate": "up_proj",
+             "moe_h_to_4h": "w1", "moe_4h_to_h": "w2", "moe_gate": "w3", "moe_router": "gate"}
+BFLOAT16 = np.dtype("V2")  # upstream's numpy stand-in for bfloat16: 2 raw bytes per value
+STORAGE_DTYPES = {"float16": np.float16, "float32": np.float32, "bfloat16": BFLOAT16}
 NUMPY_TO_STORAGE = {np.dtype(np.float16): "float16", np.dtype(np.float32): "float32",
-                    np.dtype(np.uint16): "bfloat16"}
+                    BFLOAT16: "bfloat16", np.dtype(np.uint16): "bfloat16"}
+CONFIG_COLUMNS = 3  # [module_id, layer, rank]; upstream's 4-column files add is_dora
 FILE_MODE = 0o644
-KEY_PATTERN = re.compile(r"\.layers\.(\d+)\.(self_attn|mlp)\.(\w+)\.lora_(A|B)\.weight$")
+KEY_PATTERN = re.compile(r"\.layers\.(\d+)\.(self_attn|mlp|block_sparse_moe)\.(\w+)\.lora_(A|B)\.weight$")
+EXPERT_PATTERN = re.compile(r"\.layers\.(\d+)\.block_sparse_moe\.experts\.(\d+)\.")
+DORA_PATTERN = re.compile(r"lora_magnitude_vector|weight_m_wdecomp")
 
 
 class LoraConvertError(ValueError):
@@ -152,7 +166,9 @@ def read_peft_config(folder: Path) -> dict:
         if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
             raise LoraConvertError(f"{path}: '{key}' must be a positive number, got {value!r}.")
     if config.get("use_dora"):
-        raise LoraConvertError(f"{path}: DoRA adapters (use_dora) are not supported by the backend's LoRA input.")
+        raise LoraConvertError(f"{path}: DoRA adapters (use_dora) cannot be converted: their magnitude vectors "
+                               "must be normalised against the base model's weights first, and the backend's "
+                               "lora_config of the recorded releases has no is_dora column.")
     if config.get("lora_bias"):
         raise LoraConvertError(f"{path}: adapters with a LoRA bias (lora_bias) cannot be expressed as A/B rows.")
     return config
@@ -207,6 +223,14 @@ def peft_rows(folder: Path) -> list[LoraRow]:
     pairs: dict[tuple[int, str], dict[str, np.ndarray]] = {}
     paths: dict[tuple[int, str], str] = {}
     unknown = set()
+    experts = sorted({key.split(".block_sparse_moe.")[0] for key in tensors if EXPERT_PATTERN.search(key)})
+    if experts:
+        raise LoraConvertError(f"{folder}: per-expert MoE LoRA weights (block_sparse_moe.experts.<k>.) have no row "
+                               "of their own in the backend's lora_config [module, layer, rank]; only adapters "
+                               "shared by all experts (block_sparse_moe.w1/w2/w3/gate) can be converted.")
+    if any(DORA_PATTERN.search(key) for key in tensors):
+        raise LoraConvertError(f"{folder}: the adapter holds DoRA magnitude vectors; DoRA adapters cannot be "
+                               "converted (they must be normalised against the base model's weights first).")
     for key, value in tensors.items():
         match = KEY_PATTERN.search(key)
         if not match:
@@ -224,7 +248,8 @@ def peft_rows(folder: Path) -> list[LoraRow]:
         )
     if not pairs:
         raise LoraConvertError(
-            f"{folder}: no weights named like '.layers.<N>.(self_attn|mlp).<module>.lora_A/B.weight' were found."
+            f"{folder}: no weights named like '.layers.<N>.(self_attn|mlp|block_sparse_moe).<module>.lora_A/B.weight' "
+            "were found."
         )
     rows = []
     for (layer, module), ab in pairs.items():
@@ -256,39 +281,41 @@ def peft_rows(folder: Path) -> list[LoraRow]:
 
 # ---- building and storing the tensors --------------------------------------------------------------
 def to_storage(values: np.ndarray, dtype: str) -> np.ndarray:
-    """float32 -> storage dtype; bfloat16 becomes uint16 bit patterns (round to nearest even)."""
+    """float32 -> storage dtype; bfloat16 becomes 2-byte `V2` values, as upstream (round to nearest even)."""
     if dtype not in STORAGE_DTYPES:
         raise LoraConvertError(f"dtype must be one of {', '.join(STORAGE_DTYPES)}, got '{dtype}'.")
     if dtype == "bfloat16":
         bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
         rounded = bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))
-        return (rounded >> np.uint32(16)).astype(np.uint16)
+        return (rounded >> np.uint32(16)).astype("<u2").view(BFLOAT16)
     return values.astype(STORAGE_DTYPES[dtype])
 
 
 def from_storage(values: np.ndarray) -> np.ndarray:
-    """Storage array -> float32 (uint16 arrays are read as bfloat16 bit patterns)."""
-    if values.dtype == np.uint16:
-        return (values.astype(np.uint32) << np.uint32(16)).view(np.float32)
+    """Storage array -> float32 (`V2` and uint16 arrays are read as bfloat16 bit patterns)."""
+    if values.dtype in (BFLOAT16, np.dtype(np.uint16)):
+        return (values.view("<u2").astype(np.uint32) << np.uint32(16)).view(np.float32)
     return values.astype(np.float32)
 
 
-def build_tensors(rows: list[LoraRow], dtype: str = "float16") -> ConvertedLora:
-    """Pack rows into [1, rows, max_row] weights and [1, rows, 3] config."""
+def build_tensors(rows: list[LoraRow], dtype: str = "float16", columns: int = CONFIG_COLUMNS) -> ConvertedLora:
+    """Pack rows into [1, rows, max_row] weights and [1, rows, columns] config (4: is_dora, always 0 here)."""
+    if columns not in (3, 4):
+        raise LoraConvertError(f"lora_config has 3 or 4 columns, not {columns}.")
     flat = [np.concatenate([r.a.reshape(-1), r.b.reshape(-1)]) for r in rows]
     width = max(len(f) for f in flat)
     weights = np.zeros((1, len(rows), width), dtype=np.float32)
     for i, values in enumerate(flat):
         weights[0, i, : len(values)] = values
-    config = np.array([[[r.module_id, r.layer, r.rank] for r in rows]], dtype=np.int32)
+    config = np.array([[[r.module_id, r.layer, r.rank, 0][:columns] for r in rows]], dtype=np.int32)
     return ConvertedLora(weights=to_storage(weights, dtype), config=config, dtype=dtype, rows=tuple(rows))
 
 
-def convert_peft(folder: Path, dtype: str = "float16") -> ConvertedLora:
-    """PEFT folder -> the backend's tensors (in memory)."""
+def convert_peft(folder: Path, dtype: str = "float16", columns: int = CONFIG_COLUMNS) -> ConvertedLora:
+    """PEFT folder -> the backend's tensors (in memory), lora_config `columns` wide (the release's width)."""
     if dtype not in STORAGE_DTYPES:
         raise LoraConvertError(f"dtype must be one of {', '.join(STORAGE_DTYPES)}, got '{dtype}'.")
-    return build_tensors(peft_rows(Path(folder)), dtype)
+    return build_tensors(peft_rows(Path(folder)), dtype, columns)
 
 
 def _atomic_save(path: Path, array: np.ndarray) -> None:
@@ -330,16 +357,17 @@ def load_converted(folder: Path) -> ConvertedLora:
     weights, config = arrays[WEIGHTS_FILE], arrays[CONFIG_FILE]
     if weights.dtype not in NUMPY_TO_STORAGE:
         raise LoraConvertError(f"{folder / WEIGHTS_FILE} has dtype {weights.dtype}; expected float16, float32 "
-                               "or uint16 (bfloat16 bits).")
+                               "or bfloat16 (2-byte V2 as upstream writes it, or uint16 bits).")
     if weights.ndim == 2:
         weights = weights[None]
     if config.ndim == 2:
         config = config[None]
     if weights.ndim != 3 or weights.shape[0] != 1:
         raise LoraConvertError(f"{folder / WEIGHTS_FILE} must be shaped [1, rows, row_len], got {list(weights.shape)}.")
-    if config.ndim != 3 or config.shape[0] != 1 or config.shape[2] != 3 or config.dtype.kind not in "iu":
-        raise LoraConvertError(f"{folder / CONFIG_FILE} must be int32 shaped [1, rows, 3], got "
-                               f"{list(config.shape)} {config.dtype}.")
+    if config.ndim != 3 or config.shape[0] != 1 or config.shape[2] not in (3, 4) or config.dtype.kind not in "iu":
+        raise LoraConvertError(f"{folder / CONFIG_FILE} must be int32 shaped [1, rows, 3] ([module, layer, rank]) "
+                               f"or [1, rows, 4] (with is_dora), got {list(config.shape)} {config.dtype}.")
+    config = _three_columns(config, folder / CONFIG_FILE)
     if config.shape[1] != weights.shape[1] or config.shape[1] == 0:
         raise LoraConvertError(f"{folder}: weights have {weights.shape[1]} rows, config has {config.shape[1]}; "
                                "they must be equal and non-zero.")
@@ -350,6 +378,19 @@ def load_converted(folder: Path) -> ConvertedLora:
     if unknown:
         raise LoraConvertError(f"{folder / CONFIG_FILE}: unknown module id(s) {unknown}.")
     return ConvertedLora(weights=weights, config=config, dtype=NUMPY_TO_STORAGE[weights.dtype])
+
+
+def _three_columns(config: np.ndarray, where: Path) -> np.ndarray:
+    """The backend's [module, layer, rank] rows of a 3- or 4-column (is_dora) lora_config."""
+    if config.shape[2] == CONFIG_COLUMNS:
+        return config
+    dora = config[0, :, 3]
+    if ((dora != 0) & (dora != 1)).any():
+        raise LoraConvertError(f"{where}: the fourth column (is_dora) must be 0 or 1.")
+    if dora.any():
+        raise LoraConvertError(f"{where} has DoRA rows (is_dora 1); the backend's lora_config of the recorded "
+                               "releases takes [module, layer, rank] only, so DoRA adapters cannot be served.")
+    return np.ascontiguousarray(config[:, :, :CONFIG_COLUMNS])
 
 
 def describe(converted: ConvertedLora) -> str:

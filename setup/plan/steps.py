@@ -20,6 +20,12 @@ STEP_WEIGHTS = {"check": 0.1, "convert": 2.0, "build": 5.0, "visual": 2.0, "lora
 DEFAULT_MM_POOL_BYTES = 300_000_000  # the backend doc's example pool for multimodal deployments
 
 
+def _parallel_args(tp: int | None, pp: int | None) -> list[str]:
+    """--tp_size/--pp_size only above 1: 1 is every convert script's default, and some scripts of some
+    releases do not take the flags at all (the old OPT script has --world_size instead)."""
+    return [arg for flag, n in (("--tp_size", tp), ("--pp_size", pp)) if (n or 1) > 1 for arg in (flag, str(n))]
+
+
 def flag_args(flags: dict, dtype: str, switches: tuple[str, ...] = ()) -> list[str]:
     """A flag mapping as argv: True -> a bare flag, a list -> several values, None/False -> left out.
 
@@ -94,7 +100,7 @@ class StepBuilder:
         argv = [c.trtllm_python, self._script(fam.convert_script(self.era)),
                 conv.get("input_flag", "--model_dir"), str(Path(c.checkpoint).resolve()),
                 "--output_dir", str(self.ckpt_out), "--dtype", self.dtype,
-                "--tp_size", str(c.tp), "--pp_size", str(c.pp),
+                *_parallel_args(c.tp, c.pp),
                 *flag_args(conv.get("flags") or {}, self.dtype), *c.extra_convert_args]
         outputs = []
         for engine in fam.engines:

@@ -1,8 +1,9 @@
 """Detokenizer step (Triton Python model).
 
-Each token is turned into its exact bytes (byte-level BPE and SentencePiece byte-fallback both map
-to raw bytes), so streamed chunks concatenate to the right UTF-8 text: spaces are kept and a
-character split across two tokens is completed by the next chunk instead of becoming U+FFFD.
+By default OUTPUT is the tokenizer's text of the tokens, valid UTF-8 in every response as upstream
+(a streamed chunk that ends inside a character shows U+FFFD there). With `token_bytes` true each
+token becomes its exact bytes instead (byte-level BPE and SentencePiece byte-fallback both map to raw
+bytes): a client that joins the bytes of the chunks before decoding keeps every space and character.
 """
 
 import json
@@ -65,10 +66,14 @@ class TritonPythonModel:
     def initialize(self, args):
         config = json.loads(args["model_config"])
         tokenizer = AutoTokenizer.from_pretrained(_param(config, "tokenizer_dir"))
-        skip = _param(config, "skip_special_tokens", "true").lower() in ("true", "1")
-        self.table = token_byte_table(tokenizer, skip)
+        self.skip_special = _param(config, "skip_special_tokens", "true").lower() in ("true", "1")
+        self.tokenizer = tokenizer
+        as_bytes = _param(config, "token_bytes", "false").lower() in ("true", "1")
+        self.table = token_byte_table(tokenizer, self.skip_special) if as_bytes else None
 
     def _decode(self, ids):
+        if self.table is None:
+            return self.tokenizer.decode(ids, skip_special_tokens=self.skip_special).encode("utf-8")
         size = len(self.table)
         return b"".join(self.table[i] for i in ids if 0 <= i < size)
 

@@ -5,6 +5,13 @@ text, or the start of the prompt when there is none, becomes that image's fake t
 vocab_size + k*T .. vocab_size + (k+1)*T - 1, which tensorrt_llm reads from the prompt table. T, the
 tokens per image, is max_prompt_embedding_table_size // max_batch_size // max_num_images of the
 engine's config.json, as in the TensorRT-LLM backend.
+
+As upstream: special tokens are added unless `add_special_tokens` is false (but never a second BOS
+before a prompt that starts with one, as chat-templated prompts do); `decoder_text_input` becomes
+the decoder ids of encoder-decoder engines (the pad id alone without it); `prompt_table_extra_id`
+marks every fake id of the request with that id, so KV blocks of the same image can be reused.
+With `pre_prompt` / `post_prompt` set (multimodal layout), every prompt is wrapped in them, as upstream's
+preprocessing does per family, for clients that send the bare question.
 """
 
 import json
@@ -33,7 +40,8 @@ def _text(value):
     return value.decode("utf-8") if isinstance(value, bytes) else str(value)
 
 
-IMAGE_INPUTS = {"IMAGE_INPUT": "image_input", "IMAGE_BYTES": "image_bytes_input", "IMAGE_URL": "image_url_input"}
+IMAGE_INPUTS = {"IMAGE_INPUT": "image_input", "IMAGE_BYTES": "image_bytes_input", "IMAGE_URL": "image_url_input",
+                "VIDEO_BYTES": "video_bytes_input"}
 
 
 def image_count(request, max_images):
@@ -70,39 +78,54 @@ def tokens_per_image(engine_dir, max_images):
     return int(config["pretrained_config"]["vocab_size"]), tokens
 
 
+def extra_ids(input_ids, extra_id, vocab_size):
+    """Per token: the request's prompt-table extra id on fake (image) ids, 0 on text ids."""
+    return np.where(input_ids >= vocab_size, extra_id.astype(np.uint64), 0).astype(np.uint64)
+
+
 class TritonPythonModel:
     def initialize(self, args):
         config = json.loads(args["model_config"])
         tokenizer_dir = _param(config, "tokenizer_dir")
-        self.add_special_tokens = _as_bool(_param(config, "add_special_tokens", "false"))
+        self.add_special_tokens = _as_bool(_param(config, "add_special_tokens", "true"))
         self.tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir, padding_side="left")
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.end_id = self.tokenizer.eos_token_id
         self.pad_id = self.tokenizer.pad_token_id
         self.vocab_size = len(self.tokenizer)
+        self.fake_base = self.vocab_size  # the engine's vocab size once images are possible
         self.max_images = int(_param(config, "max_num_images", "0") or 0)
         self.marker = _param(config, "image_marker", "<image>") or "<image>"
+        # the family's server-side wrapping (upstream v0.19 preprocessing: llava, vila, llava_onevision)
+        self.pre_prompt, self.post_prompt = _param(config, "pre_prompt"), _param(config, "post_prompt")
         if self.max_images:
-            self.fake_base, self.image_tokens = tokens_per_image(_param(config, "engine_dir"), self.max_images)
+            self.fake_base, self.image_tokens = tokens_per_image(_param(config, "gpt_model_path"), self.max_images)
+
+    def _special_tokens(self, text):
+        """Whether to add special tokens to this prompt: not when it already starts with the BOS text."""
+        bos = getattr(self.tokenizer, "bos_token", None)
+        return self.add_special_tokens and not (bos and text.startswith(bos))
 
     def _encode(self, text, images):
-        """Token ids of one prompt, with each image's fake ids at its marker (or at the start)."""
+        """Token ids of one prompt, wrapped in the family's pre/post prompt when set, with each image's
+        fake ids at its marker (or, when there is none, right after the pre-prompt)."""
         if images == 0:
-            return self.tokenizer.encode(text, add_special_tokens=self.add_special_tokens)
-        pieces = text.split(self.marker)
-        markers = len(pieces) - 1
+            text = self.pre_prompt + text + self.post_prompt
+            return self.tokenizer.encode(text, add_special_tokens=self._special_tokens(text))
+        markers = text.count(self.marker)
         if markers == 0:
-            pieces = [""] * images + [text]
+            text = self.marker * images + text
         elif markers != images:
             raise ValueError(f"The prompt has {markers} image marker(s) '{self.marker}' for {images} image(s); "
                              "put one marker where each image goes, or none.")
+        text = self.pre_prompt + text + self.post_prompt
         ids = []
-        for index, piece in enumerate(pieces):
+        for index, piece in enumerate(text.split(self.marker)):
             if index:
                 start = self.fake_base + (index - 1) * self.image_tokens
                 ids += range(start, start + self.image_tokens)
-            first = index == 0 and self.add_special_tokens
+            first = index == 0 and self._special_tokens(text)
             if piece or first:
                 ids += self.tokenizer.encode(piece, add_special_tokens=first)
         return ids
@@ -139,6 +162,18 @@ class TritonPythonModel:
                     bias[row, token] += weight
         return bias
 
+    def _decoder_ids(self, request, batch, pad_ids):
+        """(DECODER_INPUT_ID, REQUEST_DECODER_INPUT_LEN): the decoder query's ids, or the pad id alone."""
+        queries = _optional(request, "DECODER_QUERY")
+        if queries is None:
+            return pad_ids.reshape(batch, 1).astype(np.int32), np.ones((batch, 1), dtype=np.int32)
+        encoded = [self.tokenizer.encode(_text(q.reshape(-1)[0]), add_special_tokens=self.add_special_tokens)
+                   for q in queries]
+        ids = np.full((batch, max([1, *map(len, encoded)])), self.pad_id, dtype=np.int32)
+        for row, row_ids in enumerate(encoded):
+            ids[row, : len(row_ids)] = row_ids
+        return ids, np.array([[max(1, len(r))] for r in encoded], dtype=np.int32)
+
     def _one(self, request):
         queries = _optional(request, "QUERY")
         batch = queries.shape[0]
@@ -156,9 +191,13 @@ class TritonPythonModel:
         pad_id = _optional(request, "PAD_ID")
         bad = _optional(request, "BAD_WORDS_DICT")
         stop = _optional(request, "STOP_WORDS_DICT")
+        pad_ids = (pad_id if pad_id is not None else np.full((batch, 1), self.pad_id)).astype(np.int32)
+        decoder_ids, decoder_lengths = self._decoder_ids(request, batch, pad_ids)
         tensors = {
             "INPUT_ID": input_ids,
             "REQUEST_INPUT_LEN": lengths,
+            "DECODER_INPUT_ID": decoder_ids,
+            "REQUEST_DECODER_INPUT_LEN": decoder_lengths,
             "REQUEST_OUTPUT_LEN": output_len,
             "BAD_WORDS_IDS": self._word_list(bad if bad is not None else [None] * batch),
             "STOP_WORDS_IDS": self._word_list(stop if stop is not None else [None] * batch),
@@ -166,8 +205,11 @@ class TritonPythonModel:
                 _optional(request, "EMBEDDING_BIAS_WORDS"), _optional(request, "EMBEDDING_BIAS_WEIGHTS"), batch
             ),
             "OUT_END_ID": (end_id if end_id is not None else np.full((batch, 1), self.end_id)).astype(np.int32),
-            "OUT_PAD_ID": (pad_id if pad_id is not None else np.full((batch, 1), self.pad_id)).astype(np.int32),
+            "OUT_PAD_ID": pad_ids,
         }
+        extra_id = _optional(request, "PROMPT_TABLE_EXTRA_ID")
+        if extra_id is not None:
+            tensors["OUT_PROMPT_TABLE_EXTRA_IDS"] = extra_ids(input_ids, extra_id.reshape(batch, 1), self.fake_base)
         return pb_utils.InferenceResponse([pb_utils.Tensor(k, v) for k, v in tensors.items()])
 
     def execute(self, requests):

@@ -4,10 +4,13 @@ In the multimodal layout (`multimodal_encoders_name` set) a request with `image_
 through the encoder model, whose prompt-table rows and vocab size reach tensorrt_llm together with
 the fake ids preprocessing puts where the images are. One kind of image input per request.
 
-With accumulate_tokens (the default here) every streamed response carries the full text so far,
-which is the one way to stream text that never loses spaces or splits characters, whatever the
-tokenizer. Text stop words are checked on the decoded text. A cancelled client request is passed
-on to tensorrt_llm as a `stop` request with the same request id, so the engine frees its slot.
+Each returned sequence (`num_return_sequences`) is its own stream of responses, told apart by
+`sequence_index`, as from tensorrt_llm. Streamed text is always valid UTF-8: deltas hold back a
+character whose bytes are not all generated yet; with accumulate_tokens every response carries the
+full text so far. Text stop words are checked on the decoded completion (never on an echoed prompt)
+and the text is kept up to and including the stop word, as tensorrt_llm's own stop words leave it.
+A cancelled client request is passed on to tensorrt_llm as a `stop` request with the same request
+id, so the engine frees its slot.
 """
 
 import json
@@ -46,6 +49,7 @@ DIRECT = {
 }
 PREPROCESS = {
     "text_input": "QUERY",
+    "decoder_text_input": "DECODER_QUERY",
     "max_tokens": "REQUEST_OUTPUT_LEN",
     "bad_words": "BAD_WORDS_DICT",
     "stop_words": "STOP_WORDS_DICT",
@@ -53,27 +57,32 @@ PREPROCESS = {
     "embedding_bias_weights": "EMBEDDING_BIAS_WEIGHTS",
     "end_id": "END_ID",
     "pad_id": "PAD_ID",
+    "prompt_table_extra_id": "PROMPT_TABLE_EXTRA_ID",
 }
 # BLS image input -> preprocessing input (preprocessing counts images and places their fake ids)
-IMAGE_INPUTS = {"image_input": "IMAGE_INPUT", "image_bytes_input": "IMAGE_BYTES", "image_url_input": "IMAGE_URL"}
+IMAGE_INPUTS = {"image_input": "IMAGE_INPUT", "image_bytes_input": "IMAGE_BYTES", "image_url_input": "IMAGE_URL",
+                "video_bytes_input": "VIDEO_BYTES"}
 FROM_PREPROCESS = {
     "INPUT_ID": "input_ids",
     "REQUEST_INPUT_LEN": "input_lengths",
+    "DECODER_INPUT_ID": "decoder_input_ids",
+    "REQUEST_DECODER_INPUT_LEN": "decoder_input_lengths",
     "REQUEST_OUTPUT_LEN": "request_output_len",
     "BAD_WORDS_IDS": "bad_words_list",
     "STOP_WORDS_IDS": "stop_words_list",
     "EMBEDDING_BIAS": "embedding_bias",
     "OUT_END_ID": "end_id",
     "OUT_PAD_ID": "pad_id",
+    "OUT_PROMPT_TABLE_EXTRA_IDS": "prompt_table_extra_ids",
 }
-PASSTHROUGH = {
-    "cum_log_probs": "CUM_LOG_PROBS",
-    "output_log_probs": "OUTPUT_LOG_PROBS",
-    "context_logits": "CONTEXT_LOGITS",
-    "generation_logits": "GENERATION_LOGITS",
-    "batch_index": "BATCH_INDEX",
-    "sequence_index": "SEQUENCE_INDEX",
-}
+# tensorrt_llm outputs returned as they are (the perf metrics only when return_perf_metrics asks for them)
+PASSTHROUGH = (
+    "cum_log_probs", "output_log_probs", "context_logits", "generation_logits", "batch_index", "sequence_index",
+    "kv_cache_alloc_new_blocks", "kv_cache_reused_blocks", "kv_cache_alloc_total_blocks", "arrival_time_ns",
+    "first_scheduled_time_ns", "first_token_time_ns", "last_token_time_ns", "acceptance_rate",
+    "total_accepted_draft_tokens", "total_draft_tokens",
+)
+INCOMPLETE = "\ufffd"  # what a character decodes to while some of its bytes are still to come
 
 
 def _param(config, key, default=""):
@@ -86,6 +95,10 @@ def _get(request, name):
     return None if tensor is None else tensor.as_numpy()
 
 
+def _flag(value, default):
+    return default if value is None or not value.size else bool(value.reshape(-1)[0])
+
+
 def _error(text):
     return pb_utils.InferenceResponse(error=pb_utils.TritonError(text))
 
@@ -94,11 +107,67 @@ class _Stopped(Exception):
     pass
 
 
+def stop_end(text, stop_words, start=0):
+    """End of the earliest stop word found in text[start:] (the text is kept up to it), or None."""
+    found = [(p, p + len(w)) for w in stop_words if w and (p := text.find(w, start)) >= 0]
+    return min(found)[1] if found else None
+
+
+def stable_text(text, final):
+    """The part of decoded text that later tokens cannot change: all of it at the end of a sequence,
+    else without a trailing character whose remaining bytes have not been generated yet."""
+    return text if final else text.rstrip(INCOMPLETE)
+
+
+def rows_of(output_ids, sequence_length):
+    """Token lists, one per beam, from one tensorrt_llm response."""
+    ids = output_ids.reshape(-1, output_ids.shape[-1])
+    lengths = sequence_length.reshape(-1)
+    return [ids[beam, : int(lengths[beam])].tolist() for beam in range(ids.shape[0])]
+
+
+class Sequence:
+    """One returned sequence (its `sequence_index`): tokens per beam, the text sent so far, where the
+    completion starts in the decoded text (after an echoed prompt), whether a stop word ended it."""
+
+    def __init__(self, prompt_chars=0):
+        self.beams = []
+        self.sent = ""
+        self.prompt_chars = prompt_chars
+        self.stopped = False
+
+    def add(self, rows, streaming):
+        """Streamed single-beam responses carry new tokens; beam search and final responses carry all."""
+        if streaming and len(rows) == 1 and self.beams and len(self.beams) == 1:
+            self.beams = [self.beams[0] + rows[0]]
+        else:
+            self.beams = rows
+
+    def texts(self, decoded, stop_words, final):
+        """Texts to send (one per beam) from the decoded beams; marks the sequence stopped at a stop word."""
+        if len(decoded) != 1:
+            return decoded  # beam search: the engine applies stop words; every beam is full text
+        text = stable_text(decoded[0], final)
+        end = stop_end(text, stop_words, self.prompt_chars)
+        if end is not None:
+            text, self.stopped = text[:end], True
+        return [text]
+
+    def chunk(self, texts, accumulate):
+        """What one streamed response carries: the full text, or what was not sent yet."""
+        if len(texts) != 1:
+            return texts
+        delta = texts[0][len(self.sent):]
+        self.sent = texts[0]
+        return texts if accumulate else [delta]
+
+
 class TritonPythonModel:
     def initialize(self, args):
         config = json.loads(args["model_config"])
         self.decoupled = pb_utils.using_decoupled_model_transaction_policy(config)
         self.accumulate = _param(config, "accumulate_tokens", "false").lower() in ("true", "1")
+        self.exclude_input = _param(config, "exclude_input_in_output", "false").lower() in ("true", "1")
         self.llm_name = _param(config, "tensorrt_llm_model_name", "tensorrt_llm")
         self.draft_name = _param(config, "tensorrt_llm_draft_model_name")
         self.encoders_name = _param(config, "multimodal_encoders_name")
@@ -181,22 +250,29 @@ class TritonPythonModel:
         ).exec()
         if result.has_error():
             raise ValueError(result.error().message())
-        return {
-            FROM_PREPROCESS[name]: pb_utils.get_output_tensor_by_name(result, name).as_numpy()
-            for name in FROM_PREPROCESS
-        }
+        outputs = {}
+        for name, target in FROM_PREPROCESS.items():
+            tensor = pb_utils.get_output_tensor_by_name(result, name)
+            if tensor is not None:  # OUT_PROMPT_TABLE_EXTRA_IDS only when an extra id was sent
+                outputs[target] = tensor.as_numpy()
+        return outputs
 
-    def _decode(self, tokens):
-        ids = np.array(tokens, dtype=np.int32).reshape(1, 1, -1)
+    def _decode(self, beams):
+        """Text of each beam's tokens (postprocessing's OUTPUT, one entry per beam)."""
+        width = max([1, *map(len, beams)])
+        ids = np.zeros((1, len(beams), width), dtype=np.int32)
+        for row, tokens in enumerate(beams):
+            ids[0, row, : len(tokens)] = tokens
+        lengths = np.array([[len(b) for b in beams]], dtype=np.int32)
         result = pb_utils.InferenceRequest(
             model_name="postprocessing",
-            inputs=[pb_utils.Tensor("TOKENS_BATCH", ids),
-                    pb_utils.Tensor("SEQUENCE_LENGTH", np.array([[ids.shape[-1]]], dtype=np.int32))],
+            inputs=[pb_utils.Tensor("TOKENS_BATCH", ids), pb_utils.Tensor("SEQUENCE_LENGTH", lengths)],
             requested_output_names=["OUTPUT"],
         ).exec()
         if result.has_error():
             raise ValueError(result.error().message())
-        return pb_utils.get_output_tensor_by_name(result, "OUTPUT").as_numpy().reshape(-1)[0]
+        texts = pb_utils.get_output_tensor_by_name(result, "OUTPUT").as_numpy().reshape(-1)
+        return [t.decode("utf-8", "replace") if isinstance(t, bytes) else str(t) for t in texts]
 
     def _stop_engine(self, request_id):
         stop = pb_utils.InferenceRequest(
@@ -211,21 +287,13 @@ class TritonPythonModel:
         for _ in stop.exec(decoupled=True):
             pass
 
-    def _response(self, text, extras):
-        tensors = [pb_utils.Tensor("text_output", np.array([text], dtype=object))]
+    @staticmethod
+    def _response(texts, extras):
+        tensors = [pb_utils.Tensor("text_output", np.array([[t.encode("utf-8") for t in texts]], dtype=object))]
         tensors += [pb_utils.Tensor(name, value) for name, value in extras.items()]
         return pb_utils.InferenceResponse(tensors)
 
-    def _generate(self, request, sender):
-        stream = _get(request, "stream")
-        streaming = bool(stream.reshape(-1)[0]) if stream is not None else False
-        if streaming and not self.decoupled:
-            raise ValueError("Streaming is only supported if model is deployed using decoupled mode.")
-        raw_stops = _get(request, "stop_words")
-        stop_words = [] if raw_stops is None else [
-            w.decode("utf-8", "replace") if isinstance(w, bytes) else str(w) for w in raw_stops.reshape(-1) if w
-        ]
-        images = self._images(request)
+    def _engine_request(self, request, images, request_id):
         llm_inputs = self._preprocess(request, images)
         for name, target in DIRECT.items():
             value = _get(request, name)
@@ -233,14 +301,33 @@ class TritonPythonModel:
                 llm_inputs[self.engine_names.get(target, target)] = value
         if images:
             llm_inputs.update(self._encode_images(images, _get(request, "max_tokens")))
-        request_id = f"bls-{uuid.uuid4().hex}"
-        llm_request = pb_utils.InferenceRequest(
+        return llm_inputs, pb_utils.InferenceRequest(
             model_name=self.llm_name,
             inputs=[pb_utils.Tensor(k, v) for k, v in llm_inputs.items()],
             requested_output_names=["output_ids", "sequence_length", *PASSTHROUGH],
             request_id=request_id,
         )
-        tokens, sent_text, extras, stopped = [], b"", {}, False
+
+    def _generate(self, request, sender):
+        streaming = _flag(_get(request, "stream"), False)
+        if streaming and not self.decoupled:
+            raise ValueError("Streaming is only supported if model is deployed using decoupled mode.")
+        count = _get(request, "num_return_sequences")
+        if count is not None and count.size and int(count.reshape(-1)[0]) > 1 and not self.decoupled:
+            raise ValueError("num_return_sequences above 1 needs decoupled_mode: true (one response per sequence).")
+        raw_stops = _get(request, "stop_words")
+        stop_words = [] if raw_stops is None else [
+            w.decode("utf-8", "replace") if isinstance(w, bytes) else str(w) for w in raw_stops.reshape(-1) if w
+        ]
+        request_id = f"bls-{uuid.uuid4().hex}"
+        llm_inputs, llm_request = self._engine_request(request, self._images(request), request_id)
+        # a non-streamed output starts with the prompt unless exclude_input_in_output says otherwise
+        echoed = not streaming and not _flag(_get(request, "exclude_input_in_output"), self.exclude_input)
+        prompt_chars = 0
+        if echoed and stop_words:
+            prompt_ids = llm_inputs["input_ids"].reshape(-1)[: int(llm_inputs["input_lengths"].reshape(-1)[0])]
+            prompt_chars = len(self._decode([prompt_ids.tolist()])[0])
+        sequences, finished, stopped = {}, [], False
         results = llm_request.exec(decoupled=True) if self.decoupled else [llm_request.exec()]
         for result in results:
             if sender is not None and sender.is_cancelled():
@@ -253,37 +340,43 @@ class TritonPythonModel:
             out = pb_utils.get_output_tensor_by_name(result, "output_ids")
             if out is None or stopped:
                 continue  # the empty final response
-            length = int(pb_utils.get_output_tensor_by_name(result, "sequence_length").as_numpy().reshape(-1)[0])
-            new = out.as_numpy().reshape(-1)[:length].tolist()
-            tokens += new
-            for name in PASSTHROUGH:
-                tensor = pb_utils.get_output_tensor_by_name(result, name)
-                if tensor is not None:
-                    extras[name] = tensor.as_numpy()
-            if not streaming:
+            extras = {n: t.as_numpy() for n in PASSTHROUGH if (t := pb_utils.get_output_tensor_by_name(result, n))}
+            index = int(extras["sequence_index"].reshape(-1)[0]) if "sequence_index" in extras else 0
+            sequence = sequences.setdefault(index, Sequence(prompt_chars))
+            if sequence.stopped:
                 continue
-            text = self._decode(tokens) if self.accumulate else self._decode(new)
-            full = text if self.accumulate else sent_text + text
-            cut = self._cut_at_stop(full, stop_words)
-            if cut is not None:
-                full = cut
+            rows = rows_of(out.as_numpy(), pb_utils.get_output_tensor_by_name(result, "sequence_length").as_numpy())
+            sequence.add(rows, streaming)
+            if not streaming:
+                finished.append((sequence, extras))
+                continue
+            texts = sequence.texts(self._decode(sequence.beams), stop_words, final=False)
+            chunk = sequence.chunk(texts, self.accumulate)
+            if any(chunk) or self.accumulate:
+                sender.send(self._response(chunk, extras))
+            if sequence.stopped and all(s.stopped for s in sequences.values()) and len(sequences) >= _count(count):
                 self._stop_engine(request_id)
                 stopped = True
-            chunk = full if self.accumulate else full[len(sent_text):]
-            sent_text = full
-            if chunk or self.accumulate:
-                sender.send(self._response(chunk, extras))
         if stopped and sender is not None and sender.is_cancelled():
             raise _Stopped()
         if streaming:
-            return None
-        text = self._decode(tokens)
-        cut = self._cut_at_stop(text, stop_words)
-        return self._response(cut if cut is not None else text, extras)
+            return self._flush(sequences, stop_words, sender)
+        responses = [self._response(s.texts(self._decode(s.beams), stop_words, final=True), extras)
+                     for s, extras in finished]
+        for response in responses[:-1]:
+            sender.send(response)
+        return responses[-1] if responses else None
 
-    @staticmethod
-    def _cut_at_stop(text, stop_words):
-        """Text up to the first stop word, or None when no stop word occurs."""
-        positions = [text.find(w.encode("utf-8")) for w in stop_words]
-        positions = [p for p in positions if p >= 0]
-        return text[: min(positions)] if positions else None
+    def _flush(self, sequences, stop_words, sender):
+        """The end of each streamed sequence: characters held back while incomplete (U+FFFD if they stay so)."""
+        for sequence in sequences.values():
+            if sequence.stopped or len(sequence.beams) != 1:
+                continue
+            texts = sequence.texts(self._decode(sequence.beams), stop_words, final=True)
+            if texts[0] != sequence.sent:
+                sender.send(self._response(sequence.chunk(texts, self.accumulate), {}))
+        return None
+
+
+def _count(tensor):
+    return 1 if tensor is None or not tensor.size else max(1, int(tensor.reshape(-1)[0]))

@@ -4,7 +4,8 @@ Input IMAGE is FP16 [batch, images, 3, H, W] (llava, blip2-opt, vila: pixels mad
 the engine in multimodal_model_path (model.engine, or visual_encoder.engine of older builders) maps
 [N, 3, H, W] to [N, visual tokens, hidden], its input named `input` and its output `encoder_output`
 (TensorRT-LLM 0.19+) or `output` (older). Rows of one request are concatenated in image order, which
-is the order of the fake ids preprocessing placed. A request without IMAGE gets an empty table.
+is the order of the fake ids preprocessing placed. A request without IMAGE gets no outputs at all, so a
+text-only request reaches tensorrt_llm without a prompt table.
 Needs `tensorrt` and a CUDA build of torch; the CPU demo replaces this file with its OCR encoder.
 """
 
@@ -73,21 +74,17 @@ class TritonPythonModel:
 
     def _one(self, request):
         tensor = pb_utils.get_input_tensor_by_name(request, "IMAGE")
-        max_tokens = pb_utils.get_input_tensor_by_name(request, "max_tokens")
-        batch = 1 if max_tokens is None else max_tokens.as_numpy().shape[0]
         if tensor is None or tensor.as_numpy().size == 0:
-            table = np.zeros((batch, 0, 0), np.float16)
-            sizes = np.zeros((batch, 1), np.int32)
-        else:
-            pixels = tensor.as_numpy()
-            if pixels.ndim == 4:
-                pixels = pixels[:, None]
-            if self.max_images and pixels.shape[1] > self.max_images:
-                raise ValueError(f"At most {self.max_images} image(s) per request; got {pixels.shape[1]}.")
-            batch, images = pixels.shape[:2]
-            features = self._run(pixels.reshape(batch * images, *pixels.shape[2:]))
-            table = features.reshape(batch, images * features.shape[1], features.shape[2])
-            sizes = np.full((batch, 1), table.shape[1], np.int32)
+            return pb_utils.InferenceResponse([])
+        pixels = tensor.as_numpy()
+        if pixels.ndim == 4:
+            pixels = pixels[:, None]
+        if self.max_images and pixels.shape[1] > self.max_images:
+            raise ValueError(f"At most {self.max_images} image(s) per request; got {pixels.shape[1]}.")
+        batch, images = pixels.shape[:2]
+        features = self._run(pixels.reshape(batch * images, *pixels.shape[2:]))
+        table = features.reshape(batch, images * features.shape[1], features.shape[2])
+        sizes = np.full((batch, 1), table.shape[1], np.int32)
         return pb_utils.InferenceResponse([pb_utils.Tensor("OUT_PROMPT_EMBEDDING_TABLE", table),
                                            pb_utils.Tensor("OUT_PROMPT_VOCAB_SIZE", sizes)])
 

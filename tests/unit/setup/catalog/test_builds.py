@@ -19,7 +19,7 @@ BUILDER_TYPES = {"blip2", "llava", "llava_next", "llava_onevision", "llava_onevi
                  "fuyu", "pix2struct", "neva", "kosmos-2", "video-neva", "phi-3-vision", "phi-4-multimodal", "mllama",
                  "internvl", "qwen2_vl", "internlm-xcomposer2", "qwen2_audio", "pixtral"}
 FORK_TYPES = {"internlm-xcomposer2-vl-7b"}
-ERAS = ("0.11", "0.12", "0.19", "0.20", "1.1")
+ERAS = ("0.11", "0.12", "0.16", "0.19", "0.20", "1.1")
 
 
 def test_every_family_of_the_issue_has_an_entry():
@@ -98,7 +98,7 @@ def test_version_eras():
     assert resolve_version("0.11.0").era.key == "0.11"
     assert resolve_version("0.15").era.key == "0.12"
     assert resolve_version("0.19.0").era.key == "0.19"
-    assert resolve_version("0.18.2").era.key == "0.12"
+    assert resolve_version("0.16").era.key == "0.16" and resolve_version("0.18.2").era.key == "0.16"
     assert resolve_version("0.20").era.key == "0.20" and resolve_version("1.0").era.key == "0.20"
     assert resolve_version("1.1").era.key == "1.1" and resolve_version("1.2.0").era.key == "1.1"
     assert [resolve_version(v).era.examples_layout for v in ("0.11", "0.15", "0.19", "0.20", "1.2")] == \

@@ -16,9 +16,11 @@ from setup.lora.convert import (
     CONFIG_FILE,
     WEIGHTS_FILE,
     LoraConvertError,
+    build_tensors,
     convert_peft,
     from_storage,
     load_converted,
+    save_converted,
     to_storage,
 )
 from setup.lora.engine import check_against_engine, load_engine_spec
@@ -144,14 +146,107 @@ def test_bin_file_gives_the_same_tensors(tmp_path):
     assert np.array_equal(a.weights, b.weights) and np.array_equal(a.config, b.config)
 
 
-def test_bfloat16_is_stored_as_uint16_bits(tmp_path):
+def test_bfloat16_is_stored_as_upstream_v2_values(tmp_path):
+    """tensorrt_llm/_utils.py (NVIDIA/TensorRT-LLM ed53795b): np_bfloat16 = np.dtype('V2'), the int16 view."""
     converted = convert_peft(write_peft(tmp_path / "a"), "bfloat16")
-    assert converted.weights.dtype == np.uint16
+    assert converted.weights.dtype == np.dtype("V2")
     as_float = convert_peft(tmp_path / "a", "float32").weights
-    expected = torch.from_numpy(as_float).to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16)
-    assert np.array_equal(converted.weights, expected)
+    expected = torch.from_numpy(as_float).to(torch.bfloat16).view(torch.int16).numpy()
+    assert np.array_equal(converted.weights.view(np.int16), expected)
     np.testing.assert_allclose(from_storage(converted.weights), as_float, rtol=1 / 128, atol=1e-30)
-    assert to_storage(np.array([1.0], dtype=np.float32), "bfloat16").tolist() == [0x3F80]
+    assert to_storage(np.array([1.0], dtype=np.float32), "bfloat16").view("<u2").tolist() == [0x3F80]
+    save_converted(converted, tmp_path / "out")
+    loaded = load_converted(tmp_path / "out")
+    assert loaded.dtype == "bfloat16" and np.array_equal(loaded.weights.view("<u2"), converted.weights.view("<u2"))
+
+
+def test_uint16_bfloat16_files_of_earlier_versions_still_load(tmp_path):
+    converted = convert_peft(write_peft(tmp_path / "a"), "bfloat16")
+    (tmp_path / "old").mkdir()
+    np.save(tmp_path / "old" / WEIGHTS_FILE, converted.weights.view(np.uint16))
+    np.save(tmp_path / "old" / CONFIG_FILE, converted.config)
+    loaded = load_converted(tmp_path / "old")
+    assert loaded.dtype == "bfloat16"
+    np.testing.assert_array_equal(from_storage(loaded.weights), from_storage(converted.weights))
+
+
+def test_four_column_configs_of_later_upstream_are_read(tmp_path):
+    """Later hf_lora_convert.py (NVIDIA/TensorRT-LLM 5573a380) writes [module_id, layer, rank, is_dora]."""
+    converted = convert_peft(write_peft(tmp_path / "a"), "float16", columns=4)
+    assert converted.config.shape[2] == 4 and not converted.config[0, :, 3].any()
+    save_converted(converted, tmp_path / "out")
+    loaded = load_converted(tmp_path / "out")
+    assert loaded.config.shape[2] == 3
+    np.testing.assert_array_equal(loaded.config, converted.config[:, :, :3])
+    dora = converted.config.copy()
+    dora[0, 0, 3] = 1
+    np.save(tmp_path / "out" / CONFIG_FILE, dora)
+    with pytest.raises(LoraConvertError, match="DoRA rows"):
+        load_converted(tmp_path / "out")
+    dora[0, 0, 3] = 2
+    np.save(tmp_path / "out" / CONFIG_FILE, dora)
+    with pytest.raises(LoraConvertError, match="must be 0 or 1"):
+        load_converted(tmp_path / "out")
+
+
+def test_written_width_is_what_each_release_reads():
+    """Each era's lora_config_columns equals the lora_config dims of the backend config it was checked against."""
+    import yaml
+
+    from setup.catalog.builds import eras
+    from setup.repo.releases import release_tensor_sets
+
+    upstream = Path(__file__).parents[3] / "data" / "upstream"
+    for era in eras().values():
+        tag = release_tensor_sets()[era.tensors]["checked_against"]
+        facts = yaml.safe_load((upstream / tag / "inflight_batcher_llm.yaml").read_text())
+        dims = next(t["dims"] for t in facts["models"]["tensorrt_llm"]["inputs"] if t["name"] == "lora_config")
+        assert dims == [-1, era.lora_config_columns], (era.key, tag)
+        assert build_tensors([_row()], "float16", era.lora_config_columns).config.shape[2] == dims[1]
+
+
+def _row():
+    from setup.lora.convert import LoraRow
+
+    return LoraRow(module="q_proj", layer=0, a=np.ones((2, 4), np.float32), b=np.ones((4, 2), np.float32))
+
+
+def _write_tensors(folder: Path, tensors: dict, **config) -> Path:
+    from safetensors.numpy import save_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "r": 2, "lora_alpha": 2, **config}))
+    save_file(tensors, str(folder / "adapter_model.safetensors"))
+    return folder
+
+
+def test_moe_modules_get_upstream_ids(tmp_path):
+    """w1/w2/w3/gate -> moe_h_to_4h/moe_4h_to_h/moe_gate/moe_router, ids 13-16 (hf_lora_convert.py 5573a380)."""
+    rng = np.random.default_rng(0)
+    tensors = {}
+    for module, (n_in, n_out) in {"w1": (8, 16), "w2": (16, 8), "w3": (8, 16), "gate": (8, 4)}.items():
+        prefix = f"base_model.model.model.layers.0.block_sparse_moe.{module}"
+        tensors[f"{prefix}.lora_A.weight"] = rng.normal(size=(2, n_in)).astype(np.float32)
+        tensors[f"{prefix}.lora_B.weight"] = rng.normal(size=(n_out, 2)).astype(np.float32)
+    converted = convert_peft(_write_tensors(tmp_path / "moe", tensors), "float32")
+    assert converted.config[0].tolist() == [[13, 0, 2], [14, 0, 2], [15, 0, 2], [16, 0, 2]]
+    assert converted.hf_modules == ("w1", "w2", "w3", "gate")
+
+
+def test_per_expert_weights_and_dora_are_refused_with_a_reason(tmp_path):
+    a, b = np.ones((2, 8), np.float32), np.ones((8, 2), np.float32)
+    expert = "base_model.model.model.layers.0.block_sparse_moe.experts.3.w1"
+    folder = _write_tensors(tmp_path / "experts", {f"{expert}.lora_A.weight": a, f"{expert}.lora_B.weight": b})
+    with pytest.raises(LoraConvertError, match="per-expert MoE LoRA weights"):
+        convert_peft(folder)
+    q = "base_model.model.model.layers.0.self_attn.q_proj"
+    folder = _write_tensors(tmp_path / "dora", {f"{q}.lora_A.weight": a, f"{q}.lora_B.weight": b,
+                                                f"{q}.lora_magnitude_vector": np.ones(8, np.float32)})
+    with pytest.raises(LoraConvertError, match="DoRA magnitude vectors"):
+        convert_peft(folder)
+    folder = _write_tensors(tmp_path / "dora_cfg", {f"{q}.lora_A.weight": a, f"{q}.lora_B.weight": b}, use_dora=True)
+    with pytest.raises(LoraConvertError, match="normalised against the base model"):
+        convert_peft(folder)
 
 
 def test_cli_writes_both_files_atomically_and_loads_back(tmp_path, capsys):

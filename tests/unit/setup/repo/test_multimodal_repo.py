@@ -25,7 +25,7 @@ from setup.repo.writer import (
 
 MULTIMODAL_MODELS = {"ensemble", "preprocessing", "postprocessing", "tensorrt_llm", "tensorrt_llm_bls",
                      "multimodal_encoders"}
-IMAGE_INPUTS = {"image_input", "image_bytes_input", "image_url_input"}
+IMAGE_INPUTS = {"image_input", "image_bytes_input", "image_url_input", "video_bytes_input"}
 
 
 def engines(tmp_path, table=8 * 576, batch=8, model_type="llava"):
@@ -74,7 +74,7 @@ def test_writes_multimodal_repository(tmp_path):
     assert "hf_model_path" not in encoders.parameters  # optional and unset for llava: dropped
     pre = parse_model_config((out / "preprocessing" / "config.pbtxt").read_text(), "pre")
     assert pre.parameters["max_num_images"].string_value == "1"
-    assert pre.parameters["engine_dir"].string_value == str(tmp_path / "llm")
+    assert pre.parameters["gpt_model_path"].string_value == str(tmp_path / "llm")
     assert (out / "tensorrt_llm_bls" / "1" / "model.py").is_file()  # model code inherited from the base
     assert "tensorrt" in (out / "multimodal_encoders" / "1" / "model.py").read_text()  # GPU: the TensorRT encoder
 
@@ -154,9 +154,10 @@ def test_ensemble_is_the_text_ensemble_plus_images_minus_client_prompt_table():
     assert {k: multi[k] for k in multi if k in text} == {k: text[k] for k in multi if k in text}
 
 
-def test_preprocessing_is_the_text_one_plus_image_inputs():
+def test_preprocessing_is_the_text_one_plus_preprocessed_pixels():
+    """Both take upstream's IMAGE_BYTES/IMAGE_URL/VIDEO_BYTES (refused in a sentence); IMAGE_INPUT is ours."""
     text, multi = template_inputs("inflight_batcher_llm", "preprocessing"), template_inputs("multimodal", "preprocessing")
-    assert set(multi) - set(text) == {"IMAGE_INPUT", "IMAGE_BYTES", "IMAGE_URL"}
+    assert set(multi) - set(text) == {"IMAGE_INPUT"}
     assert {k: multi[k] for k in text} == text
 
 
@@ -194,6 +195,7 @@ def preprocessing(add_special_tokens=False, max_images=2, tokens=3, base=1000):
     model = module.TritonPythonModel()
     model.tokenizer, model.add_special_tokens = CharTokenizer(), add_special_tokens
     model.max_images, model.marker, model.fake_base, model.image_tokens = max_images, "<image>", base, tokens
+    model.pre_prompt = model.post_prompt = ""
     return module, model
 
 

@@ -18,7 +18,8 @@ from setup.repo.releases import release_tensor_sets
 from setup.repo.writer import DeploymentConfig, dry_run, load_template, parameter_specs, render_model
 
 UPSTREAM = Path(__file__).parents[3] / "data" / "upstream"
-RELEASES = {"0.11": "release_0_11", "0.15": "release_0_12", "0.19": "release_0_19", "1.2": "release_0_20"}
+RELEASES = {"0.11": "release_0_11", "0.15": "release_0_12", "0.18": "release_0_16", "0.19": "release_0_19",
+            "1.2": "release_0_20"}
 
 
 def written(model: str, version: str, template: str = "inflight_batcher_llm") -> pb.ModelConfig:
