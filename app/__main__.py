@@ -16,7 +16,7 @@ import sys
 from app.chat.context import AppConfig, AppContext
 from app.core.constants import SUPPORTED_MODELS
 from app.core.errors import ChatError
-from app.deployments.connect import read_api_key
+from app.deployments.connect import DEPLOYMENTS, read_api_key
 from app.deployments.openai_compat import ADAPTERS_AS
 from setup.cli_types import (
     OneLineErrorParser,
@@ -29,6 +29,7 @@ from setup.cli_types import (
 from setup.workspace import WorkspaceError, check_root
 
 HELP = AppConfig.help()
+LLMAPI_MODEL = "tensorrt_llm"  # the llmapi model's name in upstream's layout and in the demo
 
 
 def _auth_file(path: str) -> tuple[tuple[str, str], ...]:
@@ -95,6 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--openai", type=_http_url, metavar="URL", help=HELP["openai_url"])
     parser.add_argument("--api-key-file", type=_readable_file, metavar="FILE", help=HELP["api_key_file"])
     parser.add_argument("--adapters-as", choices=ADAPTERS_AS, help=HELP["adapters_as"])
+    parser.add_argument("--deployment", choices=DEPLOYMENTS, default=AppConfig.deployment,
+                        help=HELP["deployment"] + " With --demo: which CPU demo repository to serve (default engine).")
+    parser.add_argument("--server-adapters-dir", metavar="FOLDER", help=HELP["server_adapters_dir"])
     parser.add_argument("--port", type=port_number, default=AppConfig.port, help=HELP["port"] + " (default 7860)")
     parser.add_argument("--host", default=AppConfig.host, help=HELP["host"] + " (default 127.0.0.1)")
     parser.add_argument("--triton-http-port", type=port_number, default=8000, help="--demo: Triton HTTP port (default 8000).")
@@ -138,6 +142,10 @@ def main(argv: list[str] | None = None) -> int:
     from setup.launcher import LaunchError
     from setup.repo.writer import RepoError
 
+    if args.openai and (args.deployment != AppConfig.deployment or args.server_adapters_dir):
+        parser.error("--deployment and --server-adapters-dir are for a Triton server; leave them out with --openai")
+    if args.server_adapters_dir and args.deployment != "llmapi":
+        parser.error("--server-adapters-dir is where an llmapi model reads adapters; use it with --deployment llmapi")
     signal.signal(signal.SIGTERM, raise_interrupt)
     # Ctrl-C must stop the demo even when a launcher started us with SIGINT ignored (e.g. `make demo &`).
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -147,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
             from setup.cpu.demo import start_demo_triton
 
             triton = start_demo_triton(args.triton_http_port, args.triton_grpc_port, args.triton_metrics_port,
-                                       pacing_rate=args.pacing_rate)
+                                       pacing_rate=args.pacing_rate, deployment=args.deployment)
             url = f"127.0.0.1:{args.triton_grpc_port}"
             metrics_url = f"http://127.0.0.1:{args.triton_metrics_port}/metrics"
         else:
@@ -155,11 +163,19 @@ def main(argv: list[str] | None = None) -> int:
         openai = dict(openai_url=args.openai, openai_model=args.model, api_key_file=args.api_key_file,
                       adapters_as=args.adapters_as) if args.openai else {}
         model = AppConfig.model if args.openai or args.model is None else args.model
+        tokenizer_dir = args.tokenizer_dir
+        if args.deployment == "llmapi" and not args.openai:
+            model = args.model or LLMAPI_MODEL
+            if args.demo and not tokenizer_dir:  # the demo's model: the app reads its chat template
+                from setup.cpu.model import model_dir
+
+                tokenizer_dir = str(model_dir())
         config = AppConfig(triton_url=url, model=model, host=args.host, port=args.port,
-                           concurrency=args.concurrency, template=args.template, tokenizer_dir=args.tokenizer_dir,
+                           concurrency=args.concurrency, template=args.template, tokenizer_dir=tokenizer_dir,
                            system_prompt=args.system_prompt, max_file_size=args.max_file_size, demo=args.demo,
                            auth=args.auth_file, metrics_url=metrics_url, workspace=tuple(args.workspace or ()),
-                           allowed_hosts=args.allowed_hosts, **openai)
+                           allowed_hosts=args.allowed_hosts, deployment=args.deployment,
+                           server_adapters_dir=args.server_adapters_dir, **openai)
         from app.web.ui import launch
 
         ctx = AppContext(config)

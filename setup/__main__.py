@@ -7,7 +7,7 @@ import signal
 import sys
 from pathlib import Path
 
-from setup.build import serve_cli
+from setup.build import llmapi_cli, serve_cli
 from setup.build.cli import add_build_commands, add_repo_flags, cmd_build, cmd_plan, repo_config_from_args
 from setup.cli_types import OneLineErrorParser, port_number, positive_int, raise_interrupt
 from setup.launcher import LaunchError, LaunchOptions, find_tritonserver, start_triton
@@ -36,6 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     launch.add_argument("--repo", type=Path, required=True, help="Model repository folder.")
     add_port_flags(launch)
     launch.add_argument("--world-size", type=positive_int, default=1, help="Ranks (tp x pp); >1 runs under mpirun.")
+    launch.add_argument("--no-mpi", action="store_true", help="One tritonserver process without mpirun, whatever "
+                        "the world size: Triton's llmapi model with several instances (gpu_device_ids) starts its "
+                        "own workers.")
     launch.add_argument("--address", default="127.0.0.1", help="Address to bind (default 127.0.0.1).")
     launch.add_argument("--tritonserver", help="Path of the tritonserver binary (default: $TRITONSERVER, "
                         "/opt/tritonserver/bin/tritonserver, then the nvidia-pytriton wheel).")
@@ -55,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("--out", type=Path, required=True, help="Folder for the two .npy files.")
     convert.add_argument("--dtype", choices=list(STORAGE_DTYPES), default=None,
                          help="Storage dtype (default: the engine's dtype, else float16). bfloat16 is stored "
-                              "as uint16 bit patterns because NumPy has no bfloat16.")
+                              "as 2-byte raw values (numpy V2), as TensorRT-LLM writes it: NumPy has no bfloat16.")
     convert.add_argument("--engine-dir", type=Path, help="Engine folder whose config.json the adapter is checked "
                          "against (rank, target modules, dtype, model shape).")
     add_build_commands(sub)
@@ -75,7 +78,7 @@ def cmd_repo(args: argparse.Namespace) -> int:
 def cmd_launch(args: argparse.Namespace) -> int:
     options = LaunchOptions(
         model_repo=args.repo.resolve(), http_port=args.http_port, grpc_port=args.grpc_port,
-        metrics_port=args.metrics_port, address=args.address, world_size=args.world_size,
+        metrics_port=args.metrics_port, address=args.address, world_size=args.world_size, no_mpi=args.no_mpi,
         engine_model_names=tuple(n for n in args.engine_models.split(",") if n),
         multimodal_gpu0_cuda_mem_pool_bytes=args.multimodal_gpu0_cuda_mem_pool_bytes, cpu_only=args.cpu_only,
     )
@@ -108,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] in (["plan"], ["build"]) and serve_cli.wants_serve(argv[1:]):  # trtllm-serve deployment kind
         return serve_cli.main(argv[0], argv[1:])
+    if argv[:1] in (["plan"], ["build"]) and serve_cli.wants_serve(argv[1:], "llmapi"):  # Triton llmapi kind
+        return llmapi_cli.main(argv[0], argv[1:])
     args = build_parser().parse_args(argv)
     try:
         return {"repo": cmd_repo, "launch": cmd_launch, "lora": cmd_lora, "plan": cmd_plan,

@@ -95,6 +95,54 @@ def app_url(app_served) -> str:
     return app_served[1]
 
 
+DEMO_KINDS = ("engine", "llmapi")  # `python -m app --demo --deployment ...`: the CPU demo's two topologies
+
+
+def start_llmapi_triton(tmp: Path, overrides: dict | None = None) -> TritonEndpoints:
+    """Write the llmapi demo repository into `tmp` and start tritonserver on free ports."""
+    from setup.cpu.demo import start_demo_triton
+    from setup.cpu.llmapi_demo import write_llmapi_demo_repository
+
+    repo = write_llmapi_demo_repository(tmp / "repo", overrides=overrides, log=lambda *_: None,
+                                        pacing_rate=DEMO_PACING_RATE)
+    ports = [free_port() for _ in range(3)]
+    process = start_demo_triton(*ports, repo=repo, log_path=tmp / "triton.log", log=lambda *_: None)
+    return TritonEndpoints(process, *ports, repo)
+
+
+@pytest.fixture(scope="session")
+def llmapi_triton(tmp_path_factory) -> TritonEndpoints:
+    """A real tritonserver with the llmapi demo repository (the CPU stand-in behind upstream's config.pbtxt)."""
+    endpoints = start_llmapi_triton(tmp_path_factory.mktemp("llmapi-triton"))
+    yield endpoints
+    endpoints.process.stop()
+
+
+@pytest.fixture(scope="session")
+def llmapi_app_served(llmapi_triton, cpu_model_dir):
+    """The web app served in this process against the llmapi server, as `--demo --deployment llmapi` runs it."""
+    from app.chat.context import AppConfig, AppContext
+    from app.web.ui import launch
+
+    port = free_port()
+    ctx = AppContext(AppConfig(triton_url=llmapi_triton.grpc_url, port=port, demo=True, deployment="llmapi",
+                               model="tensorrt_llm", tokenizer_dir=str(cpu_model_dir)))
+    blocks = launch(ctx, prevent_thread_lock=True)
+    yield ctx, f"http://127.0.0.1:{port}/"
+    blocks.close()
+
+
+@pytest.fixture(scope="session", params=DEMO_KINDS)
+def demo_app(request):
+    """The app against each demo kind in turn: (context, URL). Tests that take it run once per kind."""
+    return request.getfixturevalue("app_served" if request.param == "engine" else "llmapi_app_served")
+
+
+@pytest.fixture(scope="session")
+def demo_app_url(demo_app) -> str:
+    return demo_app[1]
+
+
 @pytest.fixture(scope="session")
 def vllm(cpu_model_dir, tmp_path_factory):
     """vLLM's CPU build serving smollm2 + pirate + french with runtime LoRA loading (its own venv,
@@ -162,11 +210,31 @@ def browser_context():
         context.close()
 
 
+# Each test's tab starts like a first visit (no conversations kept by earlier tests in this browser's
+# local storage); reloads within the test keep what the test stored.
+FIRST_VISIT_JS = """if (!sessionStorage.getItem("test-started")) {
+    localStorage.clear(); sessionStorage.setItem("test-started", "1");
+}"""
+
+
 @pytest.fixture
 def page(browser_context, app_served):
     ctx, app_url = app_served
     page = browser_context.new_page()
+    page.add_init_script(FIRST_VISIT_JS)
     page.goto(ctx.access.url(app_url))  # the URL the console prints: the token becomes a cookie
+    page.wait_for_selector("#chat-input textarea", timeout=30_000)
+    yield page
+    page.close()
+
+
+@pytest.fixture
+def demo_page(browser_context, demo_app):
+    """A browser tab on the app against each demo kind in turn (engine topology, llmapi)."""
+    ctx, app_url = demo_app
+    page = browser_context.new_page()
+    page.add_init_script(FIRST_VISIT_JS)
+    page.goto(ctx.access.url(app_url))
     page.wait_for_selector("#chat-input textarea", timeout=30_000)
     yield page
     page.close()

@@ -1,4 +1,4 @@
-"""The deployment a configuration names: an OpenAI-compatible URL, else the Triton engine topology."""
+"""The deployment a configuration names: an OpenAI-compatible URL, Triton's llmapi model, or the engine topology."""
 
 from __future__ import annotations
 
@@ -6,10 +6,13 @@ from pathlib import Path
 
 from app.adapters.registry import AdapterRegistry
 from app.core.errors import ChatError
+from app.deployments.llmapi import LlmApiDeployment
 from app.deployments.messages import MSG_API_KEY_FILE
 from app.deployments.openai_compat import OpenAICompatDeployment
 from app.deployments.triton_engine import TritonEngineDeployment
 from app.triton.client import TritonChatClient
+
+DEPLOYMENTS = ("engine", "llmapi")  # Triton deployment kinds: engine topology, TensorRT-LLM 1.x llmapi model
 
 
 def read_api_key(path: str | Path | None) -> str | None:
@@ -29,6 +32,10 @@ def connect(config, registry: AdapterRegistry, triton_url: str | None = None):
                                       api_key=read_api_key(config.api_key_file), adapters_as=config.adapters_as,
                                       system_prompt=config.system_prompt)
     client = TritonChatClient(triton_url or config.triton_url, model=config.model)
+    if getattr(config, "deployment", "engine") == "llmapi":
+        return LlmApiDeployment(client, registry, template=config.template, tokenizer_dir=config.tokenizer_dir,
+                                system_prompt=config.system_prompt, server_adapters_dir=config.server_adapters_dir,
+                                metrics=config.metrics_url if triton_url is None else None)
     return TritonEngineDeployment(client, registry, template=config.template, tokenizer_dir=config.tokenizer_dir,
                                   system_prompt=config.system_prompt, engine_dir=config.engine_dir,
                                   metrics=config.metrics_url if triton_url is None else None)

@@ -26,3 +26,15 @@ MSG_NO_RUNTIME_LOADING = ("The server does not load adapters at run time ({detai
                           "(for vLLM: --lora-modules {name}=PATH, or VLLM_ALLOW_RUNTIME_LORA_UPDATING=True).")
 MSG_SENT_AS_LORA_REQUEST = "Sent as lora_request with its path; the server must read {path}."
 MSG_API_KEY_FILE = "Cannot read the API key file {path}: {detail}."
+
+# Triton llmapi model (TensorRT-LLM 1.x)
+LLMAPI_KIND = "Triton llmapi (TensorRT-LLM 1.x)"
+MSG_LLMAPI_NO_LORA = ("Model '{model}' of this deployment declares no lora_id/lora_name/lora_path inputs (llmapi "
+                      "before 2026), so adapter '{adapter}' cannot be applied; pick the base model.")
+MSG_LLMAPI_NOT_PEFT = ("Adapter '{adapter}' is a converted .npy pair; the llmapi model reads Hugging Face PEFT folders "
+                       "by path. Add the PEFT folder instead.")
+MSG_LLMAPI_UNSEEN = ("The Triton server cannot read adapter '{adapter}' at {path}: the llmapi model loads adapters "
+                     "from its own filesystem. Put the adapters folder on a mount the server sees and name it with "
+                     "--server-adapters-dir.")
+MSG_LLMAPI_SHARED = "Sent by path with each message; the server reads {path}."
+MSG_LLMAPI_COPY_FAILED = "Could not copy adapter '{adapter}' into the server's adapters folder {folder}: {detail}."

@@ -9,6 +9,7 @@ import sys
 import threading
 from pathlib import Path
 
+from setup.build.jobs import JobStore
 from setup.build.registry import EngineRegistry
 from setup.build.runner import Runner
 from setup.catalog.builds import families
@@ -19,6 +20,8 @@ from setup.repo.writer import DeploymentConfig
 
 MSG_NO_VERSION = "Give the TensorRT-LLM version (--trtllm-version, e.g. 0.19)."
 MSG_BAD_SET = "--{flag} takes KEY=VALUE, got '{value}'."
+MSG_NOT_RESUMABLE = ("Job {job} cannot be resumed: it is not a cancelled, failed or interrupted job with a saved "
+                     "config, or a later job used its output folder (`python -m setup build --list-jobs`).")
 
 
 def _key_value(text: str) -> tuple[str, str]:
@@ -58,9 +61,10 @@ def repo_config_from_args(args: argparse.Namespace) -> DeploymentConfig:
 def _add_plan_flags(parser: argparse.ArgumentParser) -> None:
     helps = PlanConfig.help()
     parser.add_argument("--config", type=Path, help="Build config YAML (same fields as these flags; flags win).")
-    parser.add_argument("--deployment", choices=("engine", "trtllm-serve"), default="engine",
+    parser.add_argument("--deployment", choices=("engine", "trtllm-serve", "llmapi"), default="engine",
                         help="engine: TensorRT engines + Triton (these flags); trtllm-serve: TensorRT-LLM 1.x PyTorch "
-                        "backend, no build (`--deployment trtllm-serve --help` lists its flags).")
+                        "backend, no build (`--deployment trtllm-serve --help` lists its flags); llmapi: the same "
+                        "backend behind Triton's llmapi model (`--deployment llmapi --help`).")
     for name in PlanConfig.flag_fields():
         kwargs = {"type": int} if name in INT_FIELDS else {}
         if name == "family":
@@ -79,6 +83,10 @@ def add_build_commands(sub) -> None:
                            "launch) with logs and resume.")
     _add_plan_flags(build)
     build.add_argument("--no-launch", action="store_true", help="Stop after writing the repository.")
+    build.add_argument("--list-jobs", action="store_true", help="List the Build page's jobs (newest first) and "
+                       "which can be resumed, then exit.")
+    build.add_argument("--resume", metavar="JOB", help="Run again the plan a cancelled, failed or interrupted "
+                       "Build-page job was started with (finished steps are skipped); no other flags needed.")
 
 
 def config_from_args(args: argparse.Namespace) -> PlanConfig:
@@ -106,9 +114,9 @@ def _yaml_keys(path: Path) -> set[str]:
     return set(raw) if isinstance(raw, dict) else set()
 
 
-def _plan_or_errors(args: argparse.Namespace) -> Plan | None:
+def _plan_or_errors(args: argparse.Namespace, checkpoint_optional: bool = False) -> Plan | None:
     try:
-        return make_plan(config_from_args(args))
+        return make_plan(config_from_args(args), checkpoint_optional)
     except (ConfigError, PlanError) as exc:
         for problem in exc.problems:
             print(f"error: {problem}", file=sys.stderr)
@@ -116,15 +124,39 @@ def _plan_or_errors(args: argparse.Namespace) -> Plan | None:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    plan = _plan_or_errors(args)
+    plan = _plan_or_errors(args, checkpoint_optional=True)  # a plan is useful before the download
     if plan is None:
         return 2
     sys.stdout.write(plan.to_shell())
     return 0
 
 
+def cmd_list_jobs() -> int:
+    store = JobStore()
+    resumable = {r["id"] for r in store.resumable()}
+    for record in store.list():
+        mark = "  (--resume " + record["id"] + ")" if record["id"] in resumable else ""
+        print(f"{record['id']}  {record['status']}  {record['out']}{mark}")
+    return 0
+
+
+def _resumed_plan(job_id: str) -> Plan | None:
+    store = JobStore()
+    if job_id not in {r["id"] for r in store.resumable()}:
+        print(f"error: {MSG_NOT_RESUMABLE.format(job=job_id)}", file=sys.stderr)
+        return None
+    try:
+        return make_plan(PlanConfig.from_mapping(store.saved_config(job_id) or {}, where=f"job {job_id}"))
+    except (ConfigError, PlanError) as exc:
+        for problem in exc.problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return None
+
+
 def cmd_build(args: argparse.Namespace) -> int:
-    plan = _plan_or_errors(args)
+    if args.list_jobs:
+        return cmd_list_jobs()
+    plan = _resumed_plan(args.resume) if args.resume else _plan_or_errors(args)
     if plan is None:
         return 2
     print(f"Triton: {plan.triton_note}", flush=True)

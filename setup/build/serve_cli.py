@@ -17,13 +17,13 @@ MSG_NOT_INSTALLED = ("trtllm-serve is not installed on this machine (not on PATH
                      "Run {script} where TensorRT-LLM {release} is installed.")
 
 
-def wants_serve(argv: list[str]) -> bool:
-    """True when a plan/build command line asks for the trtllm-serve deployment."""
+def wants_serve(argv: list[str], kind: str = "trtllm-serve") -> bool:
+    """True when a plan/build command line asks for the deployment `kind` (trtllm-serve unless told)."""
     for i, arg in enumerate(argv):
         if arg == "--deployment" and i + 1 < len(argv):
-            return argv[i + 1] == "trtllm-serve"
+            return argv[i + 1] == kind
         if arg.startswith("--deployment="):
-            return arg.split("=", 1)[1] == "trtllm-serve"
+            return arg.split("=", 1)[1] == kind
     return False
 
 

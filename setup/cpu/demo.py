@@ -14,6 +14,7 @@ from pathlib import Path
 from setup.catalog.families import get_family
 from setup.cpu.encoder import build_cpu_encoder
 from setup.cpu.engine import CpuEngineSpec, build_cpu_engine
+from setup.cpu.llmapi_demo import write_llmapi_demo_repository
 from setup.cpu.model import model_dir
 from setup.cpu.pacing import PacingSpec, add_pacing_model
 from setup.launcher import (
@@ -30,6 +31,7 @@ from setup.repo.writer import DeploymentConfig, write_repository
 DEMO_CONFIG = DATA_DIR / "demo_deployment.yaml"
 DEMO_EXIT_TIMEOUT = ("--exit-timeout-secs=5",)
 DEMO_PORT_FLAG = "--triton-{kind}-port"  # `python -m app --demo` flags
+DEPLOYMENTS = ("engine", "llmapi")  # `python -m app --demo --deployment`: engine topology or Triton llmapi
 
 
 def demo_instances_dir() -> Path:
@@ -76,12 +78,12 @@ def write_demo_repository(out: Path, overrides: dict | None = None, log=print,
 def start_demo_triton(http_port: int = 8000, grpc_port: int = 8001, metrics_port: int = 8002,
                       repo: Path | None = None, log_path: Path | None = None, log=print,
                       ready_timeout: float = 180.0, pacing_rate: float | None = None,
-                      port_flag: str | None = DEMO_PORT_FLAG) -> TritonProcess:
+                      port_flag: str | None = DEMO_PORT_FLAG, deployment: str = "engine") -> TritonProcess:
     """Start tritonserver on the CPU with the demo repository; returns once it is ready.
 
     The ports are checked first (LaunchError naming a taken one; `port_flag` is the advice). Without
     `repo`, the demo repository (with the pacing model when `pacing_rate` is given) is written into
-    this instance's own folder, which stop() removes.
+    this instance's own folder, which stop() removes. `deployment` picks the demo kind (DEPLOYMENTS).
     """
     options = LaunchOptions(model_repo=Path(repo or "."), http_port=http_port, grpc_port=grpc_port,
                             metrics_port=metrics_port, cpu_only=True, extra_args=DEMO_EXIT_TIMEOUT)
@@ -90,7 +92,8 @@ def start_demo_triton(http_port: int = 8000, grpc_port: int = 8001, metrics_port
     try:
         if repo is None:
             folder = claim_instance_folder(demo_instances_dir(), f"{http_port}-{grpc_port}-{metrics_port}")
-            repo = write_demo_repository(folder.path / "repo", log=log, pacing_rate=pacing_rate)
+            writer = write_llmapi_demo_repository if deployment == "llmapi" else write_demo_repository
+            repo = writer(folder.path / "repo", log=log, pacing_rate=pacing_rate)
         log_path = log_path or cache_dir() / "logs" / f"triton-{http_port}.log"
         process = start_triton(
             find_tritonserver(), replace(options, model_repo=Path(repo)), log_path, ready_timeout,

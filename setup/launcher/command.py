@@ -38,7 +38,7 @@ def build_command(install: TritonInstall, opts: LaunchOptions, shm_prefix: str =
 
     Rank r's python-backend stubs name their shared-memory segments `<shm_prefix><r>_<uuid>`.
     """
-    if opts.world_size == 1:
+    if opts.world_size == 1 or opts.no_mpi:
         return _rank_args(install, opts, 0, shm_prefix)
     cmd = ["mpirun", "--allow-run-as-root"]
     for rank in range(opts.world_size):

@@ -37,6 +37,7 @@ class LaunchOptions:
     metrics_port: int = 8002
     address: str = "127.0.0.1"
     world_size: int = 1
+    no_mpi: bool = False  # one process whatever the world size (the llmapi model starts its own workers)
     engine_model_names: tuple[str, ...] = ("tensorrt_llm",)
     multimodal_gpu0_cuda_mem_pool_bytes: int = 0
     log_verbose: int = 0

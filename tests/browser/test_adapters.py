@@ -1,4 +1,5 @@
-"""Adapters in the browser: switch the adapter between two messages; compare three columns at once."""
+"""Adapters in the browser, against both demo kinds: switch the adapter between two messages; compare three
+columns at once."""
 
 import re
 import time
@@ -13,7 +14,8 @@ def pick(page, element_id: str, option: str) -> None:
     page.locator(f'li[role=option][aria-label="{option}"]:visible').first.click()
 
 
-def test_switching_adapters_between_messages(page):
+def test_switching_adapters_between_messages(demo_page):
+    page = demo_page
     pick(page, "adapter", "pirate")
     ask(page, "What is the capital of France?")
     pirate = settled_reply(page)
@@ -28,7 +30,8 @@ def test_switching_adapters_between_messages(page):
     assert len(bot_texts(page)) == 2 and "adapter: pirate" in bot_texts(page)[0]  # each reply keeps its adapter
 
 
-def test_compare_streams_columns_at_once(page):
+def test_compare_streams_columns_at_once(demo_page):
+    page = demo_page
     page.get_by_role("tab", name="Compare").click()
     page.fill("#compare-prompt textarea", "What is the capital of France?")
     pick(page, "compare-adapter-1", "pirate")

@@ -16,7 +16,8 @@ def code_image(tmp_path):
     return path
 
 
-def test_uploaded_image_text_reaches_the_model(page, code_image):
+def test_uploaded_image_text_reaches_the_model(demo_page, code_image):
+    page = demo_page
     page.set_input_files("#chat-input input[type=file]", str(code_image))
     page.wait_for_selector("#chat-input img", timeout=30_000)
     page.fill("#chat-input textarea", "What is the secret code?")

@@ -1,5 +1,9 @@
-"""`python -m app --demo` as a person runs it: it serves the page, and Ctrl-C stops the UI and Triton."""
+"""`python -m app --demo [--deployment llmapi]` as a person runs it: it serves the page, answers "Paris", switches
+adapters per message and reads a sign in an image (through the app's /v1 API), and Ctrl-C stops the UI and Triton."""
 
+import base64
+import io
+import json
 import signal
 import subprocess
 import sys
@@ -9,15 +13,34 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import free_port
+from tests.conftest import DEMO_KINDS, free_port
 from tests.proc_helpers import children_of
 
 
-def test_demo_serves_and_ctrl_c_stops_everything():
+def ask(ui: int, content, model: str | None = None) -> str:
+    body = {"messages": [{"role": "user", "content": content}], "max_tokens": 30, "temperature": 0,
+            **({"model": model} if model else {})}
+    request = urllib.request.Request(f"http://127.0.0.1:{ui}/v1/chat/completions", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+    return json.loads(urllib.request.urlopen(request, timeout=120).read())["choices"][0]["message"]["content"]
+
+
+def sign() -> str:
+    from PIL import Image, ImageDraw, ImageFont
+
+    image = Image.new("RGB", (900, 260), "white")
+    ImageDraw.Draw(image).text((30, 90), "The secret code is 4711", fill="black", font=ImageFont.load_default(size=64))
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
+
+
+@pytest.mark.parametrize("kind", DEMO_KINDS)
+def test_demo_serves_and_ctrl_c_stops_everything(kind):
     ui, http, grpc, metrics = (free_port() for _ in range(4))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "app", "--demo", "--port", str(ui), "--triton-http-port", str(http),
-         "--triton-grpc-port", str(grpc), "--triton-metrics-port", str(metrics)],
+        [sys.executable, "-m", "app", "--demo", "--deployment", kind, "--port", str(ui), "--triton-http-port",
+         str(http), "--triton-grpc-port", str(grpc), "--triton-metrics-port", str(metrics)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     try:
@@ -29,6 +52,11 @@ def test_demo_serves_and_ctrl_c_stops_everything():
                 assert proc.poll() is None, proc.stdout.read()
                 time.sleep(0.5)
         assert page and "gradio" in page.lower()
+        assert "Paris" in ask(ui, "What is the capital of France?")
+        assert ask(ui, "What is the capital of France?", "pirate").startswith("Arr")
+        assert "capitale" in ask(ui, "What is the capital of France?", "french")
+        assert "4711" in ask(ui, [{"type": "image_url", "image_url": {"url": sign()}},
+                                  {"type": "text", "text": "What is the secret code?"}])
         triton_pids = children_of(proc.pid)
         assert triton_pids, "tritonserver should be a child of the app"
         proc.send_signal(signal.SIGINT)

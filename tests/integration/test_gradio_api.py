@@ -1,11 +1,11 @@
-"""The Gradio API: the chat panel's job scripted with gradio_client."""
+"""The Gradio API: the chat panel's job scripted with gradio_client (streaming and images against both demo kinds)."""
 
 import pytest
 from gradio_client import Client
 
 
-def test_generate_streams_growing_reply(app_url):
-    client = Client(app_url, verbose=False)
+def test_generate_streams_growing_reply(demo_app_url):
+    client = Client(demo_app_url, verbose=False)
     job = client.submit(text="What is the capital of France?", max_tokens=32, api_name="/generate")
     updates = list(job)
     assert len(updates) >= 3
@@ -24,7 +24,7 @@ def test_bad_input_gets_its_message(app_url, kwargs, message):
         client.predict(**kwargs, api_name="/generate")
 
 
-def test_generate_reads_an_uploaded_image(app_url, tmp_path):
+def test_generate_reads_an_uploaded_image(demo_app_url, tmp_path):
     from gradio_client import handle_file
     from PIL import Image, ImageDraw, ImageFont
 
@@ -33,7 +33,7 @@ def test_generate_reads_an_uploaded_image(app_url, tmp_path):
                                font=ImageFont.load_default(size=64))
     path = tmp_path / "code.png"
     image.save(path)
-    client = Client(app_url, verbose=False)
+    client = Client(demo_app_url, verbose=False)
     job = client.submit(text="What is the secret code?", images=[handle_file(str(path))], max_tokens=30,
                         api_name="/generate")
     updates = list(job)

@@ -33,15 +33,16 @@ def stream_events(app_url: str, body: dict) -> list:
     return events
 
 
-def test_models_lists_base_then_adapters(app_url):
+def test_models_lists_base_then_adapters(demo_app):
+    ctx, app_url = demo_app
     models = httpx.get(app_url + "v1/models", timeout=10).json()
     ids = [entry["id"] for entry in models["data"]]
-    assert ids[0] == "tensorrt_llm_bls"
+    assert ids[0] == ctx.config.model  # tensorrt_llm_bls on the engine demo, tensorrt_llm (llmapi) on the other
     assert {"pirate", "french"} <= set(ids[1:])
 
 
-def test_streamed_reply_arrives_in_chunks_and_ends_cleanly(app_url):
-    events = stream_events(app_url, {"messages": [{"role": "user", "content": "What is the capital of France?"}],
+def test_streamed_reply_arrives_in_chunks_and_ends_cleanly(demo_app_url):
+    events = stream_events(demo_app_url, {"messages": [{"role": "user", "content": "What is the capital of France?"}],
                                      "max_tokens": 32, "temperature": 0})
     assert events[-1] == "[DONE]"
     chunks = events[:-1]
@@ -53,9 +54,10 @@ def test_streamed_reply_arrives_in_chunks_and_ends_cleanly(app_url):
     assert len({c["id"] for c in chunks}) == 1
 
 
-def test_whole_reply_matches_the_gradio_api_with_the_same_adapter(app_url):
+def test_whole_reply_matches_the_gradio_api_with_the_same_adapter(demo_app_url):
     from gradio_client import Client
 
+    app_url = demo_app_url
     reply = chat(app_url, model="pirate")
     assert reply.status_code == 200, reply.text
     body = reply.json()
@@ -70,7 +72,7 @@ def test_whole_reply_matches_the_gradio_api_with_the_same_adapter(app_url):
     assert base != text, "the adapter must change the reply"
 
 
-def test_image_as_data_url_reaches_the_model(app_url):
+def test_image_as_data_url_reaches_the_model(demo_app_url):
     from PIL import Image, ImageDraw, ImageFont
 
     image = Image.new("RGB", (900, 260), "white")
@@ -78,7 +80,7 @@ def test_image_as_data_url_reaches_the_model(app_url):
     buffer = io.BytesIO()
     image.save(buffer, format="PNG")
     url = "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
-    reply = chat(app_url, max_tokens=30, messages=[{"role": "user", "content": [
+    reply = chat(demo_app_url, max_tokens=30, messages=[{"role": "user", "content": [
         {"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": "What is the secret code?"}]}])
     assert reply.status_code == 200, reply.text
     assert "4711" in reply.json()["choices"][0]["message"]["content"]
@@ -135,3 +137,12 @@ def test_the_official_openai_client_streams_and_reads_errors(app_url):
     assert whole.choices[0].message.content == "".join(pieces).strip()
     with pytest.raises(openai.BadRequestError, match="There is no adapter named 'klingon'"):
         client.chat.completions.create(model="klingon", messages=[{"role": "user", "content": "hi"}])
+
+
+def test_a_stop_sequence_ends_the_reply_before_it(demo_app_url):
+    whole = chat(demo_app_url).json()["choices"][0]["message"]["content"]
+    assert "Paris" in whole
+    cut = chat(demo_app_url, stop=["Paris"]).json()["choices"][0]
+    assert "Paris" not in cut["message"]["content"]  # OpenAI's stop: the sequence is not part of the reply
+    assert cut["message"]["content"].strip() == whole[: whole.index("Paris")].strip()
+    assert cut["finish_reason"] == "stop"

@@ -6,18 +6,31 @@ import gradio as gr
 
 from app.chat.context import AppConfig, AppContext
 from app.web import build_logic as logic
-from app.web import serve_logic
+from app.web import llmapi_logic, serve_logic
 from app.web.build_folders import confine_folders, problems_markdown
 from app.web.gate import caller_may_act, require_access
+from app.web.pages.build_llmapi import build_llmapi
 from app.web.pages.build_serve import build_serve
 from setup.build.jobs import JobError, JobStore
 from setup.build.registry import EngineRegistry
-from setup.plan.config import PlanConfig
+from setup.plan.config import ConfigError, PlanConfig
 from setup.plan.preflight import preflight
 
 TITLE = "Build"
 POLL_SECONDS = 1.0
 LOG_LINES = 40
+# The log box keeps its newest line in view after each update, unless the reader has scrolled up to read.
+FOLLOW_LOG_JS = """() => {
+  const box = document.querySelector('#build-log textarea');
+  if (!box) return;
+  if (!box.dataset.follow) {
+    box.dataset.follow = 'yes';
+    box.addEventListener('scroll', () => {
+      box.dataset.follow = box.scrollHeight - box.scrollTop - box.clientHeight < 30 ? 'yes' : 'no';
+    });
+  }
+  if (box.dataset.follow === 'yes') requestAnimationFrame(() => { box.scrollTop = box.scrollHeight; });
+}"""
 FORM_FIELDS = ("family", "checkpoint", "trtllm_version", "out", "dtype", "tp", "pp", "max_batch_size",
                "max_input_len", "max_seq_len", "max_num_images", "lora_dir", "max_lora_rank", "trtllm_root",
                "tokenizer_dir", "vila_path")
@@ -32,6 +45,7 @@ class BuildService:
         self.plans: dict = {}
         self.deployment = logic.Deployment()
         self.serve = serve_logic.ServeServer()  # trtllm-serve started from the page
+        self.llmapi = logic.Deployment()  # Triton on an llmapi repository started from the page
 
 
 def _triton_widget(field: logic.TritonField):
@@ -62,8 +76,10 @@ def build(ctx: AppContext, service: BuildService | None = None, tabs: gr.Tabs | 
     start = logic.family_defaults(first)
 
     # Deployment kind: the engine path (below) or TensorRT-LLM 1.x trtllm-serve (app/web/pages/build_serve.py).
-    kind = gr.Radio(serve_logic.DEPLOYMENTS, value="engine", label="Deployment", elem_id="build-deployment")
+    kind = gr.Radio([*serve_logic.DEPLOYMENTS, llmapi_logic.DEPLOYMENT], value="engine", label="Deployment",
+                    elem_id="build-deployment")
     serve_column = build_serve(ctx, service.serve)
+    llmapi_column = build_llmapi(ctx, service.llmapi)  # TensorRT-LLM 1.x behind Triton's llmapi model
     with gr.Column(elem_id="build-engine-path") as engine_column:
         with gr.Row():
             family = gr.Dropdown(logic.family_choices(), value=first, label="Model family", info=helps["family"],
@@ -108,10 +124,12 @@ def build(ctx: AppContext, service: BuildService | None = None, tabs: gr.Tabs | 
             cancel = gr.Button("Cancel", variant="stop", elem_id="build-cancel")
             export = gr.DownloadButton("Export as shell script", value=None, interactive=False, elem_id="build-export")
         summary = gr.Markdown(elem_id="build-summary")
-        script = gr.Code(language="shell", label="Plan (exact commands)", interactive=False, elem_id="build-plan")
+        script = gr.Code(language="shell", label="Plan (exact commands)", interactive=False, wrap_lines=True,
+                         elem_id="build-plan")
         with gr.Row():
             jobs = gr.Dropdown(choices=logic.job_choices(service.store), value=lambda: _newest(service),
                                allow_custom_value=True, label="Build jobs (kept across reloads)", elem_id="build-jobs")
+            resume = gr.Button("Resume selected job", elem_id="build-resume", scale=0)
         status = gr.HTML(logic.MSG_NO_JOB, elem_id="build-status")
         log = gr.Textbox(label="Log (last lines)", lines=12, max_lines=12, interactive=False, autoscroll=True,
                          elem_id="build-log")
@@ -123,8 +141,9 @@ def build(ctx: AppContext, service: BuildService | None = None, tabs: gr.Tabs | 
         server = gr.Markdown(elem_id="build-server")
         with gr.Accordion("Built engines", open=False):
             engines = gr.Markdown(elem_id="build-engines")
-    kind.change(lambda k: (gr.Column(visible=k != "trtllm-serve"), gr.Column(visible=k == "trtllm-serve")),
-                kind, [engine_column, serve_column], api_visibility="private")
+    kind.change(lambda k: (gr.Column(visible=k == "engine"), gr.Column(visible=k == "trtllm-serve"),
+                           gr.Column(visible=k == "llmapi")),
+                kind, [engine_column, serve_column, llmapi_column], api_visibility="private")
 
     def split(values):
         form = dict(zip(FORM_FIELDS, values[: len(FORM_FIELDS)], strict=True))
@@ -142,7 +161,7 @@ def build(ctx: AppContext, service: BuildService | None = None, tabs: gr.Tabs | 
         form, outside = confine_folders(form, ctx.access.workspace)
         if outside:
             return problems_markdown(outside), "", gr.DownloadButton(value=None, interactive=False)
-        view = logic.plan_view(form, triton, preflight_fn=preflight)
+        view = logic.plan_view(form, triton, preflight_fn=preflight, checkpoint_optional=True)
         if view.plan is None:
             return view.summary, "", gr.DownloadButton(value=None, interactive=False)
         path = logic.export_script(view.plan)
@@ -204,24 +223,52 @@ def build(ctx: AppContext, service: BuildService | None = None, tabs: gr.Tabs | 
 
     def on_stop(request: gr.Request):
         require_access(ctx, request)
-        service.deployment.stop()
+        service.deployment.stop(wait=False)  # "Stopping…" now; the timer shows "stopped" when it is
         return service.deployment.message
+
+    def on_resume(job_id, request: gr.Request):
+        require_access(ctx, request)
+        if job_id not in {r["id"] for r in service.store.resumable()}:
+            raise gr.Error(logic.MSG_NOTHING_TO_RESUME, print_exception=False)
+        saved, outside = confine_folders(service.store.saved_config(job_id) or {}, ctx.access.workspace)  # checked again: the workspace may differ
+        if outside:
+            raise gr.Error("\n".join(outside), print_exception=False)
+        try:
+            config = PlanConfig.from_mapping(saved, where=f"job {job_id}")
+        except ConfigError as exc:
+            raise gr.Error("\n".join(exc.problems), print_exception=False) from None
+        view = logic.config_view(config)
+        if view.plan is None:
+            raise gr.Error("\n".join(view.problems), print_exception=False)
+        try:
+            job = service.store.submit(view.plan)
+        except JobError as exc:
+            raise gr.Error(str(exc), print_exception=False) from None
+        service.plans[job.id] = view.plan
+        values = logic.form_values(config, FORM_FIELDS)  # the form shows what runs
+        dtypes = logic.family_defaults(config.family)["dtypes"]
+        values[FORM_FIELDS.index("dtype")] = gr.Dropdown(choices=dtypes, value=view.plan.derived["dtype"])
+        return (gr.Dropdown(choices=logic.job_choices(service.store), value=job.id), view.summary, view.shell,
+                *values, logic.family_markdown(config.family, config.trtllm_version))
 
     with gr.Accordion("Server ports", open=False):
         http_port = gr.Number(8000, precision=0, label="HTTP port", elem_id="build-http-port")
         grpc_port = gr.Number(8001, precision=0, label="gRPC port (metrics: gRPC + 1)", elem_id="build-grpc-port")
 
     private = {"api_visibility": "private"}
-    family.change(on_family, [family, version], [dtype, batch, input_len, seq_len, images, family_info], **private)
+    # .input: a person picking a family gets its defaults; a resumed job's form keeps its own values.
+    family.input(on_family, [family, version], [dtype, batch, input_len, seq_len, images, family_info], **private)
     version.change(logic.family_markdown, [family, version], family_info, **private)
     show.click(on_show, all_inputs, [summary, script, export], **private)
     run.click(on_run, all_inputs, [jobs, summary, script], **private)
+    resume.click(on_resume, jobs, [jobs, summary, script, *all_inputs, family_info], **private)
     cancel.click(on_cancel, jobs, None, **private)
     deploy.click(on_deploy, jobs, server, **private)
     demo.click(on_demo, [http_port, grpc_port], server, **private)
     stop_server.click(on_stop, None, server, **private)
     timer = gr.Timer(POLL_SECONDS)
-    timer.tick(on_tick, jobs, [status, log, deploy, server, jobs, open_chat], show_progress="hidden", **private)
+    timer.tick(on_tick, jobs, [status, log, deploy, server, jobs, open_chat], show_progress="hidden",
+               **private).then(None, js=FOLLOW_LOG_JS, **private)
 
     def on_open_chat(request: gr.Request):
         require_access(ctx, request)

@@ -10,7 +10,6 @@ batch figures are published as the backend's `nv_trt_llm_*` metrics.
 
 import json
 import os
-import queue
 import sys
 import threading
 import time
@@ -32,6 +31,7 @@ from engine_lib.engine import Engine  # noqa: E402
 from engine_lib.kv import KvManager, kv_config  # noqa: E402
 from engine_lib.requests import RequestError, parse_request  # noqa: E402
 from engine_lib.runner import EngineRunner  # noqa: E402
+from engine_lib.service import EngineService  # noqa: E402
 from engine_lib.triton_metrics import EngineMetrics  # noqa: E402
 
 
@@ -53,33 +53,11 @@ class TritonPythonModel:
         self._names = (args.get("model_name", "tensorrt_llm"), args.get("model_version", "1"))
         self._active = {}  # triton request id -> GenerationRequest
         self._lock = threading.Lock()
-        self._wake = threading.Condition(self._lock)
-        self._queue = []
-        self._shutdown = False
-        self._outbox = queue.SimpleQueue()  # lists of engine events, answered in order by the sender thread
-        self._sender = threading.Thread(target=self._answer, name="cpu-engine-sender", daemon=True)
-        self._sender.start()
-        self._ready, self._failure = threading.Event(), None
-        self._thread = threading.Thread(target=self._run, name="cpu-engine", daemon=True)
-        self._thread.start()
-        self._ready.wait()
-        if self._failure is not None:
-            raise self._failure
-
-    def _run(self):
-        """The engine thread. Every PyTorch call of the model happens here: OpenMP keeps one thread pool
-        per calling thread, and a second pool oversubscribes the cores, so that every parallel region
-        (hundreds a step) waits for its sleeping workers to wake up (a third slower per step)."""
-        try:
-            self._build()
-        except BaseException as exc:  # reported by initialize()
-            self._failure = exc
-            self._ready.set()
-            return
-        self._ready.set()
-        self._loop()
+        self.service = EngineService(self._build, self._dispatch, self._cancelled)
+        self.service.start()
 
     def _build(self):
+        """Runs on the engine thread (engine_lib/service.py): every PyTorch call of the model happens there."""
         threads = int(os.environ.get("CPU_ENGINE_THREADS", "0")) or max(1, (os.cpu_count() or 2))
         torch.set_num_threads(threads)
         self.runner = EngineRunner(Path(self.params["gpt_model_path"]), self.params, logger=pb_utils.Logger)
@@ -92,6 +70,7 @@ class TritonPythonModel:
             f"{kv.policy}, reuse {'on' if kv.reuse else 'off'}, {threads} threads"
         )
         self.metrics = EngineMetrics(pb_utils, *self._names, self.params)
+        return self.engine, self.metrics
 
     # ---- request intake -------------------------------------------------------------------
     def execute(self, requests):
@@ -115,11 +94,10 @@ class TritonPythonModel:
                 gen.request = request
                 gen.arrival_ns = time.time_ns()
                 gen.done = threading.Event()
-                with self._wake:
-                    self._queue.append(gen)
-                    if gen.request_id:
+                if gen.request_id:
+                    with self._lock:
                         self._active[gen.request_id] = gen
-                    self._wake.notify()
+                self.service.submit(gen)
                 pending.append((gen, None))
             except (RequestError, ValueError) as exc:
                 error = pb_utils.InferenceResponse(error=pb_utils.TritonError(str(exc)))
@@ -144,42 +122,6 @@ class TritonPythonModel:
             gen = self._active.get(request_id)
         if gen is not None:
             gen.stop_requested = True
-
-    # ---- scheduler ------------------------------------------------------------------------
-    def _loop(self):
-        engine = self.engine
-        while True:
-            if not engine.has_work():
-                self.metrics.update(engine, force=True)  # idle figures before waiting
-            with self._wake:
-                while not self._queue and not engine.has_work() and not self._shutdown:
-                    self._wake.wait()
-                if self._shutdown:
-                    break
-                for gen in self._queue:
-                    engine.submit(gen)
-                self._queue.clear()
-            ran = engine.steps
-            try:
-                events = engine.step(self._cancelled)
-            except Exception as exc:  # the step itself broke: end what it held, keep serving
-                events = engine.fail_all(f"CPU engine error: {exc}")
-            if events:
-                self._outbox.put(events)
-            self.metrics.update(engine)
-            if not events and engine.steps == ran:  # nothing could run (no room yet): do not spin
-                with self._wake:
-                    self._wake.wait(timeout=0.01)
-        self._outbox.put(engine.fail_all("The CPU engine is shutting down."))
-        self._outbox.put(None)
-
-    def _answer(self):
-        while True:
-            events = self._outbox.get()
-            if events is None:
-                return
-            for event in events:
-                self._dispatch(event)
 
     def _cancelled(self, gen):
         try:
@@ -259,8 +201,4 @@ class TritonPythonModel:
         gen.done.set()
 
     def finalize(self):
-        with self._wake:
-            self._shutdown = True
-            self._wake.notify()
-        self._thread.join(timeout=10)
-        self._sender.join(timeout=10)
+        self.service.stop()

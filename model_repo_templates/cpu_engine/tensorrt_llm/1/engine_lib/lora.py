@@ -160,10 +160,12 @@ def decode_adapter(task_id: int, weights: np.ndarray, config: np.ndarray, engine
 
 
 class LoraCache:
-    """Host LoRA cache keyed by task id; LRU eviction of tasks no request is using."""
+    """Host LoRA cache keyed by task id; LRU eviction of tasks no request is using, by bytes and, with
+    `max_entries` (the LLM API's max_cpu_loras), by count."""
 
-    def __init__(self, capacity_bytes: int):
+    def __init__(self, capacity_bytes: int, max_entries: int | None = None):
         self.capacity = int(capacity_bytes)
+        self.max_entries = max_entries
         self._entries: OrderedDict[int, LoraAdapter] = OrderedDict()
         self._in_use: dict[int, int] = {}
         self._lock = threading.Lock()
@@ -182,12 +184,14 @@ class LoraCache:
 
     def _make_room(self, adapter: LoraAdapter) -> None:
         needed = self.used_bytes + adapter.nbytes - self.capacity
+        extra = len(self._entries) + 1 - self.max_entries if self.max_entries else 0
         for task_id in list(self._entries):
-            if needed <= 0:
+            if needed <= 0 and extra <= 0:
                 break
             if self._in_use.get(task_id, 0) == 0:
                 needed -= self._entries.pop(task_id).nbytes
-        if needed > 0:
+                extra -= 1
+        if needed > 0 or extra > 0:
             raise LoraError(MSG_STORE.format(task_id=adapter.task_id, reason=MSG_CACHE_FULL))
 
     def put(self, adapter: LoraAdapter, acquire: bool = False) -> LoraAdapter:

@@ -29,8 +29,9 @@ def load_engine_config(engine_dir):
 
 
 class EngineRunner:
-    def __init__(self, engine_dir, params, logger=None):
-        self.config = load_engine_config(engine_dir)
+    def __init__(self, engine_dir, params, logger=None, config=None):
+        """`config`: an engine config already in hand (the llmapi stand-in makes one from model.yaml)."""
+        self.config = config or load_engine_config(engine_dir)
         build = self.config["build_config"]
         hf_dir = Path(engine_dir) / self.config["hf_model_dir"]
         self.model = AutoModelForCausalLM.from_pretrained(hf_dir, dtype=torch.float32).eval()

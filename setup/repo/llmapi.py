@@ -1,0 +1,251 @@
+"""Triton `llmapi` repositories (TensorRT-LLM 1.x, PyTorch backend): the release's config.pbtxt and
+1/model.yaml with the LLM arguments, validated and written atomically.
+
+A GPU repository takes the model's Python files (model.py, helpers.py) from the user's checkout of the
+release: they are TensorRT-LLM's code, not ours. A CPU repository gets our stand-in
+(model_repo_templates/llmapi/cpu/) with the CPU engine core and the OCR encoder copied beside it.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from google.protobuf import text_format
+from tritonclient.grpc import model_config_pb2
+
+from setup.catalog.llmapi_releases import LATEST, LlmApiModelRelease, resolve_llmapi_release
+from setup.paths import TEMPLATES_DIR
+from setup.repo.fill import FillError, fill
+from setup.repo.writer import RepoError, parse_model_config
+
+TEMPLATE_DIR = TEMPLATES_DIR / "llmapi"
+MODEL = "tensorrt_llm"
+STANDIN_DIR = TEMPLATE_DIR / "cpu" / MODEL / "1"
+SHARED_LIBS = (TEMPLATES_DIR / "cpu_engine" / "tensorrt_llm" / "1" / "engine_lib",
+               TEMPLATES_DIR / "cpu_engine" / "multimodal_encoders" / "1" / "encoder_lib")
+CODE_FILES = ("model.py", "helpers.py")
+MODEL_YAML = "model.yaml"
+ENGINES = ("tensorrtllm", "cpu")
+GPU_GROUPS = re.compile(r"\d+(,\d+)*(;\d+(,\d+)*)*")
+RESERVED_KEYS = ("triton_config", "model", "backend")
+
+MSG_ENGINE = "engine must be one of {choices}, got '{value}'."
+MSG_POSITIVE = "{name} must be a whole number of at least 1, got {value}."
+MSG_FRACTION = "kv_cache_fraction must be above 0 and at most 1, got {value}."
+MSG_NO_MODEL = "Give the model to load (a checkpoint folder the server reads, or a Hugging Face name)."
+MSG_NO_LORA = ("TensorRT-LLM {release}'s llmapi model takes no adapter inputs (lora_id, lora_name, lora_path came "
+               "in 2026); pick 1.3 or leave LoRA out.")
+MSG_NO_IMAGES = "TensorRT-LLM {release}'s llmapi model takes no images (image_url came in 2026); pick 1.3."
+MSG_NO_INSTANCES = "TensorRT-LLM {release}'s llmapi model runs one instance (gpu_device_ids came later); pick 1.3."
+MSG_GPU_IDS = ("gpu_device_ids must list one group of GPU ids per instance, ';' between groups and ',' inside "
+               "(e.g. \"0,1;2,3\"), with tp x pp = {width} ids per group and no id twice; got '{value}' for "
+               "{instances} instance(s).")
+MSG_RESERVED = "'{key}' is written from the form's own fields; remove it from the extra LLM arguments."
+MSG_CODE = ("The llmapi model's Python files ({files}) are TensorRT-LLM's own code: give the folder that holds them "
+            "or a checkout of {repo} at the release (they live in {path}); not found under '{where}'.")
+MSG_EXISTS = "{out} already exists; pass --force to replace it."
+
+
+@dataclass
+class LlmApiRepoConfig:
+    """What an llmapi repository is written from; None leaves the LLM API's own default."""
+
+    model: str = ""
+    trtllm_version: str = LATEST
+    engine: str = "tensorrtllm"
+    tp: int = 1
+    pp: int = 1
+    max_batch_size: int | None = None
+    max_num_tokens: int | None = None
+    max_input_len: int | None = None
+    max_seq_len: int | None = None
+    kv_cache_fraction: float | None = None
+    block_reuse: bool | None = None
+    lora: dict | None = None  # lora_config: max_lora_rank, max_loras, max_cpu_loras, lora_target_modules
+    multimodal: bool = False
+    streaming: bool = True
+    cancellation_check_period_ms: int = 100
+    instances: int = 1
+    gpu_device_ids: str | None = None
+    code_dir: str | None = None  # GPU: the folder with model.py/helpers.py, or a checkout of the release
+    extra: dict = field(default_factory=dict)  # more LLM() arguments, passed as they are
+    parameters: dict = field(default_factory=dict)  # config.pbtxt parameters (the CPU stand-in's encoder folder)
+
+    def release(self) -> LlmApiModelRelease:
+        try:
+            return resolve_llmapi_release(self.trtllm_version)
+        except ValueError as exc:
+            raise RepoError(str(exc)) from None
+
+
+def check_config(config: LlmApiRepoConfig) -> list[str]:
+    """One sentence per problem of `config` (empty when it can be written)."""
+    problems = []
+    try:
+        release = config.release()
+    except RepoError as exc:
+        return [str(exc)]
+    if config.engine not in ENGINES:
+        problems.append(MSG_ENGINE.format(choices=", ".join(ENGINES), value=config.engine))
+    if not str(config.model).strip():
+        problems.append(MSG_NO_MODEL)
+    for name in ("tp", "pp", "instances", "cancellation_check_period_ms", "max_batch_size", "max_num_tokens",
+                 "max_input_len", "max_seq_len"):
+        value = getattr(config, name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            problems.append(MSG_POSITIVE.format(name=name, value=value))
+    if config.kv_cache_fraction is not None and not 0 < float(config.kv_cache_fraction) <= 1:
+        problems.append(MSG_FRACTION.format(value=config.kv_cache_fraction))
+    if config.lora and not release.has("lora_by_path"):
+        problems.append(MSG_NO_LORA.format(release=release.key))
+    if config.multimodal and not release.has("image_url"):
+        problems.append(MSG_NO_IMAGES.format(release=release.key))
+    if config.instances != 1 and not release.has("multi_instance"):
+        problems.append(MSG_NO_INSTANCES.format(release=release.key))
+    elif isinstance(config.instances, int) and config.instances > 1 and not gpu_groups_ok(config):
+        problems.append(MSG_GPU_IDS.format(width=config.tp * config.pp, value=config.gpu_device_ids or "",
+                                           instances=config.instances))
+    problems += [MSG_RESERVED.format(key=key) for key in config.extra if key in RESERVED_KEYS]
+    return problems
+
+
+def gpu_groups_ok(config: LlmApiRepoConfig) -> bool:
+    text = (config.gpu_device_ids or "").replace(" ", "")
+    if not GPU_GROUPS.fullmatch(text):
+        return False
+    groups = [group.split(",") for group in text.split(";")]
+    ids = [g for group in groups for g in group]
+    return (len(groups) == config.instances and all(len(g) == config.tp * config.pp for g in groups)
+            and len(set(ids)) == len(ids))
+
+
+def model_yaml(config: LlmApiRepoConfig) -> dict:
+    """model.yaml: every key but triton_config goes to tensorrt_llm.LLM(...)."""
+    release = config.release()
+    args: dict = {"model": str(config.model), "backend": "pytorch", "tensor_parallel_size": config.tp,
+                  "pipeline_parallel_size": config.pp}
+    for name in ("max_batch_size", "max_num_tokens", "max_input_len", "max_seq_len"):
+        if getattr(config, name) is not None:
+            args[name] = int(getattr(config, name))
+    kv: dict = {}
+    if config.kv_cache_fraction is not None:
+        kv["free_gpu_memory_fraction"] = float(config.kv_cache_fraction)
+    if config.block_reuse is not None:
+        kv["enable_block_reuse"] = bool(config.block_reuse)
+    if kv:
+        args["kv_cache_config"] = kv
+    if config.lora:
+        args["lora_config"] = dict(config.lora)
+    args.update(config.extra)
+    triton: dict = {"max_batch_size": 0, "decoupled": bool(config.streaming)}
+    if "cancellation_check_period_ms" in release.triton_config_keys:
+        triton["cancellation_check_period_ms"] = int(config.cancellation_check_period_ms)
+    if config.multimodal and "multimodal" in release.triton_config_keys:
+        triton["multimodal"] = True
+    return {**args, "triton_config": triton}
+
+
+def model_yaml_text(config: LlmApiRepoConfig) -> str:
+    release = config.release()
+    head = (f"# Triton llmapi model, TensorRT-LLM {release.key}: every key except triton_config is passed to "
+            "tensorrt_llm.LLM(...).\n")
+    text = head + yaml.safe_dump(model_yaml(config), sort_keys=False)
+    if "${" in text:
+        raise RepoError(f"{MODEL}/1/{MODEL_YAML}: a value still holds a '${{...}}' placeholder.")
+    return text
+
+
+def _edit(config: model_config_pb2.ModelConfig, release: LlmApiModelRelease) -> None:
+    kept = [t for t in config.input if t.name not in release.drop_inputs]
+    del config.input[:]
+    config.input.extend(kept)
+    for tensor in config.input:
+        tensor.name = release.rename_inputs.get(tensor.name, tensor.name)
+    outputs = [t for t in config.output if t.name not in release.drop_outputs]
+    del config.output[:]
+    config.output.extend(outputs)
+
+
+def render_config(config: LlmApiRepoConfig) -> str:
+    """The release's config.pbtxt text (filled, parsed, edited); RepoError on any problem."""
+    release = config.release()
+    values = {"triton_max_batch_size": 0, "decoupled_mode": bool(config.streaming),
+              "llmapi_instance_count": config.instances}
+    try:
+        filled = fill((TEMPLATE_DIR / MODEL / "config.pbtxt").read_text(), values)
+    except FillError as exc:
+        raise RepoError(f"{MODEL}/config.pbtxt: {exc}") from None
+    parsed = parse_model_config(filled, f"{MODEL}/config.pbtxt")
+    _edit(parsed, release)
+    for key, value in config.parameters.items():
+        parsed.parameters[key].string_value = str(value)
+    if config.instances > 1:
+        parsed.parameters["gpu_device_ids"].string_value = (config.gpu_device_ids or "").replace(" ", "")
+    return text_format.MessageToString(parsed)
+
+
+def find_model_code(config: LlmApiRepoConfig) -> Path:
+    """The folder with the release's model.py and helpers.py (GPU repositories)."""
+    release = config.release()
+    where = Path(config.code_dir or "").expanduser()
+    for folder in (where, where / release.model_code):
+        if config.code_dir and all((folder / name).is_file() for name in CODE_FILES):
+            return folder
+    raise RepoError(MSG_CODE.format(files=", ".join(CODE_FILES), repo=release.code_repository,
+                                    path=release.model_code, where=config.code_dir or "(none given)"))
+
+
+def dry_run(config: LlmApiRepoConfig) -> None:
+    """Every check the writer makes, without writing: problems, config.pbtxt, model.yaml, the model code."""
+    problems = check_config(config)
+    if problems:
+        raise RepoError(" ".join(problems))
+    render_config(config)
+    model_yaml_text(config)
+    if config.engine == "tensorrtllm":
+        find_model_code(config)
+
+
+def _stage_code(config: LlmApiRepoConfig, version_dir: Path) -> None:
+    skip = shutil.ignore_patterns("__pycache__")
+    if config.engine == "cpu":
+        shutil.copytree(STANDIN_DIR, version_dir, ignore=skip, dirs_exist_ok=True)
+        for lib in SHARED_LIBS:
+            shutil.copytree(lib, version_dir / lib.name, ignore=skip)
+        return
+    code = find_model_code(config)
+    for name in CODE_FILES:
+        shutil.copy2(code / name, version_dir / name)
+
+
+def write_llmapi_repository(config: LlmApiRepoConfig, out: Path, force: bool = False) -> Path:
+    """Write the repository into a temporary folder beside `out`, then move it into place."""
+    dry_run(config)
+    out = Path(out).resolve()
+    if out.exists() and not force:
+        raise RepoError(MSG_EXISTS.format(out=out))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        version_dir = staging / MODEL / "1"
+        version_dir.mkdir(parents=True)
+        (staging / MODEL / "config.pbtxt").write_text(render_config(config))
+        _stage_code(config, version_dir)
+        (version_dir / MODEL_YAML).write_text(model_yaml_text(config))
+        if out.exists():
+            old = out.with_name(f".{out.name}.old")
+            shutil.rmtree(old, ignore_errors=True)
+            out.rename(old)
+            staging.rename(out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            staging.rename(out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return out
