@@ -12,6 +12,8 @@ from app.bench.targets import DeploymentSender
 from app.core.errors import ModelNotReady, ServerUnreachable
 
 LATENCY_SERIES = {"ttft": "ttft_ms", "e2e": "e2e_ms"}
+TABLE_COLUMNS = ["concurrency", "requests", "errors", "requests/s", "tokens/s", "TTFT p50 ms", "TTFT p99 ms",
+                 "ITL p50 ms", "e2e p50 ms", "e2e p99 ms"]
 
 
 MSG_NOT_LIVE = "The server at {url} cannot be reached: {detail}"
@@ -27,25 +29,36 @@ def check_deployment(deployment) -> None:
         raise ModelNotReady(MSG_NOT_READY.format(model=deployment.model, url=deployment.url))
 
 
-def run_level(deployment, requests: list, concurrency: int, label: str = "") -> BenchSummary:
-    """requests[0] unmeasured, then the rest at `concurrency` through the deployment."""
-    send = DeploymentSender(deployment)
+def run_level(deployment, requests: list, concurrency: int, label: str = "", adapter: str | None = None,
+              images: list | None = None, stop=None) -> BenchSummary:
+    """requests[0] unmeasured, then the rest at `concurrency` through the deployment (with `adapter` and
+    `images` on each; `stop`: see DeploymentSender)."""
+    send = DeploymentSender(deployment, adapter=adapter, images=images, stop=stop)
     send(requests[0])
     records, wall = run_load(send, requests[1:], concurrency, None, seed=0, progress=None)
     settings = {"server": deployment.url, "model": deployment.model, "concurrency": concurrency,
-                "request_rate": None, "num_requests": len(requests) - 1}
+                "request_rate": None, "num_requests": len(requests) - 1, "adapter": adapter,
+                "images": len(images or ())}
     return summarize(records, wall, label=label, settings=settings)
 
 
 def sweep(deployment, levels: list[int], requests_per_level: int, input_len: int, output_len: int,
-          on_level: Callable[[BenchSummary], None] | None = None) -> list[BenchSummary]:
+          on_level: Callable[[BenchSummary], None] | None = None, adapter: str | None = None,
+          images: list | None = None, stop=None) -> list[BenchSummary]:
     """One run per concurrency level through a deployment of any kind (each sends max(level,
-    requests_per_level) requests, after one unmeasured warm-up request); `on_level` is called after each."""
+    requests_per_level) requests, after one unmeasured warm-up request); `on_level` is called after each.
+
+    Once `stop` (a threading.Event) is set the level under way is cut short and left out, and no other starts."""
     summaries = []
     for level in sorted(set(levels)):
+        if stop is not None and stop.is_set():
+            break
         count = max(level, requests_per_level)
         requests = synthetic_requests(count + 1, input_len, output_len, seed=level)
-        summary = run_level(deployment, requests, level, label=f"concurrency {level}")
+        summary = run_level(deployment, requests, level, label=f"concurrency {level}", adapter=adapter,
+                            images=images, stop=stop)
+        if stop is not None and stop.is_set():
+            break
         summaries.append(summary)
         if on_level:
             on_level(summary)
@@ -86,4 +99,4 @@ def table_frame(summaries: list[BenchSummary]) -> pd.DataFrame:
         "requests/s": round(s.requests_per_second, 2), "tokens/s": round(s.output_tokens_per_second, 1),
         "TTFT p50 ms": ms(s.ttft_ms.p50), "TTFT p99 ms": ms(s.ttft_ms.p99), "ITL p50 ms": ms(s.itl_ms.p50),
         "e2e p50 ms": ms(s.e2e_ms.p50), "e2e p99 ms": ms(s.e2e_ms.p99),
-    } for s in summaries])
+    } for s in summaries], columns=TABLE_COLUMNS)

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from app.bench.load import BenchRequest
 from app.bench.stats import RequestRecord
-from app.core.constants import MSG_BENCH_HUNG
+from app.core.constants import MSG_BENCH_HUNG, MSG_BENCH_STOPPED
 from app.core.errors import ChatError
 from app.deployments.base import ReplyRequest
 from app.triton.client import ModelInfo, SamplingParams, TritonChatClient
@@ -65,10 +65,15 @@ class TritonSender:
         return counted(record, self.count_tokens)
 
 
-def time_chunks(stream, record: RequestRecord) -> int:
-    """Read `stream` to its end, noting the first chunk's time and the gaps between chunks; the chunk count."""
+def time_chunks(stream, record: RequestRecord, stop=None) -> int:
+    """Read `stream` to its end, noting the first chunk's time and the gaps between chunks; the chunk count.
+
+    `stop` (a threading.Event): once set, the stream is cancelled at its next chunk."""
     last, count = None, 0
     for _ in stream:
+        if stop is not None and stop.is_set():
+            stream.cancel()
+            break
         now = time.monotonic()
         if last is None:
             record.first_token = now
@@ -79,20 +84,28 @@ def time_chunks(stream, record: RequestRecord) -> int:
 
 
 class DeploymentSender:
-    """Streams each request through a deployment (whatever its kind) as one user message, as `send(request)`."""
+    """Streams each request through a deployment (whatever its kind) as one user message, as `send(request)`,
+    with an adapter (None: the base model) and images (paths or bytes) on every request.
 
-    def __init__(self, deployment, params: SamplingParams | None = None):
+    Once `stop` (a threading.Event) is set, requests not yet sent are not sent (their record says so) and
+    open streams are cancelled at their next chunk."""
+
+    def __init__(self, deployment, params: SamplingParams | None = None, adapter: str | None = None,
+                 images: list | None = None, stop=None):
         self.deployment = deployment
         self.params = params or SamplingParams()
+        self.adapter, self.images, self.stop = adapter, list(images or ()) or None, stop
 
     def __call__(self, request: BenchRequest) -> RequestRecord:
         record = RequestRecord(started=time.monotonic())
         stream = None
         try:
+            if self.stop is not None and self.stop.is_set():
+                raise ChatError(MSG_BENCH_STOPPED)
             stream = self.deployment.open_reply(ReplyRequest(
                 [{"role": "user", "content": request.prompt}], replace(self.params, max_tokens=request.max_tokens),
-                min_tokens=request.min_tokens))
-            time_chunks(stream, record)
+                adapter=self.adapter, images=self.images, min_tokens=request.min_tokens))
+            time_chunks(stream, record, self.stop)
             record.text, record.tokens = stream.text, stream.chunks
         except ChatError as exc:
             record.error = str(exc)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 import time
@@ -15,6 +16,8 @@ from app.core.constants import MSG_METRICS_UNREACHABLE
 _LINE = re.compile(r'^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{(.*)\})?\s+(\S+)')
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 DEFAULT_METRICS_PORT = 8002
+GAP_SECONDS = 10.0  # readings further apart than this are a gap in the charts, not a ramp
+GAUGES = ("queued", "in flight", "waiting", "KV cache used %")
 
 
 class MetricsError(RuntimeError):
@@ -77,17 +80,21 @@ class Snapshot:
     models: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, samples: dict, at: float | None = None) -> Snapshot:
+    def of(cls, samples: dict, at: float | None = None, model: str | None = None) -> Snapshot:
+        """`model`: count requests of that model only (the one the app sends to), not the calls an ensemble
+        or BLS model makes to preprocessing, the engine and postprocessing for each of them."""
         if any(name.startswith("vllm:") for name, _ in samples):
             return cls.of_vllm(samples, at)
         kv = "nv_trt_llm_kv_cache_block_metrics"
         req = "nv_trt_llm_request_metrics"
+        served = {dict(ls).get("model") for (n, ls) in samples if n == "nv_inference_request_success"}
+        entry = {"model": model} if model in served else {}
         return cls(
             at=time.monotonic() if at is None else at,
-            success=total(samples, "nv_inference_request_success") or 0.0,
-            failure=total(samples, "nv_inference_request_failure") or 0.0,
-            request_us=total(samples, "nv_inference_request_duration_us") or 0.0,
-            queue_us=total(samples, "nv_inference_queue_duration_us") or 0.0,
+            success=total(samples, "nv_inference_request_success", **entry) or 0.0,
+            failure=total(samples, "nv_inference_request_failure", **entry) or 0.0,
+            request_us=total(samples, "nv_inference_request_duration_us", **entry) or 0.0,
+            queue_us=total(samples, "nv_inference_queue_duration_us", **entry) or 0.0,
             pending=total(samples, "nv_inference_pending_request_count"),
             active=total(samples, req, request_type="active"),
             waiting=total(samples, req, request_type="waiting"),
@@ -126,6 +133,7 @@ class MetricsHistory:
     url: str
     size: int = 90
     min_interval: float = 1.0
+    model: str | None = None  # count this model's requests only (see Snapshot.of)
     snapshots: deque = field(default_factory=deque)
     error: str | None = None
 
@@ -140,7 +148,7 @@ class MetricsHistory:
                 return
             self._read_at = now
             try:
-                self.snapshots.append(Snapshot.of(fetch_metrics(self.url), now))
+                self.snapshots.append(Snapshot.of(fetch_metrics(self.url), now, self.model))
                 self.error = None
             except MetricsError as exc:
                 self.error = str(exc)
@@ -148,16 +156,24 @@ class MetricsHistory:
                 self.snapshots.popleft()
 
     def series(self) -> list[dict]:
-        """Rows {t, metric, value} for the charts: t in seconds relative to the latest reading."""
+        """Rows {t, metric, value} for the charts: t in seconds relative to the latest reading. Between readings
+        too far apart (unreachable, or no page open) values are NaN, which the charts draw as a gap."""
         with self._lock:
             snaps = list(self.snapshots)
         if not snaps:
             return []
         last = snaps[-1].at
         rows = []
+        reported = {m for snap in snaps for m, v in _gauges(snap) if v is not None}
         for before, after in zip(snaps, snaps[1:], strict=False):
             t = round(after.at - last, 1)
             span = max(after.at - before.at, 1e-6)
+            if span > GAP_SECONDS:
+                middle = round(before.at - last + span / 2, 1)
+                rows += [{"t": t, "metric": m, "value": math.nan} for m in ("requests/s", "avg latency ms",
+                                                                             "avg queue ms")]
+                rows += [{"t": middle, "metric": m, "value": math.nan} for m in GAUGES if m in reported]
+                continue
             done = after.success - before.success
             rows.append({"t": t, "metric": "requests/s", "value": done / span})
             rows.append({"t": t, "metric": "avg latency ms", "value": (after.request_us - before.request_us) / done / 1000
@@ -166,8 +182,13 @@ class MetricsHistory:
                          if done > 0 else 0.0})
         for snap in snaps:
             t = round(snap.at - last, 1)
-            for metric, value in (("queued", snap.pending), ("in flight", snap.active), ("waiting", snap.waiting),
-                                  ("KV cache used %", None if snap.kv_fraction is None else snap.kv_fraction * 100)):
+            for metric, value in _gauges(snap):
                 if value is not None:
                     rows.append({"t": t, "metric": metric, "value": value})
         return rows
+
+
+def _gauges(snap: Snapshot) -> tuple[tuple[str, float | None], ...]:
+    """The values a snapshot holds as they are (no rate), by chart name (the names of GAUGES)."""
+    kv = None if snap.kv_fraction is None else snap.kv_fraction * 100
+    return (("queued", snap.pending), ("in flight", snap.active), ("waiting", snap.waiting), ("KV cache used %", kv))

@@ -22,6 +22,10 @@ MSG_DISABLED = ("The Build page is disabled: the app listens on {host}, not only
                 "login is configured. Start it with authentication, or on 127.0.0.1.")
 MSG_NO_JOB = "No build yet: check the plan, then press Run."
 MSG_DEPLOY_NOT_SERVED = "Triton does not serve this family with these templates; nothing to write or launch."
+MSG_STOPPING = "Stopping Triton…"
+MSG_STOPPED = "Triton stopped."
+MSG_BUSY_STOPPING = "The server started from this page is still stopping; try again in a moment."
+MSG_NOTHING_TO_RESUME = "Pick a build job that was cancelled, failed or interrupted to resume it."
 STATUS_ICONS = {"pending": "○", "running": "◐", "done": "●", "skipped": "◌ skipped", "failed": "✖", "cancelled": "■"}
 
 
@@ -148,13 +152,28 @@ class PlanView:
     problems: list[str]
 
 
-def plan_view(form: dict, triton: dict, preflight_fn=None) -> PlanView:
-    """The plan and what to show with it; problems instead when the form is not valid."""
+def plan_view(form: dict, triton: dict, preflight_fn=None, checkpoint_optional: bool = False) -> PlanView:
+    """The plan and what to show with it; problems instead when the form is not valid.
+
+    `checkpoint_optional` (Show plan): a checkpoint not downloaded yet is a warning, not a problem."""
     try:
-        plan = make_plan(form_to_config(form, triton))
-    except (ConfigError, PlanError) as exc:
-        text = "\n".join(f"- ✖ {html.escape(p)}" for p in exc.problems)
-        return PlanView(None, "", f"**Fix these first:**\n\n{text}", exc.problems)
+        config = form_to_config(form, triton)
+    except ConfigError as exc:
+        return _problems_view(exc.problems)
+    return config_view(config, preflight_fn, checkpoint_optional)
+
+
+def _problems_view(problems: list[str]) -> PlanView:
+    text = "\n".join(f"- ✖ {html.escape(p)}" for p in problems)
+    return PlanView(None, "", f"**Fix these first:**\n\n{text}", problems)
+
+
+def config_view(config: PlanConfig, preflight_fn=None, checkpoint_optional: bool = False) -> PlanView:
+    """plan_view for a config already made (a saved job's, when it is resumed)."""
+    try:
+        plan = make_plan(config, checkpoint_optional)
+    except PlanError as exc:
+        return _problems_view(exc.problems)
     warnings = plan.warnings + (preflight_fn(plan) if preflight_fn else [])
     lines = [f"- {html.escape(s)}" for s in plan.summary_lines()]
     lines.append(f"- **Triton:** {html.escape(plan.triton_note)}")
@@ -196,7 +215,18 @@ def status_html(status: dict | None) -> str:
 
 
 def job_choices(store: JobStore) -> list[tuple[str, str]]:
-    return [(f"{r['id']} · {r['status']}", r["id"]) for r in store.list()]
+    """Dropdown entries, newest first; jobs that Resume can pick up say so."""
+    resumable = {r["id"] for r in store.resumable()}
+    return [(f"{r['id']} · {r['status']}" + (" · can resume" if r["id"] in resumable else ""), r["id"])
+            for r in store.list()]
+
+
+def form_values(config: PlanConfig, fields: tuple[str, ...]) -> list:
+    """The form's widget values for a saved config (the form fields, then the Triton fields), so the page
+    shows what a resumed job runs."""
+    values = [getattr(config, name) for name in fields]
+    triton = config.triton or {}
+    return values + [triton.get(f.name, triton_field_default(f.name)) for f in TRITON_FIELDS]
 
 
 def registry_markdown(registry: EngineRegistry) -> str:
@@ -242,21 +272,36 @@ class Deployment:
             process.stop()
 
     def start(self, prepare) -> bool:
-        """Run `prepare()` (returns a ready TritonProcess) in the background; False if one is running."""
+        """Run `prepare()` (returns a ready TritonProcess) in the background; False if one is running
+        (or still stopping: its ports are not free yet)."""
         with self._lock:
-            if self.state == "starting" or (self.process is not None and self.process.is_running()):
+            if self.state in ("starting", "stopping") or (self.process is not None and self.process.is_running()):
                 return False
             self.state, self.message = "starting", "Starting Triton..."
             threading.Thread(target=self._start, args=(prepare, self._generation), daemon=True).start()
             return True
 
-    def stop(self) -> None:
+    def stop(self, wait: bool = True) -> None:
+        """Stop the server. With `wait=False` the state is "stopping" at once and the process is stopped in
+        a thread: a shutdown takes seconds, and the page must say so meanwhile, not "ready"."""
         with self._lock:
             self._generation += 1
+            generation = self._generation
             process, self.process = self.process, None
-            self.state, self.message = "stopped", "Triton stopped."
-        if process is not None:
-            process.stop()
+            if process is None:
+                self.state, self.message = "stopped", MSG_STOPPED
+                return
+            self.state, self.message = "stopping", MSG_STOPPING
+        if wait:
+            self._stopped(process, generation)
+        else:
+            threading.Thread(target=self._stopped, args=(process, generation), daemon=True).start()
+
+    def _stopped(self, process, generation: int) -> None:
+        process.stop()
+        with self._lock:
+            if generation == self._generation:
+                self.state, self.message = "stopped", MSG_STOPPED
 
     @property
     def grpc_url(self) -> str | None:

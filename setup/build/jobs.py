@@ -16,6 +16,7 @@ from setup.paths import cache_dir
 from setup.plan.planner import Plan, Step
 
 QUEUED, INTERRUPTED = "queued", "interrupted"
+RESUMABLE = (CANCELLED, FAILED, INTERRUPTED)
 TAIL_LINES = 400
 
 
@@ -28,8 +29,9 @@ class BuildJob:
 
     def __init__(self, job_id: str, steps: list[Step], out: Path, family: str, version: str, config_hash: str,
                  registry: EngineRegistry | None = None, on_change=None, env: dict[str, str] | None = None,
-                 dtype: str = "", world_size: int = 1):
+                 dtype: str = "", world_size: int = 1, config: dict | None = None):
         self.id = job_id
+        self.config = config  # the PlanConfig fields, kept so the job can be resumed without its form
         self.out = Path(out)
         self.family, self.version, self.config_hash = family, version, config_hash
         self.dtype, self.world_size = dtype, world_size
@@ -97,7 +99,7 @@ class BuildJob:
         return {"id": self.id, "family": self.family, "version": self.version, "out": str(self.out),
                 "status": self.status_text, "progress": round(self.runner.progress, 3),
                 "message": self.runner.message, "created": self.created, "finished": self.finished,
-                "log": str(self.log_path), "config_hash": self.config_hash,
+                "log": str(self.log_path), "config_hash": self.config_hash, "config": self.config,
                 "steps": [s.to_dict() for s in self.runner.states]}
 
 
@@ -144,7 +146,8 @@ class JobStore:
         job_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{plan.family.id}-{secrets.token_hex(2)}"
         job = BuildJob(job_id, steps if steps is not None else plan.build_steps(), plan.out, plan.family.id,
                        plan.version.text, plan.config_hash(), registry=self.registry, on_change=self._save, env=env,
-                       dtype=plan.derived["dtype"], world_size=plan.derived["world_size"])
+                       dtype=plan.derived["dtype"], world_size=plan.derived["world_size"],
+                       config=plan.config.to_mapping())
         with self._lock:
             self._live[job.id] = job
         return job.start()
@@ -171,6 +174,19 @@ class JobStore:
         except OSError:
             text = []
         return "\n".join(text[-lines:])
+
+    def saved_config(self, job_id: str) -> dict | None:
+        """The PlanConfig fields a job was started with (None: unknown job, or one from before they were kept)."""
+        record = self.status(job_id)
+        return dict(record["config"]) if record and isinstance(record.get("config"), dict) else None
+
+    def resumable(self) -> list[dict]:
+        """Jobs that stopped before the end (cancelled, failed, interrupted) and kept their config, newest first;
+        only the newest job of each output folder (a later run there resumed or replaced the older ones)."""
+        newest: dict[str, dict] = {}
+        for record in self.list():
+            newest.setdefault(record["out"], record)
+        return [r for r in newest.values() if r["status"] in RESUMABLE and isinstance(r.get("config"), dict)]
 
     def list(self) -> list[dict]:
         """Every job, newest first."""

@@ -70,3 +70,9 @@ MSG_REPOSITORY_WOULD_FAIL = ("The Triton repository step would fail after the en
                              "deployment parameters first.")
 WARN_REFUSED = ("Not served on Triton by this project's templates: {reason} The plan builds the engines and stops "
                 "there (no repository is written for {family}).")
+WARN_CHECKPOINT_NOT_YET = ("Checkpoint {path} does not exist yet: this plan uses the shapes of the family's example "
+                           "checkpoint {example} ({shapes}). Download the checkpoint before running; Run refuses "
+                           "until it is there.")
+WARN_CHECKPOINT_NO_SHAPES = ("Checkpoint {path} does not exist yet and the catalogue has no shapes for {family}: "
+                             "tensor parallelism is not checked against the attention heads. Download the "
+                             "checkpoint before running; Run refuses until it is there.")

@@ -12,6 +12,7 @@ from pathlib import Path
 from setup.catalog import messages as M
 from setup.catalog.builds import Family, TrtllmVersion, families, resolve_version, version_key
 from setup.catalog.checkpoint import Adapter, head_count, read_config, scan_adapters
+from setup.paths import DATA_DIR
 from setup.plan.config import PlanConfig
 from setup.repo.writer import parameter_specs
 
@@ -20,6 +21,15 @@ MAIN_ENGINES = ("llm", "decoder")
 MIN_LORA_HOST_BYTES = 64 * 2**20
 LORA_HOST_MARGIN = 1.25
 TRUE_WORDS = ("true", "1", "yes")
+EXAMPLE_SHAPES_FILE = DATA_DIR / "example_shapes.yaml"
+
+
+def example_shapes(family_id: str) -> dict | None:
+    """The config.json values of the family's example checkpoint kept in the catalogue (None: not kept)."""
+    import yaml
+
+    shapes = (yaml.safe_load(EXAMPLE_SHAPES_FILE.read_text()) or {}).get(family_id)
+    return dict(shapes) if shapes else None
 
 
 def wants_paged_context(params: dict) -> bool:
@@ -31,8 +41,11 @@ def wants_paged_context(params: dict) -> bool:
 class PlanChecks:
     """One pass over a config: `resolve()`, then `check()`; problems and warnings are collected on the way."""
 
-    def __init__(self, config: PlanConfig):
+    def __init__(self, config: PlanConfig, checkpoint_optional: bool = False):
         self.c = config
+        # A plan is useful before the download: a missing checkpoint is then a warning, shapes from the catalogue.
+        self.checkpoint_optional = checkpoint_optional
+        self.config_where = str(Path(config.checkpoint or "") / "config.json")
         self.problems: list[str] = []
         self.warnings: list[str] = []
 
@@ -84,6 +97,8 @@ class PlanChecks:
         else:
             path = Path(c.checkpoint)
             if not path.exists():
+                if self.checkpoint_optional and family is not None:
+                    return self._example_config(family, path)
                 self.problems.append(M.MSG_CHECKPOINT_MISSING.format(path=path))
             elif family is not None and family.checkpoint_is_file and not path.is_file():
                 self.problems.append(M.MSG_CHECKPOINT_NOT_FILE.format(family=family.name, path=path))
@@ -101,6 +116,18 @@ class PlanChecks:
             elif not Path(c.vila_path).is_dir():
                 self.problems.append(M.MSG_VILA_PATH_MISSING.format(path=c.vila_path))
         return config
+
+    def _example_config(self, family: Family, path: Path) -> dict | None:
+        """The example checkpoint's shapes in place of the missing one, with the warning that says so."""
+        shapes = None if family.checkpoint_is_file else example_shapes(family.id)
+        if shapes is None:
+            self.warnings.append(M.WARN_CHECKPOINT_NO_SHAPES.format(path=path, family=family.name))
+            return None
+        example = family.raw.get("example_checkpoint") or family.name
+        listed = ", ".join(f"{key} {value}" for key, value in shapes.items())
+        self.warnings.append(M.WARN_CHECKPOINT_NOT_YET.format(path=path, example=example, shapes=listed))
+        self.config_where = f"{example} (catalogue)"
+        return shapes
 
     def _check_family(self) -> None:
         c, fam, lim = self.c, self.family, self.limits
@@ -121,8 +148,7 @@ class PlanChecks:
                 if c.tp > 1 and Path(c.checkpoint or "").is_dir():
                     self.warnings.append(M.WARN_HEADS_UNKNOWN.format(config=Path(c.checkpoint) / "config.json"))
             elif heads % c.tp:
-                self.problems.append(M.MSG_TP_HEADS.format(tp=c.tp, heads=heads,
-                                                           config=Path(c.checkpoint) / "config.json"))
+                self.problems.append(M.MSG_TP_HEADS.format(tp=c.tp, heads=heads, config=self.config_where))
         if bad & {"max_seq_len", "max_input_len", "max_batch_size"}:
             return
         if lim["max_seq_len"] <= lim["max_input_len"]:

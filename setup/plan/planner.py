@@ -46,9 +46,12 @@ def _repository_problems(deployment: dict, version: TrtllmVersion) -> list[str]:
     return []
 
 
-def make_plan(config: PlanConfig) -> Plan:
-    """The ordered steps for `config`; PlanError lists every problem found."""
-    checks = PlanChecks(config)
+def make_plan(config: PlanConfig, checkpoint_optional: bool = False) -> Plan:
+    """The ordered steps for `config`; PlanError lists every problem found.
+
+    With `checkpoint_optional` a checkpoint folder that does not exist yet is a warning (the plan uses the
+    catalogue's shapes of the family's example checkpoint); runs keep it a problem."""
+    checks = PlanChecks(config, checkpoint_optional)
     resolved = checks.resolve()
     if resolved is None:
         raise PlanError(checks.problems)

@@ -9,6 +9,7 @@ import gradio as gr
 from app.chat.context import AppConfig, AppContext
 from app.core.errors import ChatError
 from app.web.gate import require_access
+from app.web.labels import MSG_CONFIRM_REMOVE, MSG_PICK_TO_REMOVE, MSG_REMOVE_KEPT
 from setup.workspace import WorkspaceError
 
 TITLE = "Adapters"
@@ -59,11 +60,17 @@ def build(ctx: AppContext) -> None:
                              elem_id="adapter-zip")
             upload_name = gr.Textbox(label="Name (optional)", info="Defaults to the zip's name.")
             add_zip = gr.Button("Add zip", elem_id="add-adapter-zip")
+    # value=None: a Dropdown would otherwise preselect its first adapter. Removing asks first (the confirm row).
     with gr.Row():
-        to_remove = gr.Dropdown(ctx.adapters.names(), label="Remove adapter", elem_id="remove-adapter-name")
-        remove = gr.Button("Remove", variant="stop", elem_id="remove-adapter")
+        to_remove = gr.Dropdown(ctx.adapters.names(), value=None, label="Remove adapter",
+                                elem_id="remove-adapter-name")
+        remove = gr.Button("Remove…", variant="stop", elem_id="remove-adapter")
+    with gr.Row(visible=False, elem_id="remove-adapter-confirm") as confirm_row:
+        question = gr.Markdown(elem_id="remove-adapter-question")
+        confirm = gr.Button("Yes, remove", variant="stop", elem_id="remove-adapter-yes")
+        keep = gr.Button("Keep it", elem_id="remove-adapter-keep")
     with gr.Row():
-        to_check = gr.Dropdown(ctx.deployment.adapter_names(), label="Is the adapter really applied?",
+        to_check = gr.Dropdown(ctx.deployment.adapter_names(), value=None, label="Is the adapter really applied?",
                                info="Compares its first tokens on a probe prompt with the base model's.",
                                elem_id="check-adapter-name")
         check = gr.Button("Check adapter", elem_id="check-adapter")
@@ -91,10 +98,16 @@ def build(ctx: AppContext) -> None:
             return outcome(f"⚠️ {exc}")
         return outcome(added(ctx, info.name, f"task id {info.task_id}, rank {info.rank}"))
 
+    def on_ask_remove(name: str | None):
+        if not name:
+            return gr.Row(visible=False), "", MSG_PICK_TO_REMOVE
+        return (gr.Row(visible=True), MSG_CONFIRM_REMOVE.format(name=name, folder=ctx.adapters.folder / name),
+                gr.skip())
+
     def on_remove(name: str | None, request: gr.Request):
         require_access(ctx, request)
         if not name:
-            return outcome("⚠️ Pick an adapter to remove.")
+            return outcome(MSG_PICK_TO_REMOVE)
         try:
             ctx.adapters.remove(name)
         except (ChatError, OSError) as exc:
@@ -107,13 +120,29 @@ def build(ctx: AppContext) -> None:
         return ctx.adapter_checks.run_now(ctx.deployment, name).message
 
     outputs = [table, message, to_remove]
+    quiet = {"api_visibility": "private", "show_progress": "hidden"}
+
+    def check_choices():  # the check list follows every change to the folder, nothing picked
+        return gr.Dropdown(choices=ctx.deployment.adapter_names(), value=None)
+
+    def hide_question():
+        return gr.Row(visible=False)
+
     check.click(on_check, to_check, message, api_name="check_adapter")
-    to_check.focus(lambda: gr.Dropdown(choices=ctx.deployment.adapter_names()), None, to_check,
-                   api_visibility="private", show_progress="hidden")
-    add_folder.click(on_add_folder, [folder, folder_name], outputs, api_name="add_adapter_folder")
-    add_zip.click(on_add_zip, [upload, upload_name], outputs, api_name="add_adapter_zip")
-    remove.click(on_remove, to_remove, outputs, api_name="remove_adapter")
-    refresh.click(lambda: outcome(""), None, outputs, api_name="list_adapters")
+    # Lists are read again when opened: another tab, the API or a second browser may have changed the folder.
+    to_check.focus(lambda: gr.Dropdown(choices=ctx.deployment.adapter_names()), None, to_check, **quiet)
+    to_remove.focus(lambda: gr.Dropdown(choices=ctx.adapters.names()), None, to_remove, **quiet)
+    to_remove.change(hide_question, None, confirm_row, **quiet)  # a question always names the chosen adapter
+    add_folder.click(on_add_folder, [folder, folder_name], outputs, api_name="add_adapter_folder").then(
+        check_choices, None, to_check, **quiet)
+    add_zip.click(on_add_zip, [upload, upload_name], outputs, api_name="add_adapter_zip").then(
+        check_choices, None, to_check, **quiet)
+    remove.click(on_ask_remove, to_remove, [confirm_row, question, message], **quiet)
+    confirm.click(on_remove, to_remove, outputs, api_name="remove_adapter").then(
+        lambda: (hide_question(), check_choices()), None, [confirm_row, to_check], **quiet)
+    keep.click(lambda: (hide_question(), MSG_REMOVE_KEPT), None, [confirm_row, message], **quiet)
+    refresh.click(lambda: outcome(""), None, outputs, api_name="list_adapters").then(
+        check_choices, None, to_check, **quiet)
 
 
 if __name__ == "__main__":

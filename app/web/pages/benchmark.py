@@ -9,9 +9,16 @@ import gradio as gr
 
 from app.bench.sweep import check_deployment, latency_frame, sweep, table_frame, throughput_frame
 from app.chat.context import AppConfig, AppContext
-from app.core.constants import MSG_BENCH_BUSY
+from app.core.constants import (
+    MSG_BENCH_BUSY,
+    MSG_BENCH_NO_LEVELS,
+    MSG_BENCH_NOTHING_TO_STOP,
+    MSG_BENCH_STOPPED_AT,
+    MSG_UNKNOWN_ADAPTER,
+)
 from app.core.errors import ChatError
 from app.web.gate import require_access
+from app.web.labels import BASE_LABEL, adapter_choices, adapter_of
 
 TITLE = "Benchmark"
 LEVELS = (1, 2, 4, 8, 16, 32)
@@ -21,35 +28,74 @@ NOTE = ("Sends synthetic prompts straight to the server the chat uses (not throu
         "`python -m app bench --help`.")
 
 _RUNNING = threading.Lock()
+_STOPS: list[threading.Event] = []  # the stop switch of the run under way (at most one: _RUNNING)
 
 
-def run(ctx: AppContext, model: str, levels: list, requests: float, input_len: float, output_len: float):
-    """Generator for the Run button: status text, table and the three charts after each level."""
+def _problem(text: str) -> tuple:
+    """A problem shown as a toast and in the status line; the table and charts keep what they show."""
+    gr.Warning(text)
+    return f"⚠️ {text}", gr.skip(), gr.skip(), gr.skip(), gr.skip()
+
+
+def _target(ctx: AppContext, model: str, adapter: str | None, image: str | None):
+    """The deployment to measure, checked (ready, adapter known, image accepted); ChatError says why not."""
+    deployment = ctx.deployment
+    wanted = (model or deployment.model).strip()
+    deployment = deployment if wanted == deployment.model else deployment.for_model(wanted)
+    check_deployment(deployment)
+    known = deployment.adapter_names()
+    if adapter is not None and adapter not in known:
+        raise ChatError(MSG_UNKNOWN_ADAPTER.format(adapter=adapter, known=", ".join(known) or "none"))
+    if image:
+        deployment.check_images([image], "")
+    return deployment
+
+
+def run(ctx: AppContext, model: str, levels: list, requests: float, input_len: float, output_len: float,
+        adapter: str | None = None, image: str | None = None):
+    """Generator for the Run button: status text, table and the three charts after each level. Problems are a
+    toast and a status line (never an error over the tab); Stop cuts the level under way and ends the run."""
     if not levels:
-        raise gr.Error("Choose at least one concurrency level.", print_exception=False)
+        yield _problem(MSG_BENCH_NO_LEVELS)
+        return
     if not _RUNNING.acquire(blocking=False):
-        raise gr.Error(MSG_BENCH_BUSY, print_exception=False)
+        yield _problem(MSG_BENCH_BUSY)
+        return
+    stop = threading.Event()
+    _STOPS.append(stop)
     try:
-        deployment = ctx.deployment
-        wanted = (model or deployment.model).strip()
-        deployment = deployment if wanted == deployment.model else deployment.for_model(wanted)
         try:
-            check_deployment(deployment)
+            deployment = _target(ctx, model, adapter, image)
         except ChatError as exc:
-            raise gr.Error(str(exc), print_exception=False) from None
+            yield _problem(str(exc))
+            return
         done = []
         order = sorted(int(level) for level in levels)
         yield f"Running concurrency {order[0]}...", gr.skip(), gr.skip(), gr.skip(), gr.skip()
         for level in order:
             try:
-                done += sweep(deployment, [level], int(requests), int(input_len), int(output_len))
+                done += sweep(deployment, [level], int(requests), int(input_len), int(output_len), adapter=adapter,
+                              images=[image] if image else None, stop=stop)
             except ChatError as exc:
-                raise gr.Error(str(exc), print_exception=False) from None
+                yield _problem(str(exc))
+                return
+            if stop.is_set():
+                yield MSG_BENCH_STOPPED_AT.format(level=level, done=len(done)), *_outputs(done)
+                return
             following = [lv for lv in order if lv > level]
             status = f"Running concurrency {following[0]}..." if following else _finished(done)
             yield status, *_outputs(done)
     finally:
+        _STOPS.remove(stop)
         _RUNNING.release()
+
+
+def stop_run() -> str:
+    """Ask the run under way to stop; what to show meanwhile."""
+    if not _STOPS:
+        return MSG_BENCH_NOTHING_TO_STOP
+    _STOPS[0].set()
+    return "Stopping: cancelling the requests under way…"
 
 
 def _finished(done: list) -> str:
@@ -63,11 +109,26 @@ def _finished(done: list) -> str:
     return text
 
 
+def _top(values) -> float:
+    """Upper end of a y axis that starts at 0: a little above the highest value (1 when there is none)."""
+    known = [float(v) for v in values if v == v]  # NaN != NaN
+    return max([1.0, *known]) * 1.15
+
+
+def _latency(done: list, which: str) -> gr.LinePlot:
+    # Concurrency as text in run order: the axis shows 1, 2, 4, 8 - not 1.0, 1.1 ... 2.0.
+    frame = latency_frame(done, which).astype({"concurrency": "str"})
+    return gr.LinePlot(value=frame, sort=[str(s.settings["concurrency"]) for s in done], y_lim=[0, _top(frame["ms"])])
+
+
 def _outputs(done: list) -> tuple:
-    """The table, the latency chart's data and the bar chart (bars kept in concurrency order)."""
+    """The table, the latency charts and the bar chart (bars from 0, kept in concurrency order)."""
+    if not done:
+        return table_frame([]), gr.skip(), gr.skip(), gr.skip()
     order = [str(s.settings["concurrency"]) for s in done]
-    return (table_frame(done), latency_frame(done, "ttft"), latency_frame(done, "e2e"),
-            gr.BarPlot(value=throughput_frame(done), sort=order))
+    bars = throughput_frame(done)
+    return (table_frame(done), _latency(done, "ttft"), _latency(done, "e2e"),
+            gr.BarPlot(value=bars, sort=order, y_lim=[0, _top(bars["tokens/s"])]))
 
 
 def build(ctx: AppContext) -> None:
@@ -77,6 +138,8 @@ def build(ctx: AppContext) -> None:
         model = gr.Textbox(value=ctx.deployment.model, label="Model", elem_id="bench-model",
                            info="A model the server serves (Triton: tensorrt_llm_bls, ensemble, or pacing when "
                                 "deployed; OpenAI-compatible servers: any id of /v1/models, adapters too).")
+        adapter = gr.Dropdown(adapter_choices(ctx), value=BASE_LABEL, label="Adapter", elem_id="bench-adapter",
+                              info="Every request of the run uses it.")
         levels = gr.CheckboxGroup([str(x) for x in LEVELS], value=["1", "2", "4", "8"], label="Concurrency",
                                   elem_id="bench-levels")
     with gr.Row():
@@ -84,24 +147,37 @@ def build(ctx: AppContext) -> None:
                              elem_id="bench-requests")
         input_len = gr.Slider(4, 1024, value=32, step=4, label="Prompt words (~tokens)", elem_id="bench-input-len")
         output_len = gr.Slider(1, 512, value=32, step=1, label="Output tokens", elem_id="bench-output-len")
-    start = gr.Button("Run benchmark", variant="primary", elem_id="bench-run")
+        image = gr.Image(type="filepath", sources=["upload"], label="Image with every request (optional)",
+                         height=140, elem_id="bench-image")
+    with gr.Row():
+        start = gr.Button("Run benchmark", variant="primary", elem_id="bench-run")
+        stop = gr.Button("Stop", variant="stop", elem_id="bench-stop")
     status = gr.Markdown(elem_id="bench-status")
-    table = gr.Dataframe(label="Figures per concurrency", interactive=False, elem_id="bench-table")
+    table = gr.Dataframe(value=table_frame([]), label="Figures per concurrency", interactive=False,
+                         elem_id="bench-table")
+    axes = {"x_title": "concurrency", "y_axis_format": "~r"}
     with gr.Row():
         ttft = gr.LinePlot(x="concurrency", y="ms", color="series", title="Time to first token (percentiles)",
-                           x_title="concurrency", y_title="ms", elem_id="bench-ttft", height=280)
+                           y_title="ms", elem_id="bench-ttft", height=280, **axes)
         e2e = gr.LinePlot(x="concurrency", y="ms", color="series", title="End-to-end latency (percentiles)",
-                          x_title="concurrency", y_title="ms", elem_id="bench-latency", height=280)
+                          y_title="ms", elem_id="bench-latency", height=280, **axes)
     with gr.Row():
         throughput = gr.BarPlot(x="concurrency", y="tokens/s", title="Output tokens per second",
-                                x_title="concurrency", y_title="tokens/s", elem_id="bench-throughput", height=300,
-                                sort=None)
-    def on_run(model_name, chosen, count, words, tokens, request: gr.Request):
-        require_access(ctx, request)
-        yield from run(ctx, model_name, chosen, count, words, tokens)
+                                y_title="tokens/s", elem_id="bench-throughput", height=300, sort=None, **axes)
 
-    start.click(on_run, [model, levels, requests, input_len, output_len], [status, table, ttft, e2e, throughput],
-                api_visibility="private", concurrency_limit=1)
+    def on_run(model_name, adapter_label, chosen, count, words, tokens, image_path, request: gr.Request):
+        require_access(ctx, request)
+        yield from run(ctx, model_name, chosen, count, words, tokens, adapter_of(adapter_label), image_path)
+
+    def on_stop(request: gr.Request):
+        require_access(ctx, request)
+        return stop_run()
+
+    start.click(on_run, [model, adapter, levels, requests, input_len, output_len, image],
+                [status, table, ttft, e2e, throughput], api_visibility="private", concurrency_limit=1)
+    stop.click(on_stop, None, status, api_visibility="private")
+    adapter.focus(lambda: gr.Dropdown(choices=adapter_choices(ctx)), None, adapter, api_visibility="private",
+                  show_progress="hidden")
 
 
 if __name__ == "__main__":  # this tab alone against a running server

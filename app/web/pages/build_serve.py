@@ -51,7 +51,7 @@ def build_serve(ctx: AppContext, server: logic.ServeServer, visible: bool = Fals
             stop = gr.Button("Stop trtllm-serve", elem_id="serve-stop")
         summary = gr.Markdown(elem_id="serve-summary")
         plan_text = gr.Code(language="shell", label="trtllm-serve command and options YAML", interactive=False,
-                            elem_id="serve-plan")
+                            wrap_lines=True, elem_id="serve-plan")
         status = gr.Markdown(elem_id="serve-status")
     inputs = [family, checkpoint, release, out, tp, pp, batch, tokens, seq, fraction, reuse, lora_dir, rank, loras,
               cpu_loras, modules, port]

@@ -1,12 +1,15 @@
-"""Server tab: Triton's live metrics (requests/s, latency, queue, in flight, KV cache) as small charts."""
+"""Server tab: what the app's users live through (replies in progress, output tokens/s, time to first token,
+waiting) beside the server's own metrics (requests/s, time per request, queue, in flight, KV cache)."""
 
 from __future__ import annotations
 
 import json
+import math
 
 import gradio as gr
 import pandas as pd
 
+from app.chat import live
 from app.chat.context import AppConfig, AppContext
 from app.triton.metrics import MetricsHistory
 
@@ -16,6 +19,15 @@ RATE_METRICS = ("requests/s",)
 LATENCY_METRICS = ("avg latency ms", "avg queue ms")
 LOAD_METRICS = ("queued", "in flight", "waiting")
 KV_METRICS = ("KV cache used %",)
+USER_LOAD = (live.IN_PROGRESS, live.WAITING)
+USER_RATE = (live.TOKENS_PER_SECOND,)
+USER_LATENCY = (live.FIRST_TOKEN_MS,)
+WINDOW_SECONDS = 180  # the charts' x axis: the last three minutes, 0 = now
+AXES = {"x_axis_format": "~r", "y_axis_format": "~r", "x_lim": [-WINDOW_SECONDS, 0]}  # 0, 0.5, 12 - not 0.000000
+USERS_NOTE = ("**Your users**, counted by this app where replies open and end (chat, Compare and both APIs; "
+              "not the Benchmark tab): what a person at the chat would quote.")
+SERVER_NOTE = ("**The server's own figures** for `{model}`: an ensemble or BLS model also calls preprocessing, "
+               "the engine and postprocessing for each request, and those calls are not counted here.")
 NO_TRTLLM = ("This server reports no `nv_trt_llm_*` metrics (the CPU engine stands in for TensorRT-LLM), so "
              "in-flight requests and KV-cache use are not shown; queue, rates and latencies are Triton's own.")
 DECOUPLED_NOTE = ("Times are Triton's per-request durations: for streaming (decoupled) models they end when the "
@@ -30,6 +42,31 @@ def metrics_url(ctx: AppContext) -> str | None:
 def _frame(rows: list[dict], metrics: tuple[str, ...]) -> pd.DataFrame:
     frame = pd.DataFrame([r for r in rows if r["metric"] in metrics], columns=["t", "metric", "value"])
     return frame if not frame.empty else pd.DataFrame({"t": [0.0], "metric": [metrics[0]], "value": [0.0]})
+
+
+def _known(value) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
+
+
+def _plot(rows: list[dict], metrics: tuple[str, ...], floor: float = 1.0, **options) -> gr.LinePlot:
+    """A chart update whose y axis starts at 0 and reaches just above the highest value (at least `floor`,
+    so an idle chart shows 0 ... 1, not a squashed axis of zeros). NaN values are gaps."""
+    frame = _frame(rows, metrics)
+    values = [v for v in frame["value"] if _known(v)]
+    top = max([floor, *values]) * 1.15
+    return gr.LinePlot(value=frame, y_lim=[0, top], **options)
+
+
+def user_summary(reading: live.LiveReading, rows: list[dict]) -> str:
+    """The users' figures now, in one line."""
+    rates = [r["value"] for r in rows if r["metric"] == live.TOKENS_PER_SECOND and _known(r["value"])]
+    firsts = [r["value"] for r in rows if r["metric"] == live.FIRST_TOKEN_MS and _known(r["value"])]
+    parts = [f"{reading.in_progress} repl{'y' if reading.in_progress == 1 else 'ies'} in progress",
+             f"{reading.waiting} waiting for a first token",
+             f"{rates[-1]:.1f} output tokens/s" if rates else "0.0 output tokens/s"]
+    if firsts:
+        parts.append(f"first token after {firsts[-1]:.0f} ms (last {live.FIRST_TOKEN_WINDOW:.0f} s)")
+    return "Your users: " + " · ".join(parts)
 
 
 def summary_markdown(history: MetricsHistory) -> str:
@@ -49,14 +86,23 @@ def summary_markdown(history: MetricsHistory) -> str:
     return text if snap.active is not None or snap.kv_fraction is not None else text + "\n\n" + NO_TRTLLM
 
 
+def user_charts(replies: live.LiveReplies) -> tuple:
+    """Take a reading of the users' figures; their summary line and three charts."""
+    reading = replies.read()
+    rows = replies.series()
+    return (user_summary(reading, rows), _plot(rows, USER_LOAD), _plot(rows, USER_RATE),
+            _plot(rows, USER_LATENCY, floor=10.0))
+
+
 def charts(history: MetricsHistory) -> tuple:
     """Read the metrics (at most once a second) and return the summary and the four charts' data
     (the KV-cache chart is hidden when the server reports no KV-cache metrics)."""
     history.refresh()
     rows = history.series()
-    has_kv = any(r["metric"] in KV_METRICS for r in rows)
-    return (summary_markdown(history), _frame(rows, RATE_METRICS), _frame(rows, LATENCY_METRICS),
-            _frame(rows, LOAD_METRICS), gr.LinePlot(value=_frame(rows, KV_METRICS), visible=has_kv))
+    has_kv = any(r["metric"] in KV_METRICS and _known(r["value"]) for r in rows)
+    kv = gr.LinePlot(value=_frame(rows, KV_METRICS), visible=has_kv)
+    return (summary_markdown(history), _plot(rows, RATE_METRICS), _plot(rows, LATENCY_METRICS, floor=10.0),
+            _plot(rows, LOAD_METRICS), kv)
 
 
 def api_markdown(config: AppConfig, adapters: list[str], served_model: str | None = None) -> str:
@@ -82,18 +128,47 @@ def api_markdown(config: AppConfig, adapters: list[str], served_model: str | Non
     )
 
 
+def users_figures(replies: live.LiveReplies) -> dict:
+    """The users' figures now, for the API (`server_figures`): what the Server tab's first line says."""
+    reading = replies.read()
+    rows = replies.series()
+    rates = [r["value"] for r in rows if r["metric"] == live.TOKENS_PER_SECOND and _known(r["value"])]
+    firsts = [r["value"] for r in rows if r["metric"] == live.FIRST_TOKEN_MS and _known(r["value"])]
+    return {"replies_in_progress": reading.in_progress, "waiting_for_first_token": reading.waiting,
+            "output_tokens_per_second": round(rates[-1], 2) if rates else 0.0,
+            "time_to_first_token_ms": round(firsts[-1], 1) if firsts else None,
+            "output_tokens_total": reading.tokens}
+
+
 def build(ctx: AppContext, history: MetricsHistory | None = None) -> None:
     """Lay out the server tab inside the current Blocks context and wire its timer."""
     url = metrics_url(ctx)
-    if history is None and url is None:
-        gr.Markdown("This deployment publishes no metrics.", elem_id="server-summary")
-        return
-    history = history or MetricsHistory(url)
-    summary = gr.Markdown(f"Reading {history.url}...", elem_id="server-summary")
+    common = dict(x="t", y="value", color="metric", x_title="seconds (0 = now)", height=220, **AXES)
     with gr.Accordion("Use this deployment from code", open=False, elem_id="server-api"):
         gr.Markdown(lambda: api_markdown(ctx.config, ctx.deployment.adapter_names(), ctx.deployment.model),
                     elem_id="server-api-text")
-    common = dict(x="t", y="value", color="metric", x_title="seconds (0 = now)", height=220)
+    gr.Markdown(USERS_NOTE)
+    users = gr.Markdown("Your users: no reply yet.", elem_id="server-users")
+    with gr.Row():
+        replies = gr.LinePlot(title="Replies", y_title="replies", elem_id="server-user-load", **common)
+        tokens = gr.LinePlot(title="Output tokens per second", y_title="tokens/s", elem_id="server-user-tokens",
+                             **common)
+        first = gr.LinePlot(title="Time to first token", y_title="ms", elem_id="server-user-first-token", **common)
+    timer = gr.Timer(REFRESH_SECONDS)
+    timer.tick(lambda: user_charts(ctx.live), None, [users, replies, tokens, first], api_visibility="private",
+               show_progress="hidden")
+
+    def server_figures() -> dict:
+        """Replies in progress, waiting for a first token, output tokens/s and time to first token (ms)."""
+        return users_figures(ctx.live)
+
+    gr.api(server_figures, api_name="server_figures")
+    if history is None and url is None:
+        gr.Markdown("This deployment publishes no metrics.", elem_id="server-summary")
+        return
+    history = history or MetricsHistory(url, model=ctx.deployment.model)
+    gr.Markdown(SERVER_NOTE.format(model=history.model or ctx.deployment.model))
+    summary = gr.Markdown(f"Reading {history.url}...", elem_id="server-summary")
     with gr.Row():
         rate = gr.LinePlot(title="Requests per second", y_title="requests/s", elem_id="server-rate", **common)
         latency = gr.LinePlot(title="Average time in Triton per request", y_title="ms", elem_id="server-latency",
@@ -103,7 +178,6 @@ def build(ctx: AppContext, history: MetricsHistory | None = None) -> None:
         kv = gr.LinePlot(title="KV cache", y_title="% used", y_lim=[0, 100], elem_id="server-kv", visible=False,
                          **common)
     outputs = [summary, rate, latency, load, kv]
-    timer = gr.Timer(REFRESH_SECONDS)
     timer.tick(lambda: charts(history), None, outputs, api_visibility="private", show_progress="hidden")
 
 

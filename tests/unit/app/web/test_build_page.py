@@ -5,6 +5,7 @@ The TensorRT-LLM tools are stand-ins (tests/build_standins.py) because TensorRT-
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from types import SimpleNamespace
@@ -104,3 +105,31 @@ def test_page_is_disabled_off_loopback_without_auth(tmp_path):
         build.build(with_auth, service(tmp_path))
     ids = {getattr(b, "elem_id", None) for b in open_page.blocks.values()}
     assert {"build-run", "build-cancel", "build-plan", "build-export", "build-log", "build-status"} <= ids
+
+
+def test_show_plan_works_before_the_download_and_run_still_refuses(tmp_path):
+    form = {"family": "llava-1.5", "checkpoint": str(tmp_path / "later"), "trtllm_version": "0.19",
+            "out": str(tmp_path / "o"), "trtllm_root": "/opt/t"}
+    shown = logic.plan_view(form, {}, checkpoint_optional=True)
+    assert shown.plan is not None and "convert_checkpoint.py" in shown.shell
+    assert "does not exist yet" in shown.summary and "llava-hf/llava-1.5-7b-hf" in shown.summary
+    refused = logic.plan_view(form, {})
+    assert refused.plan is None and refused.problems == [f"Checkpoint {tmp_path / 'later'} does not exist."]
+
+
+def test_a_saved_config_refills_the_form_and_resumable_jobs_say_so(tmp_path):
+    from app.web.pages.build import FORM_FIELDS
+    from setup.plan.config import PlanConfig
+
+    config = PlanConfig(family="llava-1.5", checkpoint="/c", out="/o", max_batch_size=4,
+                        triton={"kv_cache_free_gpu_mem_fraction": 0.5})
+    values = logic.form_values(config, FORM_FIELDS)
+    assert len(values) == len(FORM_FIELDS) + len(logic.TRITON_FIELDS)
+    named = dict(zip(FORM_FIELDS + tuple(f.name for f in logic.TRITON_FIELDS), values, strict=True))
+    assert named["family"] == "llava-1.5" and named["max_batch_size"] == 4 and named["checkpoint"] == "/c"
+    assert named["kv_cache_free_gpu_mem_fraction"] == 0.5 and named["decoupled_mode"] is True
+    records = [{"id": "a", "status": "cancelled", "created": 1, "out": "/o", "config": config.to_mapping()},
+               {"id": "b", "status": "done", "created": 2, "out": "/p", "config": config.to_mapping()}]
+    (tmp_path / "jobs.json").write_text(json.dumps(records))
+    assert logic.job_choices(JobStore(tmp_path / "jobs.json")) == [("b · done", "b"),
+                                                                    ("a · cancelled · can resume", "a")]

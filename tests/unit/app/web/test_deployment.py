@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 
 import pytest
 
@@ -65,3 +66,31 @@ def test_deploy_plan_on_a_taken_port_writes_nothing(tmp_path):
         with pytest.raises(LaunchError, match=f"gRPC port {port} on 127.0.0.1 is already in use.*pick another port"):
             logic.deploy_plan(plan)
     assert not (plan.out / "triton_repo").exists()
+
+
+class SlowProcess(FakeProcess):
+    """A server whose shutdown takes a while (tritonserver drains its models for seconds)."""
+
+    def __init__(self, release: threading.Event):
+        super().__init__()
+        self.release = release
+        self.opts = type("Opts", (), {"grpc_port": 1})()
+
+    def stop(self) -> None:
+        self.release.wait(10)
+        super().stop()
+
+
+def test_stop_without_waiting_says_stopping_at_once_and_stopped_after():
+    deployment, release = logic.Deployment(), threading.Event()
+    process = SlowProcess(release)
+    assert deployment.start(lambda: process) and deployment.wait(5) == "ready"
+    deployment.stop(wait=False)  # returns while the process is still shutting down
+    assert deployment.state == "stopping" and deployment.message == logic.MSG_STOPPING
+    assert deployment.grpc_url is None and not deployment.start(lambda: FakeProcess())  # its ports are not free yet
+    release.set()
+    assert process.stopped.wait(5)
+    deadline = time.monotonic() + 5
+    while deployment.state != "stopped" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert deployment.state == "stopped" and deployment.message == logic.MSG_STOPPED

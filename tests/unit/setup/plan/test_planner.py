@@ -78,7 +78,7 @@ def test_llama_tp2(tmp_path, version):
     plan = plan_for(tmp_path, "llama", version, tp=2)
     check_documented(plan)
     convert, build = step(plan, "convert"), step(plan, "build-llm")
-    assert value(convert.argv, "--tp_size") == "2" and value(convert.argv, "--pp_size") == "1"
+    assert value(convert.argv, "--tp_size") == "2" and "--pp_size" not in convert.argv  # 1 is the default
     assert convert.argv[1].endswith("examples/llama/convert_checkpoint.py")  # flat up to 0.19
     assert build.outputs[-2:] == (str(tmp_path / "out/engines/llm/rank0.engine"),
                                   str(tmp_path / "out/engines/llm/rank1.engine"))
@@ -393,8 +393,7 @@ def test_cli_plan_errors_are_one_line_each_exit_2(tmp_path):
     result = run_cli("plan", "--family", "cogvlm", "--checkpoint", str(tmp_path / "none"), "--dtype", "float16",
                      "--out", str(tmp_path), "--trtllm-version", "0.19")
     assert result.returncode == 2 and result.stdout == ""
-    assert result.stderr.splitlines() == [
-        f"error: {M.MSG_CHECKPOINT_MISSING.format(path=tmp_path / 'none')}",
+    assert result.stderr.splitlines() == [  # a checkpoint not downloaded yet is no error for a plan (test_checks.py)
         f"error: {M.MSG_DTYPE.format(family='CogVLM', dtype='float16', allowed='bfloat16')}"]
     missing = run_cli("plan", "--family", "llama", "--checkpoint", str(tmp_path), "--out", str(tmp_path))
     assert missing.returncode == 2 and missing.stderr.strip() == "error: Give the TensorRT-LLM version " \

@@ -1,0 +1,146 @@
+"""What the app's users live through, counted where their replies open and end (chat, Compare, both APIs):
+replies in progress, replies waiting for their first token, output tokens and times to first token.
+
+Triton's own counters see every internal model call and, for streaming models, end a request when the model
+has taken it; these figures are the ones a person at the chat would quote."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+import weakref
+from collections import deque
+from dataclasses import dataclass
+
+IN_PROGRESS = "replies in progress"
+WAITING = "waiting for first token"
+TOKENS_PER_SECOND = "output tokens/s"
+FIRST_TOKEN_MS = "time to first token ms"
+GAP_SECONDS = 10.0  # readings further apart than this leave a gap in the charts, not a ramp
+FIRST_TOKEN_WINDOW = 10.0  # seconds of first tokens each point of that line averages (none: a gap)
+
+
+@dataclass(frozen=True)
+class LiveReading:
+    """The counters at one moment; `first_tokens` are the times to first token (s) seen since the last reading."""
+
+    at: float
+    in_progress: int
+    waiting: int
+    tokens: int  # output pieces since the app started (one per token when the server streams)
+    first_tokens: tuple[float, ...] = ()
+
+
+class TrackedStream:
+    """A reply stream that reports its first token, its tokens and its end; everything else is the stream's."""
+
+    def __init__(self, stream, replies: LiveReplies, key: int):
+        self._tracked_stream, self._tracked_replies, self._tracked_key = stream, replies, key
+        self._tracked_seen = 0
+        # A reader that drops the stream without finishing it must not count as a reply in progress forever.
+        weakref.finalize(self, replies.ended, key)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        try:
+            piece = next(self._tracked_stream)
+        except BaseException:  # StopIteration or the stream's error: either way the reply is over
+            self._tracked_replies.ended(self._tracked_key)
+            raise
+        chunks = getattr(self._tracked_stream, "chunks", None)
+        count = 1 if not isinstance(chunks, int) else max(0, chunks - self._tracked_seen)
+        self._tracked_seen += count
+        self._tracked_replies.progressed(self._tracked_key, count,
+                                         getattr(self._tracked_stream, "time_to_first_token", None))
+        return piece
+
+    def cancel(self) -> None:
+        try:
+            self._tracked_stream.cancel()
+        finally:
+            self._tracked_replies.ended(self._tracked_key)
+
+    def __getattr__(self, name: str):
+        if name.startswith("_tracked_"):  # not set yet (copying): no recursion through the stream
+            raise AttributeError(name)
+        return getattr(self._tracked_stream, name)
+
+
+class LiveReplies:
+    """Counters of the replies the app streams to its users, and their recent history for the Server tab."""
+
+    def __init__(self, size: int = 90, min_interval: float = 1.0, clock=time.monotonic):
+        self._lock = threading.Lock()
+        self._clock = clock
+        self._next_key = 0
+        self._opened: dict[int, float] = {}  # key -> when it was opened
+        self._answering: set[int] = set()  # keys that have had their first token
+        self._tokens = 0
+        self._first_tokens: list[float] = []
+        self.min_interval = min_interval
+        self.readings: deque[LiveReading] = deque(maxlen=size)
+
+    def track(self, stream) -> TrackedStream:
+        """Count `stream` (just opened) until it ends, is cancelled or is dropped."""
+        with self._lock:
+            key = self._next_key
+            self._next_key += 1
+            self._opened[key] = self._clock()
+        return TrackedStream(stream, self, key)
+
+    def progressed(self, key: int, tokens: int, first_token: float | None) -> None:
+        with self._lock:
+            if key not in self._opened:
+                return
+            self._tokens += tokens
+            if tokens and key not in self._answering:
+                self._answering.add(key)
+                self._first_tokens.append(first_token if first_token is not None
+                                          else self._clock() - self._opened[key])
+
+    def ended(self, key: int) -> None:
+        with self._lock:
+            self._opened.pop(key, None)
+            self._answering.discard(key)
+
+    def read(self) -> LiveReading:
+        """Take a reading (at most one per `min_interval`; a sooner call returns the last one)."""
+        with self._lock:
+            now = self._clock()
+            if self.readings and now - self.readings[-1].at < self.min_interval:
+                return self.readings[-1]
+            reading = LiveReading(now, len(self._opened), len(self._opened) - len(self._answering), self._tokens,
+                                  tuple(self._first_tokens))
+            self._first_tokens.clear()
+            self.readings.append(reading)
+            return reading
+
+    def series(self) -> list[dict]:
+        """Rows {t, metric, value} for the charts, t in seconds before the latest reading. Between readings
+        too far apart (no page was open) the value is NaN, which the charts draw as a gap."""
+        with self._lock:
+            readings = list(self.readings)
+        if not readings:
+            return []
+        last, rows = readings[-1].at, []
+        for before, after in zip(readings, readings[1:], strict=False):
+            span = after.at - before.at
+            gap = span > GAP_SECONDS
+            t = round(after.at - last, 1)
+            if gap:  # both lines break here: a gauge inherits no value across the gap either
+                rows += [{"t": round(before.at - last + span / 2, 1), "metric": m, "value": math.nan}
+                         for m in (IN_PROGRESS, WAITING, FIRST_TOKEN_MS)]
+            rows.append({"t": t, "metric": TOKENS_PER_SECOND,
+                         "value": math.nan if gap else (after.tokens - before.tokens) / max(span, 1e-6)})
+        for reading in readings:
+            t = round(reading.at - last, 1)
+            recent = [s for r in readings if reading.at - FIRST_TOKEN_WINDOW < r.at <= reading.at
+                      for s in r.first_tokens]
+            rows += [{"t": t, "metric": IN_PROGRESS, "value": reading.in_progress},
+                     {"t": t, "metric": WAITING, "value": reading.waiting},
+                     {"t": t, "metric": FIRST_TOKEN_MS,
+                      "value": 1000 * sum(recent) / len(recent) if recent else math.nan}]
+        return sorted(rows, key=lambda row: row["t"])

@@ -1,0 +1,135 @@
+"""Benchmark and Server tabs in Debian's Chromium against a pacing tritonserver (20 words/s): readable axes,
+bars from zero, problems as messages (not an error over the tab), Stop, and the users' own figures."""
+
+from __future__ import annotations
+
+import re
+import time
+
+from gradio_client import Client
+
+from tests.bench_fixtures import pacing  # noqa: F401 - fixture
+from tests.browser.test_bench_pages import pages_url  # noqa: F401 - fixture
+from tests.conftest import grant_access
+from tests.unit.app.deployments.test_openai_wire import png_bytes
+
+BAD_NUMBER = re.compile(r"e[+-]\d|\.0{4,}")  # 1e+2, 0.000000
+
+
+def _open(browser_context, served, tab: str = "Benchmark"):
+    ctx, url = served
+    grant_access(browser_context, ctx, url)
+    page = browser_context.new_page()
+    page.goto(url)
+    page.wait_for_selector("#bench-run", timeout=30_000)
+    if tab != "Benchmark":
+        page.get_by_role("tab", name=tab).click()
+    return page
+
+
+def _axis_texts(page, chart: str) -> list[str]:
+    return page.evaluate(f"() => [...document.querySelectorAll('{chart} svg text')].map(t => t.textContent)")
+
+
+def _table_rows(page) -> list[list[str]]:
+    """The figures table's rows as a person reads them (the cells after the last header)."""
+    cells = page.inner_text("#bench-table").split("e2e p99 ms", 1)[1].split()
+    return [cells[i:i + 10] for i in range(0, len(cells), 10)]
+
+
+def _errors_shown(page) -> int:
+    """Gradio's "Error" badge over an output that failed (what blanks a tab)."""
+    return page.get_by_text("Error", exact=True).locator("visible=true").count()
+
+
+def test_benchmark_axes_bars_and_table(browser_context, pages_url):  # noqa: F811
+    page = _open(browser_context, pages_url)
+    try:
+        headers = page.inner_text("#bench-table")
+        assert "concurrency" in headers and "tokens/s" in headers  # named columns before any run, not 1 2 3
+        assert page.input_value("#bench-adapter input") == "base model"
+        page.fill("#bench-output-len input[type=number]", "5")
+        for level in ("4", "8"):
+            page.get_by_label(level, exact=True).uncheck()
+        page.click("#bench-run")
+        page.wait_for_selector("#bench-status:has-text('Done:')", timeout=60_000)
+        page.wait_for_selector("#bench-latency svg text", timeout=20_000)
+        time.sleep(1)
+        latency, bars = _axis_texts(page, "#bench-latency"), _axis_texts(page, "#bench-throughput")
+        assert {"1", "2"} <= set(latency) and not {"1.5", "1.1", "1.0"} & set(latency), latency
+        assert "0" in bars and "0" in latency, (bars, latency)  # both y axes start at zero
+        assert not [t for t in latency + bars if BAD_NUMBER.search(t)], latency + bars
+        assert [row[0] for row in _table_rows(page)] == ["1", "2"]
+    finally:
+        page.close()
+
+
+def test_benchmark_problems_are_messages_not_an_error_over_the_tab(browser_context, pages_url, tmp_path):  # noqa: F811
+    page = _open(browser_context, pages_url)
+    try:
+        page.fill("#bench-model textarea, #bench-model input", "no-such-model")
+        page.click("#bench-run")
+        page.wait_for_selector("#bench-status:has-text('no-such-model')", timeout=30_000)
+        assert page.inner_text("#bench-status").startswith("⚠️")
+        page.wait_for_selector(".toast-body:has-text('no-such-model')", timeout=10_000)
+        assert _errors_shown(page) == 0
+        assert "concurrency" in page.inner_text("#bench-table")  # the table is still there
+        assert page.locator("#bench-run").is_enabled()
+
+        page.fill("#bench-model textarea, #bench-model input", "pacing")
+        image = tmp_path / "sign.png"
+        image.write_bytes(png_bytes())
+        page.set_input_files("#bench-image input[type=file]", str(image))
+        page.wait_for_selector("#bench-image img", timeout=10_000)
+        page.click("#bench-run")  # the pacing model takes no images: said before any request is sent
+        page.wait_for_selector("#bench-status:has-text('image')", timeout=30_000)
+        assert page.inner_text("#bench-status").startswith("⚠️") and _errors_shown(page) == 0
+    finally:
+        page.close()
+
+
+def test_benchmark_stop_cuts_the_run_short(browser_context, pages_url):  # noqa: F811
+    page = _open(browser_context, pages_url)
+    try:
+        page.fill("#bench-output-len input[type=number]", "200")  # 10 s per request at 20 words/s
+        page.click("#bench-run")
+        page.wait_for_selector("#bench-status:has-text('Running concurrency 1')", timeout=30_000)
+        time.sleep(1.5)
+        page.click("#bench-stop")
+        clicked = time.monotonic()
+        page.wait_for_selector("#bench-status:has-text('Stopped.')", timeout=30_000)
+        assert time.monotonic() - clicked < 8  # sooner than the 10 s the request under way would take
+        assert "Concurrency 1 was cut short" in page.inner_text("#bench-status")
+        assert _table_rows(page) == [] and _errors_shown(page) == 0
+        page.fill("#bench-output-len input[type=number]", "3")  # the tab runs again after a Stop
+        for level in ("2", "4", "8"):
+            page.get_by_label(level, exact=True).uncheck()
+        page.click("#bench-run")
+        page.wait_for_selector("#bench-status:has-text('Done:')", timeout=60_000)
+    finally:
+        page.close()
+
+
+def test_server_tab_shows_what_the_users_live_through(browser_context, pages_url):  # noqa: F811
+    page = _open(browser_context, pages_url, tab="Server")
+    try:
+        page.wait_for_selector("#server-users:has-text('0 replies in progress')", timeout=30_000)
+        # two chats through the app's own API, each 60 words at 20 words/s
+        page.evaluate("""() => { window.replies = [0, 1].map(() => fetch('/v1/chat/completions', {method: 'POST',
+            headers: {'Content-Type': 'application/json'},
+            body: JSON.stringify({model: 'pacing', stream: true, max_tokens: 60,
+                                  messages: [{role: 'user', content: 'hi'}]})}).then(r => r.text())); }""")
+        page.wait_for_selector("#server-users:has-text('2 replies in progress')", timeout=10_000)
+        page.wait_for_function("""() => { const m = document.querySelector('#server-users').innerText
+            .match(/([0-9.]+) output tokens\\/s/); return m && parseFloat(m[1]) >= 20; }""", timeout=10_000)
+        page.evaluate("() => Promise.all(window.replies)")
+        page.wait_for_selector("#server-users:has-text('0 replies in progress')", timeout=10_000)
+        assert "first token after" in page.inner_text("#server-users")
+        figures = Client(pages_url[1], verbose=False).predict(api_name="/server_figures")  # the same, by API
+        assert figures["replies_in_progress"] == 0 and figures["output_tokens_total"] >= 120
+        assert figures["time_to_first_token_ms"] > 0
+        texts = _axis_texts(page, "#server-user-tokens") + _axis_texts(page, "#server-rate")
+        assert "0" in texts and "seconds (0 = now)" in texts
+        assert not [t for t in texts if BAD_NUMBER.search(t)], texts
+    finally:
+        page.close()

@@ -1,0 +1,132 @@
+"""The Build page in Debian's Chromium: a plan before the download, command lines that wrap on a phone, a job
+resumed after a reload without the form, a log that follows its tail, "Stopping…" at once after Stop server.
+
+The TensorRT-LLM tools are stand-ins (tests/build_standins.py); the server stopped is a real tritonserver."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import gradio as gr
+import pytest
+
+from app.chat.context import AppConfig, AppContext
+from benchmarks.harness import pacing_server
+from tests.build_standins import make_checkpoint, make_trtllm
+from tests.conftest import free_port, grant_access
+from tests.unit.app.web.test_build_page import service
+
+
+@pytest.fixture
+def build_page(tmp_path, monkeypatch, browser_context):
+    """(page, page service, stand-in TensorRT-LLM root, checkpoint): the Build page alone, tools first on PATH."""
+    from app.web.pages import build
+    tools = make_trtllm(tmp_path / "trtllm", "0.19")
+    bin_dir = Path(tools["trtllm_build"]).parent
+    (bin_dir / "python3").symlink_to(sys.executable)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("STANDIN_DELAY", "0.05")
+    port = free_port()
+    ctx = AppContext(AppConfig(port=port, workspace=(str(tmp_path),)))
+    page_service = service(tmp_path)
+    with gr.Blocks() as blocks:
+        build.build(ctx, page_service)
+    blocks.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    url = f"http://127.0.0.1:{port}/"
+    grant_access(browser_context, ctx, url)
+    page = browser_context.new_page()
+    page.goto(url)
+    page.wait_for_selector("#build-family input", timeout=30_000)
+    yield page, page_service, tools["trtllm_root"], make_checkpoint(tmp_path / "ckpt")
+    page_service.deployment.stop()
+    page.close()
+    blocks.close()
+
+
+def _fill(page, checkpoint: str, out: str, root: str) -> None:
+    """LLaVA-1.5 with these folders (the other fields keep the family's defaults)."""
+    page.locator("#build-family input").click()
+    page.locator("#build-family input").fill("LLaVA-1.5")
+    page.get_by_role("option", name="LLaVA-1.5", exact=True).click()
+    page.wait_for_function("document.querySelector('#build-family-info').innerText.includes('576 tokens')")
+    page.fill("#build-checkpoint textarea", checkpoint)
+    page.fill("#build-out textarea", out)
+    page.fill("#build-trtllm-root textarea", root)
+
+
+def _wait_status(page, status: str, timeout: float = 90) -> None:
+    page.wait_for_selector(f"#build-status [data-status='{status}']", timeout=timeout * 1000)
+
+
+@pytest.mark.parametrize("width", [1200, 400])
+def test_plan_before_the_download_with_lines_that_wrap(build_page, tmp_path, width):
+    page, _, root, _ = build_page
+    page.set_viewport_size({"width": width, "height": 1000})
+    _fill(page, str(tmp_path / "llava not downloaded yet"), str(tmp_path / "out"), root)
+    page.click("#build-show-plan")
+    page.wait_for_selector("#build-summary:has-text('does not exist yet')", timeout=30_000)
+    assert "llava-hf/llava-1.5-7b-hf" in page.inner_text("#build-summary")  # whose shapes the plan used
+    # The editor draws the lines in view: the header and the first, longest command (the repository dry run).
+    page.wait_for_function("document.querySelector('#build-plan').innerText.includes('--dry-run')")
+    assert "# Warning: Checkpoint" in page.inner_text("#build-plan")
+    # Every command line is wrapped inside the box: nothing runs past its right edge or needs a sideways scroll.
+    overflow = page.evaluate("""() => {
+        const box = document.querySelector('#build-plan .cm-scroller');
+        const right = box.getBoundingClientRect().right;
+        const past = [...document.querySelectorAll('#build-plan .cm-line')]
+            .filter(line => line.getBoundingClientRect().right > right + 1).length;
+        return {past, sideways: box.scrollWidth - box.clientWidth};
+    }""")
+    assert overflow == {"past": 0, "sideways": 0}, overflow
+    page.screenshot(path=str(tmp_path / f"plan-{width}.png"), full_page=True)
+    page.click("#build-run")  # Run needs the checkpoint itself
+    page.wait_for_selector(".toast-body:has-text('does not exist')", timeout=10_000)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_cancelled_job_resumes_after_a_reload_without_the_form(build_page, tmp_path, monkeypatch):
+    page, page_service, root, ckpt = build_page
+    monkeypatch.setenv("STANDIN_DELAY", "3")  # slow enough to cancel in the middle, with many log lines
+    _fill(page, str(ckpt), str(tmp_path / "out"), root)
+    page.click("#build-run")
+    _wait_status(page, "running")
+    page.wait_for_function("""() => { const t = document.querySelector('#build-log textarea');
+        return t.scrollHeight > t.clientHeight + 40; }""", timeout=90_000)
+    time.sleep(1.5)  # another update or two of the box
+    bottom = page.evaluate("""() => { const t = document.querySelector('#build-log textarea');
+        return t.scrollHeight - t.scrollTop - t.clientHeight; }""")
+    assert bottom <= 2, bottom  # the newest line is in view
+    page.click("#build-cancel")
+    _wait_status(page, "cancelled", timeout=30)
+
+    page.reload()  # the form is back to its defaults
+    page.wait_for_selector("#build-family input", timeout=30_000)
+    _wait_status(page, "cancelled", timeout=30)
+    assert page.input_value("#build-checkpoint textarea") == ""
+    assert "can resume" in page.input_value("#build-jobs input")
+    monkeypatch.setenv("STANDIN_DELAY", "0.01")
+    page.click("#build-resume")
+    _wait_status(page, "done")
+    assert page.locator("#build-status li.step-skipped").count() >= 1  # what was done stays done
+    assert page.input_value("#build-checkpoint textarea") == str(ckpt)  # the form shows what ran
+    assert page.input_value("#build-family input") == "LLaVA-1.5" and "576 tokens" in page.inner_text(
+        "#build-family-info")
+    assert (tmp_path / "out/visual_engine/model.engine").is_file()
+    assert "can resume" not in page.input_value("#build-jobs input")
+
+
+def test_stop_server_says_stopping_at_once(build_page, tmp_path):
+    page, page_service, _, _ = build_page
+    with pacing_server(tmp_path / "server") as server:  # a real tritonserver, stopped by the page
+        assert page_service.deployment.start(lambda: server.process)
+        page.wait_for_selector("#build-server:has-text('Triton ready')", timeout=30_000)
+        page.click("#build-stop-server")
+        started = time.monotonic()
+        page.wait_for_selector("#build-server:has-text('Stopping Triton')", timeout=5_000)
+        shown = time.monotonic() - started
+        page.wait_for_selector("#build-server:has-text('Triton stopped.')", timeout=60_000)
+        assert shown < 1.0, shown
+        assert not server.process.is_running()
