@@ -14,8 +14,7 @@ RELEASES_FILE = DATA_DIR / "llmapi_releases.yaml"
 FEATURES = {"text": "text", "stop": "Stop by request id", "lora_by_path": "LoRA by path",
             "image_url": "images (image_url)", "perf_outputs": "KV-cache and timing outputs",
             "multi_instance": "several instances (gpu_device_ids)"}
-MSG_RELEASE = ("Triton llmapi repositories are written for TensorRT-LLM {choices} (the releases whose llmapi "
-               "tensors are recorded); got '{version}'.")
+MSG_RELEASE = "Triton llmapi repositories are written for TensorRT-LLM {choices}; got '{version}'."
 
 
 @dataclass(frozen=True)
@@ -24,7 +23,7 @@ class LlmApiModelRelease:
 
     key: str
     label: str
-    checked_against: str
+    checked_against: str | None  # facts under tests/data/upstream/<tag>/llmapi.yaml; None: config from a checkout
     code_repository: str
     model_code: str
     serves: dict[str, bool]
@@ -32,6 +31,7 @@ class LlmApiModelRelease:
     drop_inputs: tuple[str, ...]
     drop_outputs: tuple[str, ...]
     triton_config_keys: tuple[str, ...]
+    config_from_checkout: bool = False
 
     def has(self, feature: str) -> bool:
         return bool(self.serves.get(feature))
@@ -51,7 +51,8 @@ def llmapi_releases() -> dict[str, LlmApiModelRelease]:
         code_repository=entry["code_repository"], model_code=entry["model_code"], serves=dict(entry["serves"]),
         rename_inputs=dict(entry.get("rename_inputs") or {}), drop_inputs=tuple(entry.get("drop_inputs") or ()),
         drop_outputs=tuple(entry.get("drop_outputs") or ()),
-        triton_config_keys=tuple(entry["triton_config_keys"])) for key, entry in raw.items()}
+        triton_config_keys=tuple(entry["triton_config_keys"]),
+        config_from_checkout=bool(entry.get("config_from_checkout"))) for key, entry in raw.items()}
 
 
 def resolve_llmapi_release(version: str | None) -> LlmApiModelRelease:

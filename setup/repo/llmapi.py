@@ -49,6 +49,10 @@ MSG_RESERVED = "'{key}' is written from the form's own fields; remove it from th
 MSG_CODE = ("The llmapi model's Python files ({files}) are TensorRT-LLM's own code: give the folder that holds them "
             "or a checkout of {repo} at the release (they live in {path}); not found under '{where}'.")
 MSG_EXISTS = "{out} already exists; pass --force to replace it."
+MSG_CHECKOUT_ONLY = ("TensorRT-LLM {release}'s llmapi tensors are not recorded here, so its repository copies "
+                     "config.pbtxt from a checkout of the release; the CPU stand-in follows 0.19 or 1.3.")
+MSG_CHECKOUT_CONFIG = ("{path} is not an llmapi config with text_input and text_output; give a checkout of "
+                       "NVIDIA/TensorRT-LLM at release {release}.")
 
 
 @dataclass
@@ -101,6 +105,8 @@ def check_config(config: LlmApiRepoConfig) -> list[str]:
             problems.append(MSG_POSITIVE.format(name=name, value=value))
     if config.kv_cache_fraction is not None and not 0 < float(config.kv_cache_fraction) <= 1:
         problems.append(MSG_FRACTION.format(value=config.kv_cache_fraction))
+    if release.config_from_checkout and config.engine == "cpu":
+        problems.append(MSG_CHECKOUT_ONLY.format(release=release.key))
     if config.lora and not release.has("lora_by_path"):
         problems.append(MSG_NO_LORA.format(release=release.key))
     if config.multimodal and not release.has("image_url"):
@@ -171,16 +177,30 @@ def _edit(config: model_config_pb2.ModelConfig, release: LlmApiModelRelease) -> 
     config.output.extend(outputs)
 
 
+def _config_source(config: LlmApiRepoConfig) -> Path:
+    """Our template, or for a release whose tensors are not recorded, upstream's own file in the checkout."""
+    if config.release().config_from_checkout:
+        return find_model_code(config).parent / "config.pbtxt"
+    return TEMPLATE_DIR / MODEL / "config.pbtxt"
+
+
 def render_config(config: LlmApiRepoConfig) -> str:
     """The release's config.pbtxt text (filled, parsed, edited); RepoError on any problem."""
     release = config.release()
+    source = _config_source(config)
     values = {"triton_max_batch_size": 0, "decoupled_mode": bool(config.streaming),
               "llmapi_instance_count": config.instances}
     try:
-        filled = fill((TEMPLATE_DIR / MODEL / "config.pbtxt").read_text(), values)
+        filled = fill(source.read_text(), values)
     except FillError as exc:
         raise RepoError(f"{MODEL}/config.pbtxt: {exc}") from None
+    except OSError as exc:
+        raise RepoError(MSG_CHECKOUT_CONFIG.format(path=source, release=release.key) + f" ({exc.strerror})") from None
     parsed = parse_model_config(filled, f"{MODEL}/config.pbtxt")
+    if release.config_from_checkout:
+        names = {t.name for t in parsed.input} | {t.name for t in parsed.output}
+        if not {"text_input", "text_output"} <= names:
+            raise RepoError(MSG_CHECKOUT_CONFIG.format(path=source, release=release.key))
     _edit(parsed, release)
     for key, value in config.parameters.items():
         parsed.parameters[key].string_value = str(value)

@@ -40,7 +40,7 @@ def test_vision_family_turns_images_on_and_block_reuse_off(tmp_path):
     ({"family": "qwen2-vl", "trtllm_version": "0.19"}, "takes no images"),
     ({"family": "llava-1.5"}, "cannot be deployed with Triton's llmapi model"),
     ({"family": "nope"}, "Unknown model family 'nope'"),
-    ({"trtllm_version": "1.2"}, "written for TensorRT-LLM 0.19, 1.3"),
+    ({"trtllm_version": "0.18"}, "written for TensorRT-LLM 0.19, 1.0, 1.1, 1.2, 1.3"),
     ({"instances": 2, "gpu_device_ids": "0,1"}, "one group of GPU ids per instance"),
     ({"lora_dir": "/no/such/folder"}, "does not exist"),
 ])

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import pytest
 import yaml
+from google.protobuf import text_format
+from tritonclient.grpc import model_config_pb2
 
 from setup.repo.llmapi import (
     LlmApiRepoConfig,
     check_config,
     dry_run,
     model_yaml,
+    render_config,
     write_llmapi_repository,
 )
 from setup.repo.writer import RepoError
@@ -36,7 +39,7 @@ def test_old_release_gets_only_the_keys_it_reads():
 
 
 @pytest.mark.parametrize(("fields", "words"), [
-    ({"trtllm_version": "1.1"}, "written for TensorRT-LLM 0.19, 1.3"),
+    ({"trtllm_version": "0.18"}, "written for TensorRT-LLM 0.19, 1.0, 1.1, 1.2, 1.3"),
     ({"trtllm_version": "0.19", "lora": {"max_lora_rank": 8}}, "takes no adapter inputs"),
     ({"trtllm_version": "0.19", "multimodal": True}, "takes no images"),
     ({"instances": 2, "gpu_device_ids": "0;0"}, "no id twice"),
@@ -80,3 +83,49 @@ def test_failed_write_leaves_the_old_repository(tmp_path):
                                 out, force=True)
     assert (out / "tensorrt_llm" / "1" / "model.yaml").is_file()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["repo"]
+
+
+def _checkout(root, config_text: str | None):
+    """A stand-in for a TensorRT-LLM checkout at a 1.x release: the llmapi folder with its own files."""
+    model = root / "triton_backend" / "all_models" / "llmapi" / "tensorrt_llm"
+    (model / "1").mkdir(parents=True)
+    for name in ("model.py", "helpers.py"):
+        (model / "1" / name).write_text(f"# {name} of the checkout\n")
+    if config_text is not None:
+        (model / "config.pbtxt").write_text(config_text)
+    return root
+
+
+def test_a_release_without_recorded_tensors_takes_config_pbtxt_from_the_checkout(tmp_path):
+    # upstream's file at such a release, as the checkout holds it (here: the 0.19 contract plus an input of its own)
+    theirs = render_config(LlmApiRepoConfig(model="m", trtllm_version="0.19")) + (
+        'input { name: "sampling_param_only_in_this_release" data_type: TYPE_INT32 dims: 1 optional: true }\n')
+    checkout = _checkout(tmp_path / "trtllm", theirs)
+    config = LlmApiRepoConfig(model="m", trtllm_version="1.2.1", code_dir=str(checkout))
+    out = write_llmapi_repository(config, tmp_path / "repo")
+    written = text_format.Parse((out / "tensorrt_llm" / "config.pbtxt").read_text(), model_config_pb2.ModelConfig())
+    expected = text_format.Parse(theirs, model_config_pb2.ModelConfig())
+    assert [t.name for t in written.input] == [t.name for t in expected.input]  # upstream's tensors, untouched
+    assert written.input == expected.input and written.output == expected.output
+    assert (out / "tensorrt_llm" / "1" / "model.py").read_text() == "# model.py of the checkout\n"
+    assert "cancellation_check_period_ms" not in yaml.safe_load(
+        (out / "tensorrt_llm" / "1" / "model.yaml").read_text())["triton_config"]
+
+
+@pytest.mark.parametrize("config_text, words", [
+    (None, "is not an llmapi config"),
+    ('name: "tensorrt_llm" backend: "python"', "is not an llmapi config with text_input and text_output"),
+])
+def test_a_checkout_without_a_usable_config_is_refused_in_a_sentence(tmp_path, config_text, words):
+    checkout = _checkout(tmp_path / "trtllm", config_text)
+    with pytest.raises(RepoError, match=words):
+        dry_run(LlmApiRepoConfig(model="m", trtllm_version="1.1", code_dir=str(checkout)))
+
+
+def test_releases_without_recorded_tensors_need_a_checkout_and_serve_text_only(tmp_path):
+    with pytest.raises(RepoError, match="TensorRT-LLM's own code"):
+        dry_run(LlmApiRepoConfig(model="m", trtllm_version="1.0"))
+    problems = check_config(LlmApiRepoConfig(model="m", trtllm_version="1.2", engine="cpu",
+                                             lora={"max_lora_rank": 8}))
+    assert any("copies config.pbtxt from a checkout" in p for p in problems)
+    assert any("takes no adapter inputs" in p for p in problems)

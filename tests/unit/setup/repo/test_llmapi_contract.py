@@ -41,7 +41,10 @@ def as_facts(tensors, inputs: bool) -> list[dict]:
     return rows
 
 
-@pytest.mark.parametrize("version", sorted(llmapi_releases()))
+RECORDED = sorted(key for key, release in llmapi_releases().items() if not release.config_from_checkout)
+
+
+@pytest.mark.parametrize("version", RECORDED)
 def test_tensors_match_upstream_exactly(version):
     facts = upstream(llmapi_releases()[version].checked_against)
     ours = written(version)
@@ -52,7 +55,7 @@ def test_tensors_match_upstream_exactly(version):
 
 
 def test_release_features_follow_the_facts():
-    for release in llmapi_releases().values():
+    for release in (llmapi_releases()[key] for key in RECORDED):
         names = {t["name"] for t in upstream(release.checked_against)["inputs"]}
         assert release.has("lora_by_path") == ({"lora_id", "lora_name", "lora_path"} <= names), release.key
         assert release.has("image_url") == ("image_url" in names), release.key
