@@ -12,7 +12,7 @@ from gradio.data_classes import FileData
 
 from app.adapters.registry import BASE_MODEL
 from app.chat.context import AppContext
-from app.chat.sampling import message_text, sampling_params
+from app.chat.sampling import message_text, panel_sampling, sampling_params
 from app.chat.throttle import throttled
 from app.chat.turns import check_new_turn, open_stream, validate_user_text
 from app.core.constants import SAMPLING_LIMITS
@@ -22,14 +22,24 @@ D = {name: spec[0] for name, spec in SAMPLING_LIMITS.items()}
 UPLOAD_ROOTS = [Path(tempfile.gettempdir()) / "gradio"]
 
 
+def upload_roots() -> list[Path]:
+    """Where Gradio puts uploaded files."""
+    return [Path(os.environ["GRADIO_TEMP_DIR"])] if os.environ.get("GRADIO_TEMP_DIR") else UPLOAD_ROOTS
+
+
+def is_uploaded(path: str | Path) -> bool:
+    """Whether `path` lies in Gradio's upload folder (after resolving links)."""
+    resolved = Path(str(path)).resolve()
+    return any(resolved.is_relative_to(root.resolve()) for root in upload_roots())
+
+
 def uploaded_paths(files: list | None) -> list[str]:
     """Local paths of files uploaded through the API; anything outside Gradio's upload folder is refused."""
-    roots = [Path(os.environ["GRADIO_TEMP_DIR"])] if os.environ.get("GRADIO_TEMP_DIR") else UPLOAD_ROOTS
     paths = []
     for item in files or []:
         raw = item.get("path") if isinstance(item, dict) else getattr(item, "path", None)
         path = Path(str(raw or "")).resolve()
-        if not raw or not any(path.is_relative_to(root.resolve()) for root in roots):
+        if not raw or not is_uploaded(path):
             raise InvalidRequest("Images must be uploaded with the request (gradio_client.handle_file(path)).")
         paths.append(str(path))
     return paths
@@ -41,17 +51,22 @@ def register(ctx: AppContext) -> None:
     def generate(text: str, max_tokens: int = D["max_tokens"], temperature: float = D["temperature"],
                  top_p: float = D["top_p"], top_k: int = D["top_k"], seed: int = D["seed"],
                  repetition_penalty: float = D["repetition_penalty"], system_prompt: str = "",
-                 adapter: str = "", images: list[FileData] | None = None) -> Iterator[str]:
+                 adapter: str = "", images: list[FileData] | None = None, decoding: str = "") -> Iterator[str]:
         """Stream the reply to one user message; each update is the whole reply so far.
 
         `adapter` names a LoRA adapter of the adapters folder; empty for the base model.
         `images` are image files sent with the message (up to the deployment's max_num_images).
+        `decoding` is the chat panel's choice: "greedy" (top-k and top-p ignored) or "sample" (always samples;
+        top-k 0 or 1 and top-p 0 mean no limit; `seed` as given, so the same seed gives the same reply). Empty:
+        top_k / top_p decide as the server does, greedy unless top_k > 1 or top_p > 0 (so callers that send no
+        sampling fields get greedy replies).
         """
         stream = None
         try:
             text = validate_user_text(message_text(text))
-            params = sampling_params(max_tokens=max_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
-                                     repetition_penalty=repetition_penalty, seed=seed)
+            values = dict(max_tokens=max_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
+                          repetition_penalty=repetition_penalty, seed=seed)
+            params = panel_sampling(decoding, **values) if decoding else sampling_params(**values)
             paths = uploaded_paths(images)
             if paths:
                 check_new_turn(ctx, text, paths)

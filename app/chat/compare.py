@@ -5,14 +5,26 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from app.chat.context import AppContext
+from app.chat.figures import figures_text, measure
 from app.chat.turns import open_stream, reply_text, validate_user_text
 from app.core.constants import MAX_COMPARE_ADAPTERS
 from app.core.errors import ChatError, InvalidRequest
 from app.deployments.base import SamplingParams
 
 UPDATE_SECONDS = 0.1
+WAITING, STREAMING, DONE, STOPPED, FAILED = "waiting for the first token", "streaming", "done", "stopped", "failed"
+
+
+@dataclass(frozen=True)
+class ColumnView:
+    """One column as shown: its text so far, its state and (once it has tokens) its figures line."""
+
+    text: str
+    state: str
+    figures: str = ""
 
 
 class CompareRun:
@@ -27,9 +39,18 @@ class CompareRun:
         if len([a for a in chosen if a]) > MAX_COMPARE_ADAPTERS:
             raise InvalidRequest(f"Compare takes the base model and at most {MAX_COMPARE_ADAPTERS} adapters.")
         self.columns = list(dict.fromkeys(chosen))
+        self._kind = ctx.deployment.kind
         history = [{"role": "user", "content": prompt}]
-        self._streams = [open_stream(ctx, history, params, None, name) for name in self.columns]
+        self._started = time.monotonic()
+        self._streams = []
+        try:
+            for name in self.columns:
+                self._streams.append(open_stream(ctx, history, params, None, name))
+        except ChatError:
+            self.cancel()  # the columns opened before the refusal
+            raise
         self._errors: dict[int, str] = {}
+        self._ended: dict[int, float] = {}
         self._threads = [threading.Thread(target=self._drain, args=(i,), daemon=True)
                          for i in range(len(self._streams))]
         for thread in self._threads:
@@ -41,6 +62,8 @@ class CompareRun:
                 pass
         except ChatError as exc:
             self._errors[index] = str(exc)
+        finally:
+            self._ended[index] = time.monotonic()
 
     def done(self) -> bool:
         return not any(t.is_alive() for t in self._threads)
@@ -52,16 +75,37 @@ class CompareRun:
             out.append(f"{text}\n\n⚠️ {self._errors[i]}" if i in self._errors else text)
         return out
 
+    def views(self) -> list[ColumnView]:
+        """Every column's text, state and figures (figures once it has tokens)."""
+        out = []
+        for i, (stream, text) in enumerate(zip(self._streams, self.texts(), strict=True)):
+            ended = self._ended.get(i)
+            if i in self._errors:
+                state = FAILED
+            elif ended is not None:
+                state = STOPPED if stream.cancelled else DONE
+            else:
+                state = STREAMING if stream.chunks else WAITING
+            figures = figures_text(measure(stream, self._started, ended), self.columns[i], self._kind) \
+                if stream.chunks else ""
+            out.append(ColumnView(text, state, figures))
+        return out
+
     def cancel(self) -> None:
         for stream in self._streams:
             stream.cancel()
 
     def updates(self) -> Iterator[list[str]]:
-        """Snapshots every UPDATE_SECONDS until every column has finished."""
+        """Texts of every column, every UPDATE_SECONDS until every column has finished."""
+        for views in self.view_updates():
+            yield [view.text for view in views]
+
+    def view_updates(self) -> Iterator[list[ColumnView]]:
+        """Every column's view, every UPDATE_SECONDS until every column has finished."""
         try:
             while not self.done():
-                yield self.texts()
+                yield self.views()
                 time.sleep(UPDATE_SECONDS)
-            yield self.texts()
+            yield self.views()
         finally:
             self.cancel()

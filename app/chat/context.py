@@ -8,6 +8,8 @@ from pathlib import Path
 
 from app.adapters.registry import DEFAULT_ADAPTERS_DIR, AdapterRegistry
 from app.chat.adapter_check import AdapterChecks
+from app.chat.live import LiveReplies
+from app.chat.outbox import Outbox
 from app.core.access import AccessPolicy
 from app.core.constants import DEFAULT_CONCURRENCY, DEFAULT_HOST, DEFAULT_MODEL, DEFAULT_UI_PORT, MAX_UPLOAD
 from app.deployments.base import Deployment
@@ -46,6 +48,12 @@ class AppConfig:
         None, "An OpenAI-compatible server's URL (vLLM, SGLang, NIM, trtllm-serve, Dynamo, this app) instead of Triton.")
     openai_model: str | None = configfield(None, "--openai: the base model's id (default: the first it lists).")
     api_key_file: str | None = configfield(None, "--openai: file holding the server's API key (first line).")
+    deployment: str = configfield(
+        "engine", "Triton deployment kind: 'engine' (ensemble / tensorrt_llm_bls, the tensorrtllm backend) or 'llmapi' "
+                  "(TensorRT-LLM 1.x's Python llmapi model; --model defaults to tensorrt_llm).")
+    server_adapters_dir: str | None = configfield(
+        None, "llmapi: the adapters folder as the Triton server reads it (lora_path); when it is another folder the "
+              "app can write (a shared mount), adapters are copied there on first use. Default: the app's own.")
     adapters_as: str | None = configfield(
         None, "--openai: send adapters as model names ('model') or as lora_request ('lora_request'); "
               "default: detected.")
@@ -93,6 +101,8 @@ class AppContext:
     def __init__(self, config: AppConfig, deployment: Deployment | None = None):
         self.config = config
         self.active = ActiveStreams()
+        self.live = LiveReplies()  # the users' figures on the Server tab
+        self.outbox = Outbox()  # messages sent while a reply streams, per browser session
         self.adapters = AdapterRegistry(Path(config.adapters_dir),
                                         engine_dir=Path(config.engine_dir) if config.engine_dir else None)
         self.deployment: Deployment = deployment or connect(config, self.adapters)

@@ -1,8 +1,11 @@
-"""Values from API callers, checked before use: wrong types get a plain message, not a traceback."""
+"""Values from API callers, checked before use: wrong types get a plain message, not a traceback; the chat
+panel's Greedy / Sample choice as the values the server needs."""
 
 from __future__ import annotations
 
 import math
+import secrets
+from dataclasses import replace
 
 from app.core.constants import MSG_NOT_A_NUMBER_FIELD, MSG_NOT_TEXT
 from app.core.errors import InvalidRequest
@@ -38,3 +41,26 @@ def message_text(value: object) -> str:
     if not isinstance(value, str):
         raise InvalidRequest(MSG_NOT_TEXT.format(kind=type(value).__name__))
     return value
+
+
+GREEDY, SAMPLE = "greedy", "sample"
+DECODING_MODES = (GREEDY, SAMPLE)
+WHOLE_DISTRIBUTION = 1.0  # top-p that keeps every token: sampling shaped by temperature alone
+
+
+def panel_sampling(mode: str, max_tokens: object, temperature: object, top_k: object, top_p: object,
+                   repetition_penalty: object, seed: object | None) -> SamplingParams:
+    """The panel's settings as the server reads them. TensorRT-LLM decodes greedily unless top-k > 1 or
+    top-p > 0, whatever the temperature, so "greedy" sends top-k 1 and "sample" always sends a setting that
+    samples (top-k 0 or 1 means off; top-p 0 becomes the whole distribution). No seed: a fresh one per reply,
+    so Regenerate gives a new reply."""
+    if mode not in DECODING_MODES:
+        raise InvalidRequest(f"Decoding must be one of {', '.join(DECODING_MODES)}, got {mode!r}.")
+    fresh_seed = seed is None or (isinstance(seed, str) and not seed.strip())
+    params = sampling_params(max_tokens=max_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
+                             repetition_penalty=repetition_penalty,
+                             seed=secrets.randbelow(2**31) if fresh_seed else seed)
+    if mode == GREEDY:
+        return replace(params, top_k=1, top_p=0.0)
+    top_k = params.top_k if params.top_k > 1 else 0
+    return replace(params, top_k=top_k, top_p=params.top_p or WHOLE_DISTRIBUTION)

@@ -5,9 +5,12 @@ base model (the "base model" label is the web layer's)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 from app.chat.context import AppContext
+from app.chat.figures import figures_footer, measure
+from app.chat.messages import MSG_NO_REGENERATE, MSG_NO_TEXT_REPLY
 from app.chat.throttle import throttled
 from app.core.constants import (
     ADAPTER_TAG,
@@ -57,7 +60,7 @@ def without_last_reply(history: list[dict]) -> list[dict]:
     while out and out[-1].get("role") == "assistant":
         out.pop()
     if not out:
-        raise InvalidRequest("There is no message to regenerate yet.")
+        raise InvalidRequest(MSG_NO_REGENERATE)
     return out
 
 
@@ -116,21 +119,22 @@ def open_stream(ctx: AppContext, history: list[dict], params: SamplingParams, sy
     check_conversation(history, ctx.config.system_prompt if system_prompt is None else system_prompt)
     request = ReplyRequest(messages=history, sampling=params, adapter=adapter or None, images=images,
                            system_prompt=system_prompt, stop=tuple(stop or ()), min_tokens=min_tokens)
-    return ctx.deployment.open_reply(request)
+    return ctx.live.track(ctx.deployment.open_reply(request))  # counted for the Server tab
 
 
 CHECK_WAIT_SECONDS = 20.0  # how long a finished first reply with an adapter waits for its check
 
 
-def reply_text(stream, adapter: str | None, final: bool, note: str = "") -> str:
+def reply_text(stream, adapter: str | None, final: bool, note: str = "", figures: str = "") -> str:
+    """The reply as shown: its text ("(stopped)" when cancelled), a note, the figures line, the adapter tag."""
     text = stream.text.strip() if final else stream.text.lstrip()
     if final and stream.cancelled:
         text = (text + " " + MSG_STOPPED).strip()
     elif final and not text:
-        text = "(the model returned no text)"
+        text = MSG_NO_TEXT_REPLY
     if note:
         text += "\n\n" + note
-    return text + (ADAPTER_TAG.format(adapter=adapter) if adapter else "")
+    return text + figures + (ADAPTER_TAG.format(adapter=adapter) if adapter else "")
 
 
 def check_note(ctx: AppContext, adapter: str | None) -> str:
@@ -147,6 +151,7 @@ def stream_reply(ctx: AppContext, session: str, history: list[dict], params: Sam
     """Yield the history with a growing assistant reply; errors become a plain reply text."""
     history = [*history, {"role": "assistant", "content": ""}]
     stream = None
+    started = time.monotonic()
     try:
         stream = open_stream(ctx, history_for(history[:-1], adapter, history_mode), params, system_prompt, adapter)
         ctx.active.register(session, stream)
@@ -155,8 +160,9 @@ def stream_reply(ctx: AppContext, session: str, history: list[dict], params: Sam
         for text in throttled(stream, lambda: reply_text(stream, adapter, final=False)):
             history[-1] = {"role": "assistant", "content": text}
             yield history
+        figures = figures_footer(measure(stream, started), adapter, ctx.deployment.kind)
         history[-1] = {"role": "assistant", "content": reply_text(stream, adapter, final=True,
-                                                                  note=check_note(ctx, adapter))}
+                                                                  note=check_note(ctx, adapter), figures=figures)}
         yield history
     except ChatError as exc:
         partial = stream.text.strip() + "\n\n" if stream is not None and stream.text.strip() else ""

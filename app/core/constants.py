@@ -39,7 +39,9 @@ MSG_NO_LORA = ("Model '{model}' of this deployment takes no LoRA inputs, so adap
                "Pick \"base model\" or deploy tensorrt_llm_bls / an ensemble with LoRA inputs.")
 MSG_UNKNOWN_ADAPTER = "There is no adapter named '{adapter}'. Known: {known}."
 ADAPTER_TAG = "\n\n*adapter: {adapter}*"  # appended to each reply so the history shows who produced it
-ADAPTER_TAG_PATTERN = r"\n\n\*adapter: (?P<adapter>[^*\n]+)\*$"
+REPLY_FIGURES = '\n\n<small class="reply-figures">{figures}</small>'  # a finished reply's figures, before the tag
+# The footer of a reply: its figures line and its adapter tag, each optional (removed before the model sees it)
+ADAPTER_TAG_PATTERN = r'(?:\n\n<small class="reply-figures">[^<\n]*</small>)?(?:\n\n\*adapter: (?P<adapter>[^*\n]+)\*)?$'
 HISTORY_MODES = {
     "same adapter": "Each adapter sees only the turns it answered (plus your new message), so styles do not leak "
                     "between adapters through the conversation.",
@@ -99,6 +101,11 @@ MSG_BENCH_DATASET_UNREADABLE = "Dataset {path} cannot be read: {reason}"
 MSG_BENCH_DATASET_EMPTY = "Dataset {path} holds no prompts (expected a JSON list or JSON lines)."
 MSG_BENCH_DATASET_ITEM = "Dataset {path}, item {number}: no prompt text (give a string or one of: {keys})."
 MSG_BENCH_BUSY = "A benchmark is already running; wait for it to finish."
+MSG_BENCH_STOPPED = "Not sent: the benchmark was stopped."
+MSG_BENCH_STOPPED_AT = ("Stopped. Concurrency {level} was cut short and is not shown; {done} level(s) finished "
+                        "before it.")
+MSG_BENCH_NOTHING_TO_STOP = "No benchmark is running."
+MSG_BENCH_NO_LEVELS = "Choose at least one concurrency level."
 MSG_METRICS_UNREACHABLE = "Triton's metrics at {url} cannot be read ({detail})."
 MSG_METRICS_NOT_SET = "No metrics address is configured (start the app with --demo, or give the metrics URL)."
 MSG_INVALID_TEXT = (

@@ -13,3 +13,36 @@ def adapter_of(label: str | None) -> str | None:
 def adapter_choices(ctx) -> list[str]:
     """Dropdown entries: the base model, then every adapter the deployment can use."""
     return [BASE_LABEL, *ctx.deployment.adapter_names()]
+
+# Adapters tab: removing asks first (the folder is deleted).
+MSG_PICK_TO_REMOVE = "⚠️ Pick an adapter to remove."
+MSG_CONFIRM_REMOVE = ("Remove **{name}**? Its folder `{folder}` is deleted and its task id is retired; chats that use "
+                      "it will fail until it is added again.")
+MSG_REMOVE_KEPT = "Nothing removed."
+
+# Chat tab
+CHAT_PLACEHOLDER = "Ask something and press Enter"
+ABOUT_DEMO = "About this demo"
+STOP, REGENERATE, CLEAR = "Stop", "Regenerate", "Clear"
+DECODING_LABEL = "Decoding"
+DECODING_CHOICES = [("Greedy", "greedy"), ("Sample", "sample")]
+DECODING_INFO = ("Greedy: always the likeliest token, so Regenerate gives the same reply (what the server does when "
+                 "no sampling is asked for). Sample: random draws shaped by temperature, top-k and top-p.")
+TEMPERATURE_INFO = "Randomness of sampling: lower is more focused."
+TOP_K_INFO = "Sample from the k likeliest tokens (0 = no limit)."
+TOP_P_INFO = "Sample from the smallest set of tokens with this probability (0 or 1 = no limit)."
+SEED_INFO = "Empty: a new seed for each reply. A number: the same seed and settings give the same reply."
+SEED_PLACEHOLDER = "new each reply"
+
+# Chat tab: conversations kept in this browser
+CONVERSATIONS = "Conversations"
+CONVERSATIONS_INFO = "Kept in this browser only."
+NEW_CHAT, DELETE_CHAT = "New chat", "Delete"
+EXPORT_JSON, EXPORT_MARKDOWN, IMPORT_JSON = "Export JSON", "Export Markdown", "Import JSON"
+MSG_BUSY_SWITCH = "A reply is still running; press Stop before switching conversations."
+MSG_IMPORTED = "Imported “{title}” ({count} messages)."
+MSG_NOTHING_TO_EXPORT = "This conversation is empty; there is nothing to export."
+
+# Compare tab
+COMPARE_NONE = "(none)"
+COMPARE_UNUSED = "not used: pick a model or adapter above"

@@ -21,6 +21,7 @@ from app.core.constants import (
 )
 from app.web import speedups
 from app.web.pages import adapters, benchmark, build, chat, compare, server
+from app.web.style import APP_CSS
 
 APP_TITLE = "Triton VLM + LoRA demo"
 API_PREFIX = "/gradio_api"
@@ -30,10 +31,10 @@ LOG = logging.getLogger(__name__)
 def build_app(ctx: AppContext) -> gr.Blocks:
     speedups.apply()
     with gr.Blocks(title=APP_TITLE, analytics_enabled=False) as blocks:
-        gr.Markdown(f"## {APP_TITLE}")
+        gr.HTML(f'<h1 id="app-title">{APP_TITLE}</h1>')
         with gr.Tabs() as tabs:
             with gr.Tab(chat.TITLE, id="chat"):
-                chat.build(ctx)
+                chat.build(ctx, blocks)
             with gr.Tab(compare.TITLE, id="compare"):
                 compare.build(ctx)
             with gr.Tab(adapters.TITLE, id="adapters"):
@@ -96,7 +97,7 @@ def launch(ctx: AppContext, prevent_thread_lock: bool = False, **guard_options) 
     blocks.launch(
         server_name=ctx.config.host, server_port=ctx.config.port, max_file_size=ctx.config.max_file_size,
         max_threads=max(64, ctx.config.concurrency * 2), prevent_thread_lock=True,
-        show_error=True, quiet=True, auth=list(ctx.config.auth) if ctx.config.auth else None,
+        show_error=True, quiet=True, css=APP_CSS, auth=list(ctx.config.auth) if ctx.config.auth else None,
         app_kwargs={"middleware": middleware},
     )
     # Outermost: before Gradio's CORS middleware, which would otherwise answer foreign pages' preflights.

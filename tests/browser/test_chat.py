@@ -2,15 +2,9 @@
 
 import time
 
+from tests.browser.chat_helpers import ask, bot_texts, reply_body, settled_reply
 
-def bot_texts(page) -> list[str]:
-    """Texts of the bot messages, read in one go (the list changes while replies stream)."""
-    return page.evaluate("[...document.querySelectorAll('#chatbot .message.bot')].map(m => m.innerText)")
-
-
-def ask(page, text: str) -> None:
-    page.fill("#chat-input textarea", text)
-    page.keyboard.press("Enter")
+__all__ = ["ask", "bot_texts", "settled_reply"]  # other test files import them from here too
 
 
 def test_reply_streams_into_the_chatbot(page):
@@ -48,26 +42,12 @@ def test_stop_ends_the_reply_and_the_server_request(page, triton):
     assert log.read_text().count("cpu engine: request") > before  # the engine saw the cancellation
 
 
-def settled_reply(page, quiet: float = 2.0, timeout: float = 90) -> str:
-    """The last bot message once it has stopped changing for `quiet` seconds."""
-    last, since, deadline = None, time.monotonic(), time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        texts = bot_texts(page)
-        current = texts[-1] if texts and texts[-1].strip() not in ("", "Loading content") else None
-        if current != last:
-            last, since = current, time.monotonic()
-        elif current and time.monotonic() - since > quiet:
-            return current
-        time.sleep(0.1)
-    raise AssertionError(f"reply did not settle: {last!r}")
-
-
 def test_clear_and_regenerate(page):
     ask(page, "Say hello.")
     first = settled_reply(page)
     page.click("#regenerate")
     again = settled_reply(page)
-    assert len(bot_texts(page)) == 1 and again == first  # greedy: the same reply replaces the old one
+    assert len(bot_texts(page)) == 1 and reply_body(again) == reply_body(first)  # greedy: the same reply
     page.click("#clear")
     page.wait_for_function("document.querySelectorAll('#chatbot .message').length === 0", timeout=10_000)
 

@@ -1,61 +1,101 @@
-"""Compare tab: the same prompt through the base model and up to three adapters, side by side, streamed."""
+"""Compare tab: the same prompt through the base model and up to three adapters, side by side, streamed,
+each column with its state and figures."""
 
 from __future__ import annotations
 
 import gradio as gr
 
-from app.chat.compare import CompareRun
+from app.chat.compare import ColumnView, CompareRun
 from app.chat.context import AppConfig, AppContext
 from app.core.constants import MAX_COMPARE_ADAPTERS
 from app.core.errors import ChatError
 from app.deployments.base import SamplingParams
-from app.web.labels import BASE_LABEL, adapter_choices, adapter_of
+from app.web.labels import COMPARE_NONE, COMPARE_UNUSED, STOP, adapter_choices, adapter_of
 
 TITLE = "Compare"
 COLUMNS = MAX_COMPARE_ADAPTERS + 1
+
+
+def column_choices(ctx: AppContext) -> list[str]:
+    return [COMPARE_NONE, *adapter_choices(ctx)]
+
+
+def first_picks(ctx: AppContext) -> list[str]:
+    """Column 1 the base model, the next ones the first adapters, so Compare compares something at once."""
+    choices = adapter_choices(ctx)
+    return [choices[i] if i < len(choices) else COMPARE_NONE for i in range(COLUMNS)]
+
+
+def column_name(pick: str | None) -> str | None:
+    """The model a column's dropdown names, None for an unused column."""
+    return None if not pick or pick == COMPARE_NONE else pick
+
+
+def state_line(view: ColumnView | None) -> str:
+    if view is None:
+        return f"<small>{COMPARE_UNUSED}</small>"
+    return "<small>" + " · ".join(part for part in (view.state, view.figures) if part) + "</small>"
 
 
 def build(ctx: AppContext) -> None:
     gr.Markdown("One prompt, streamed at the same time through each chosen model/adapter.")
     prompt = gr.Textbox(label="Prompt", elem_id="compare-prompt", placeholder="What is the capital of France?")
     with gr.Row():
-        pickers = [gr.Dropdown(adapter_choices(ctx), value=BASE_LABEL if i == 0 else None, label=f"Column {i + 1}",
-                               elem_id=f"compare-adapter-{i}") for i in range(COLUMNS)]
+        pickers = [gr.Dropdown(column_choices(ctx), value=pick, label=f"Column {i + 1}",
+                               elem_id=f"compare-adapter-{i}", min_width=160)
+                   for i, pick in enumerate(first_picks(ctx))]
     max_tokens = gr.Slider(1, 512, value=96, step=1, label="Max new tokens", elem_id="compare-max-tokens")
     with gr.Row():
         run = gr.Button("Compare", variant="primary", elem_id="compare-run")
-        stop = gr.Button("Stop", variant="stop", elem_id="compare-stop")
+        stop = gr.Button(STOP, elem_id="compare-stop", interactive=False)
+    outputs, states = [], []
     with gr.Row():
-        outputs = [gr.Textbox(label=f"Column {i + 1}", lines=10, interactive=False, elem_id=f"compare-out-{i}")
-                   for i in range(COLUMNS)]
+        for i in range(COLUMNS):
+            with gr.Column(min_width=200):
+                outputs.append(gr.Textbox(label=f"Column {i + 1}", lines=10, interactive=False,
+                                          elem_id=f"compare-out-{i}"))
+                states.append(gr.Markdown(state_line(None), elem_id=f"compare-state-{i}"))
     runs: dict[str, CompareRun] = {}
 
+    def buttons(running: bool) -> list[gr.Button]:
+        return [gr.Button(interactive=not running),
+                gr.Button(interactive=running, variant="stop" if running else "secondary")]
+
     def on_run(text: str, tokens: float, first: str, second: str, third: str, fourth: str, request: gr.Request):
-        names = [first, second, third, fourth][:COLUMNS]
+        names = [column_name(pick) for pick in (first, second, third, fourth)[:COLUMNS]]
         chosen = list(dict.fromkeys(name for name in names if name))
         try:
             compare = CompareRun(ctx, text, [adapter_of(name) for name in chosen], SamplingParams(max_tokens=int(tokens)))
         except ChatError as exc:
-            raise gr.Error(str(exc), print_exception=False) from None
+            gr.Warning(str(exc))  # a toast; the page stays as it was
+            yield [gr.skip()] * (2 * COLUMNS + 2)
+            return
         runs[request.session_hash] = compare
+        opening = True
         try:
-            for texts in compare.updates():
-                by_name = dict(zip(chosen, texts, strict=True))
-                yield [gr.Textbox(value=by_name.get(name, ""), label=name or f"Column {i + 1}")
-                       for i, name in enumerate(names)]
+            for views in compare.view_updates():
+                by_name = dict(zip(chosen, views, strict=True))
+                seen = [by_name.get(name) if name else None for name in names]
+                texts = [gr.Textbox(value=view.text if view else "", label=name or f"Column {i + 1}")
+                         for i, (name, view) in enumerate(zip(names, seen, strict=True))]
+                finished = compare.done()  # true for the last snapshot: its update re-enables Compare
+                controls = buttons(not finished) if opening or finished else [gr.skip()] * 2
+                yield [*texts, *map(state_line, seen), *controls]
+                opening = False
         finally:
             runs.pop(request.session_hash, None)
 
     def on_stop(request: gr.Request):
-        compare = runs.pop(request.session_hash, None)
+        compare = runs.get(request.session_hash)
         if compare is not None:
-            compare.cancel()
+            compare.cancel()  # the run then shows each column's last text with "(stopped)"
 
     for picker in pickers:
-        picker.focus(lambda: gr.Dropdown(choices=adapter_choices(ctx)), None, picker,
+        picker.focus(lambda: gr.Dropdown(choices=column_choices(ctx)), None, picker,
                      api_visibility="private", show_progress="hidden")
-    event = run.click(on_run, [prompt, max_tokens, *pickers], outputs, api_visibility="private")
-    stop.click(on_stop, None, None, cancels=[event], api_visibility="private")
+    run.click(on_run, [prompt, max_tokens, *pickers], [*outputs, *states, run, stop], api_visibility="private")
+    # No `cancels=`: it would end the run before its last update, so "(stopped)" would never show.
+    stop.click(on_stop, None, None, api_visibility="private")
 
 
 if __name__ == "__main__":

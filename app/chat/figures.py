@@ -1,0 +1,48 @@
+"""The figures shown under a reply: tokens, tokens per second, time to first token, model and deployment."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from app.adapters.registry import BASE_MODEL
+from app.core.constants import REPLY_FIGURES
+
+
+@dataclass(frozen=True)
+class ReplyFigures:
+    """How one reply went. `tokens` counts streamed pieces (one per token when the server streams)."""
+
+    tokens: int
+    seconds: float  # from sending the request to the last token
+    first_token: float | None  # seconds to the first token, None when no token came
+
+    @property
+    def tokens_per_second(self) -> float | None:
+        """Generation speed after the first token (the first one also waits for the prompt)."""
+        if self.first_token is None or self.tokens < 2 or self.seconds <= self.first_token:
+            return None
+        return (self.tokens - 1) / (self.seconds - self.first_token)
+
+
+def measure(stream, started: float, ended: float | None = None) -> ReplyFigures:
+    """Figures of a stream opened at `started` (time.monotonic()) that ended at `ended` (default: now)."""
+    ended = time.monotonic() if ended is None else ended
+    return ReplyFigures(tokens=stream.chunks, seconds=max(0.0, ended - started),
+                        first_token=stream.time_to_first_token)
+
+
+def figures_text(figures: ReplyFigures, adapter: str | None, kind: str) -> str:
+    """One quiet line, e.g. '42 tokens · 27.1 tokens/s · first token 0.12 s · base model · Triton engine topology'."""
+    parts = [f"{figures.tokens} token{'' if figures.tokens == 1 else 's'}"]
+    if figures.tokens_per_second is not None:
+        parts.append(f"{figures.tokens_per_second:.1f} tokens/s")
+    if figures.first_token is not None:
+        parts.append(f"first token {figures.first_token:.2f} s")
+    parts += [adapter or BASE_MODEL, kind]
+    return " · ".join(p for p in parts if p)
+
+
+def figures_footer(figures: ReplyFigures, adapter: str | None, kind: str) -> str:
+    """The figures line as it ends a reply's text (before the adapter tag)."""
+    return REPLY_FIGURES.format(figures=figures_text(figures, adapter, kind))

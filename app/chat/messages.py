@@ -1,0 +1,10 @@
+"""Plain sentences of the chat package (older ones live in app.core.constants)."""
+
+MSG_QUEUE_FULL = "{count} messages are already waiting for this reply; wait for it or press Stop."
+MSG_BUSY_REGENERATE = "A reply is still running; press Stop first, then Regenerate."
+MSG_NO_REGENERATE = "There is no message to regenerate yet."
+MSG_IMPORT_NOT_JSON = "{name} is not a conversation file: it is not JSON ({detail})."
+MSG_IMPORT_SHAPE = "{name} is not a conversation file: {detail}"
+MSG_IMPORT_TOO_BIG = "{name} is {size:,} bytes; a conversation file may be at most {limit:,} bytes."
+MSG_IMAGE_NOT_KEPT = "[image {name}: not kept]"
+MSG_NO_TEXT_REPLY = "(the model returned no text)"

@@ -1,0 +1,165 @@
+"""The chat tab's conversations, kept in the browser's local storage: a list to switch between them, New,
+Delete, export as JSON or Markdown (made in memory, downloaded by the browser) and import from JSON.
+The server stores none of it; an imported file is deleted as soon as it is read."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import gradio as gr
+
+from app.api.gradio_api import is_uploaded
+from app.chat import history as chats
+from app.chat.context import AppContext
+from app.chat.conversation import without_pending
+from app.chat.messages import MSG_IMPORT_TOO_BIG
+from app.core.errors import ChatError
+from app.web.labels import (
+    CONVERSATIONS,
+    CONVERSATIONS_INFO,
+    DELETE_CHAT,
+    EXPORT_JSON,
+    EXPORT_MARKDOWN,
+    IMPORT_JSON,
+    MSG_BUSY_SWITCH,
+    MSG_IMPORTED,
+    MSG_NOTHING_TO_EXPORT,
+    NEW_CHAT,
+)
+
+STORAGE_KEY = "triton-vlm-lora-conversations"
+# BrowserState encrypts with a key it hands to the page anyway; a fixed one keeps the conversations readable
+# after the app restarts (a random one, Gradio's default, would lose them with every restart).
+STORAGE_SECRET = "triton-vlm-lora-conversations-v1"
+MAX_IMPORT_BYTES = 2 * 1024 * 1024
+DOWNLOAD_JS = """(payload) => {
+    if (!payload) return;
+    const {name, type, text} = JSON.parse(payload);
+    const url = URL.createObjectURL(new Blob([text], {type}));
+    const link = Object.assign(document.createElement("a"), {href: url, download: name});
+    document.body.appendChild(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 1000);
+}"""
+
+
+def image_kept(path: str) -> bool:
+    """An image of a kept conversation is shown again only while the server still has the upload."""
+    return is_uploaded(path) and Path(path).is_file()
+
+
+def file_name(title: str, suffix: str) -> str:
+    stem = "".join(ch if ch.isalnum() else "-" for ch in title.lower()).strip("-")[:40] or "conversation"
+    return f"{stem}.{suffix}"
+
+
+class HistoryPanel:
+    """Lays out the conversation list where it is created; `build_files` lays out export and import."""
+
+    def __init__(self, ctx: AppContext):
+        self._ctx = ctx
+        self.store = gr.BrowserState(chats.empty_store(), storage_key=STORAGE_KEY, secret=STORAGE_SECRET)
+        with gr.Row(elem_id="conversations"):
+            self.chats = gr.Dropdown(choices=[], label=CONVERSATIONS, info=CONVERSATIONS_INFO, elem_id="conversation-list", scale=4,
+                                     min_width=160)
+            self.new = gr.Button(NEW_CHAT, elem_id="new-chat", size="md", scale=0, min_width=80)
+            self.delete = gr.Button(DELETE_CHAT, elem_id="delete-chat", size="md", scale=0, min_width=70)
+
+    def build_files(self) -> None:
+        with gr.Accordion("Export / import this conversation", open=False, elem_id="export-import"):
+            with gr.Row():
+                self.export_json = gr.Button(EXPORT_JSON, elem_id="export-json", min_width=120)
+                self.export_markdown = gr.Button(EXPORT_MARKDOWN, elem_id="export-markdown", min_width=120)
+                self.import_json = gr.UploadButton(IMPORT_JSON, file_types=[".json"], elem_id="import-json",
+                                                   min_width=120)
+        self.download = gr.Textbox(visible=False, elem_id="download-payload")
+
+    def _listed(self, store: dict) -> gr.Dropdown:
+        return gr.Dropdown(choices=chats.choices(store), value=store["current"])
+
+    def _busy(self, request: gr.Request) -> bool:
+        return self._ctx.outbox.busy(request.session_hash)
+
+    def wire(self, app: gr.Blocks | None, chatbot: gr.Chatbot, saved_after: list) -> None:
+        """Restore on page load, save after each event in `saved_after`, and the list's own buttons."""
+        store, listed = self.store, self.chats
+
+        def restore(stored):
+            kept = chats.normalise(stored, image_kept)
+            return kept, chats.current_messages(kept), self._listed(kept)
+
+        def save(stored, shown):
+            kept = chats.save_current(chats.normalise(stored, image_kept), without_pending(shown or []), image_kept)
+            return kept, self._listed(kept)
+
+        def switch(stored, chosen, request: gr.Request):
+            kept = chats.normalise(stored, image_kept)
+            if self._busy(request):
+                gr.Warning(MSG_BUSY_SWITCH)
+                return gr.skip(), gr.skip(), self._listed(kept)
+            try:
+                kept = chats.switch(kept, chosen)
+            except ChatError as exc:
+                gr.Warning(str(exc))
+                return gr.skip(), gr.skip(), self._listed(kept)
+            return kept, chats.current_messages(kept), self._listed(kept)
+
+        def change(action):
+            def handler(stored, request: gr.Request):
+                if self._busy(request):
+                    gr.Warning(MSG_BUSY_SWITCH)
+                    return gr.skip(), gr.skip(), gr.skip()
+                kept = action(chats.normalise(stored, image_kept))
+                return kept, chats.current_messages(kept), self._listed(kept)
+            return handler
+
+        def export(kind: str):
+            def handler(shown, stored):
+                messages = without_pending(shown or [])
+                if not messages:
+                    gr.Warning(MSG_NOTHING_TO_EXPORT)
+                    return ""
+                title = chats.title_of(messages)
+                if kind == "json":
+                    text, suffix, mime = chats.export_json(messages, title), "json", "application/json"
+                else:
+                    text, suffix, mime = chats.export_markdown(messages, title), "md", "text/markdown"
+                return json.dumps({"name": file_name(title, suffix), "type": mime, "text": text})
+            return handler
+
+        def import_file(upload, stored, request: gr.Request):
+            path = Path(upload if isinstance(upload, str) else getattr(upload, "name", "") or "")
+            try:
+                if self._busy(request):
+                    gr.Warning(MSG_BUSY_SWITCH)
+                    return gr.skip(), gr.skip(), gr.skip()
+                size = path.stat().st_size
+                if size > MAX_IMPORT_BYTES:
+                    gr.Warning(MSG_IMPORT_TOO_BIG.format(name=path.name, size=size, limit=MAX_IMPORT_BYTES))
+                    return gr.skip(), gr.skip(), gr.skip()
+                text = path.read_text(encoding="utf-8", errors="replace")
+                title, messages = chats.import_json(text, path.name)
+            except ChatError as exc:
+                gr.Warning(str(exc))
+                return gr.skip(), gr.skip(), gr.skip()
+            finally:
+                if is_uploaded(path):
+                    path.unlink(missing_ok=True)  # the conversation stays in the browser only
+            kept = chats.add_imported(chats.normalise(stored, image_kept), title, messages)
+            gr.Info(MSG_IMPORTED.format(title=title, count=len(messages)))
+            return kept, chats.current_messages(kept), self._listed(kept)
+
+        private = dict(api_visibility="private", show_progress="hidden")
+        if app is not None:
+            app.load(restore, store, [store, chatbot, listed], **private)
+        for event in saved_after:
+            event.then(save, [store, chatbot], [store, listed], **private)
+        listed.input(switch, [store, listed], [store, chatbot, listed], **private)
+        self.new.click(change(chats.new_chat), store, [store, chatbot, listed], **private)
+        self.delete.click(change(chats.delete_current), store, [store, chatbot, listed], **private)
+        for button, kind in ((self.export_json, "json"), (self.export_markdown, "markdown")):
+            button.click(export(kind), [chatbot, store], self.download, **private).then(
+                None, self.download, None, js=DOWNLOAD_JS, **private)
+        self.import_json.upload(import_file, [self.import_json, store], [store, chatbot, listed], **private)

@@ -1,0 +1,36 @@
+"""The app's few style rules: quiet reply figures, no error overlays over inputs, a narrow-screen layout."""
+
+APP_CSS = """
+/* Gradio's semibold Source Sans Pro file is a few-glyph subset whose "A" and "B" are small capitals (the
+   other letters fall back to another font): bold text uses the complete bold file it ships instead. */
+@font-face {
+    font-family: "Source Sans Pro"; font-weight: 600; font-style: normal;
+    src: url("static/fonts/SourceSansPro/SourceSansPro-Bold.woff2") format("woff2");
+}
+/* A refusal shows as a toast; Gradio's "Error" overlay would also cover the outputs (the conversation,
+   the input box) until its small x is clicked, so it is not shown anywhere in the app. */
+.wrap:has(> .clear-status), .wrap:has(> .error) { display: none !important; }
+
+/* The figures under a reply and a Compare column: small and quiet. */
+.reply-figures, [id^="compare-state-"] small {
+    color: var(--body-text-color-subdued); font-size: var(--text-sm); font-weight: normal;
+}
+
+#app-title { margin: var(--size-2) 0; font-size: var(--text-xxl); font-weight: 600; }
+
+/* The chat's controls line up with the bottom of the dropdowns beside them. */
+#chat-controls, #conversations { align-items: flex-end; }
+#conversations > button { white-space: nowrap; }
+
+/* Narrow screens: the input full width, the adapter dropdown under it with the buttons below, the title and
+   the conversation a little smaller so the input stays in view. */
+@media (max-width: 600px) {
+    #app-title { font-size: var(--text-xl); }
+    #chat-controls, #conversations { flex-wrap: wrap; }
+    #conversations > .form { flex: 1 1 100% !important; }
+    #conversations > button { flex: 1 1 40% !important; }
+    #conversations .info-text { display: none; }
+    #chat-controls > .form { flex: 1 1 100% !important; }
+    #chat-controls > button { flex: 1 1 25% !important; min-width: 0 !important; }
+}
+"""

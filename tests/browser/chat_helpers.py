@@ -1,0 +1,81 @@
+"""What the browser tests do and read in the chat tab, shared by the test files."""
+
+from __future__ import annotations
+
+import re
+import time
+
+FIGURES = re.compile(r"^(?P<tokens>\d+) tokens? · ")  # the line under a finished reply
+NARROW = {"width": 400, "height": 860}  # a phone held upright
+WIDTHS = {"desktop": {"width": 1200, "height": 1000}, "400px": NARROW}
+
+
+def bot_texts(page) -> list[str]:
+    """Texts of the bot messages, read in one go (the list changes while replies stream)."""
+    return page.evaluate("[...document.querySelectorAll('#chatbot .message.bot')].map(m => m.innerText)")
+
+
+def user_texts(page) -> list[str]:
+    return page.evaluate("[...document.querySelectorAll('#chatbot .message.user')].map(m => m.innerText)")
+
+
+def ask(page, text: str) -> None:
+    page.fill("#chat-input textarea", text)
+    page.keyboard.press("Enter")
+
+
+def settled_reply(page, quiet: float = 2.0, timeout: float = 90) -> str:
+    """The last bot message once it has stopped changing for `quiet` seconds."""
+    last, since, deadline = None, time.monotonic(), time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        texts = bot_texts(page)
+        current = texts[-1] if texts and texts[-1].strip() not in ("", "Loading content") else None
+        if current != last:
+            last, since = current, time.monotonic()
+        elif current and time.monotonic() - since > quiet:
+            return current
+        time.sleep(0.1)
+    raise AssertionError(f"reply did not settle: {last!r}")
+
+
+def wait_until(condition, timeout: float = 60, step: float = 0.05, what: str = "condition"):
+    """Poll `condition()` until it returns something truthy; that value, else AssertionError after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(step)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def open_sampling(page) -> None:
+    if not page.locator("#max-tokens").is_visible():
+        page.get_by_text("Sampling", exact=True).click()
+
+
+def set_number(page, element_id: str, value: float) -> None:
+    """Type a value into a slider's number box (or a Number) and commit it."""
+    box = page.locator(f"#{element_id} input[type=number]")
+    box.fill(str(value))
+    box.press("Enter")
+
+
+def replying(page) -> bool:
+    """Whether the Stop button is enabled (a reply is running)."""
+    return page.locator("#stop").is_enabled()
+
+
+def toasts(page) -> list[str]:
+    return page.evaluate("[...document.querySelectorAll('[data-testid=toast-body]')].map(t => t.innerText)")
+
+
+def error_overlays(page) -> int:
+    """Visible "Error" overlays of Gradio's status tracker (what used to cover the conversation and input)."""
+    return page.evaluate("""[...document.querySelectorAll('.wrap .error')]
+        .filter(e => e.offsetParent !== null && e.getBoundingClientRect().height > 0).length""")
+
+
+def reply_body(text: str) -> str:
+    """A reply's text without its figures line (tokens/s and the first token's time differ run to run)."""
+    return "\n".join(line for line in text.splitlines() if not FIGURES.match(line.strip())).strip()

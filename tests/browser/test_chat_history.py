@@ -1,0 +1,90 @@
+"""Conversations kept in the browser: they survive a reload, a list switches between them, export as JSON
+and Markdown downloads them, import brings one back. At a desktop width and at 400 px."""
+
+import json
+
+from tests.browser.chat_helpers import (
+    ask,
+    bot_texts,
+    open_sampling,
+    reply_body,
+    set_number,
+    settled_reply,
+    toasts,
+    user_texts,
+    wait_until,
+)
+
+
+def listed(page) -> str:
+    """The conversation list's current entry as shown."""
+    return page.locator("#conversation-list input").input_value()
+
+
+def pick_conversation(page, title_start: str) -> None:
+    page.click("#conversation-list input")
+    page.locator("li[role=option]:visible", has_text=title_start).first.click()
+
+
+def short_reply(page, question: str) -> str:
+    open_sampling(page)
+    set_number(page, "max-tokens", 12)
+    ask(page, question)
+    return settled_reply(page)
+
+
+def test_conversations_survive_a_reload_and_switch(sized_page):
+    page = sized_page
+    first = short_reply(page, "What is the capital of France?")
+    wait_until(lambda: listed(page).startswith("What is the capital of France? · 2 messages"), timeout=10,
+               what="the list to show the conversation")
+    page.reload()
+    wait_until(lambda: bot_texts(page), timeout=30, what="the conversation to come back")
+    assert user_texts(page) == ["What is the capital of France?"]
+    assert reply_body(bot_texts(page)[0]) == reply_body(first)
+
+    page.click("#new-chat")
+    wait_until(lambda: page.locator("#chatbot .message").count() == 0, timeout=10, what="an empty chat")
+    short_reply(page, "Name a colour.")
+    pick_conversation(page, "What is the capital of France?")
+    wait_until(lambda: user_texts(page) == ["What is the capital of France?"], timeout=10, what="the switch")
+    pick_conversation(page, "Name a colour.")
+    wait_until(lambda: user_texts(page) == ["Name a colour."], timeout=10, what="the switch back")
+    page.click("#delete-chat")
+    wait_until(lambda: user_texts(page) == ["What is the capital of France?"], timeout=10, what="the deletion")
+
+
+def download(page, button: str) -> tuple[str, str]:
+    with page.expect_download() as info:
+        page.click(button)
+    done = info.value
+    return done.suggested_filename, open(done.path(), encoding="utf-8").read()
+
+
+def test_export_json_and_markdown_then_import(sized_page, tmp_path):
+    page = sized_page
+    reply = short_reply(page, "What is the capital of France?")
+    page.get_by_text("Export / import this conversation").click()
+    name, text = download(page, "#export-json")
+    data = json.loads(text)
+    assert name == "what-is-the-capital-of-france.json"
+    assert [m["role"] for m in data["messages"]] == ["user", "assistant"]
+    assert data["messages"][0]["content"] == "What is the capital of France?"
+    assert reply_body(reply) in data["messages"][1]["content"]
+    name, markdown = download(page, "#export-markdown")
+    assert name.endswith(".md") and "## You\n\nWhat is the capital of France?" in markdown
+
+    page.click("#new-chat")
+    wait_until(lambda: page.locator("#chatbot .message").count() == 0, timeout=10, what="an empty chat")
+    exported = tmp_path / "exported.json"
+    exported.write_text(text, encoding="utf-8")
+    page.set_input_files("#export-import input[type=file]", str(exported))
+    wait_until(lambda: user_texts(page) == ["What is the capital of France?"], timeout=20, what="the import")
+    assert listed(page).startswith("What is the capital of France?")
+
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"messages": "none"}', encoding="utf-8")
+    page.set_input_files("#export-import input[type=file]", str(broken))
+    wait_until(lambda: any("broken.json is not a conversation file" in t for t in toasts(page)), timeout=20,
+               what="the refusal")
+    assert user_texts(page) == ["What is the capital of France?"]  # the conversation shown is untouched

@@ -1,0 +1,38 @@
+"""The layout a person meets: at 400 px the message box is full width with the adapter dropdown under it,
+the demo notes are folded and the box is in view; the title's bold capitals render as bold capitals."""
+
+from tests.browser.chat_helpers import NARROW
+
+# Gradio's semibold Source Sans Pro file is a subset that draws "A" and "B" as small capitals (the "LoRA" in
+# the title); the app's style points bold text at the complete bold file.
+BROKEN_FONT, BOLD_FONT = "SourceSansPro-SemiBold.woff2", "SourceSansPro-Bold.woff2"
+FONT_FILES = """async () => { await document.fonts.ready;
+    return performance.getEntriesByType("resource").map(e => e.name).filter(n => n.includes("/fonts/")); }"""
+
+
+def box(page, selector: str) -> dict:
+    return page.locator(selector).bounding_box()
+
+
+def test_400px_the_box_is_in_view_and_the_adapter_under_it(page):
+    page.set_viewport_size(NARROW)
+    page.reload()
+    page.wait_for_selector("#chat-input textarea")
+    message, adapter = box(page, "#chat-input"), box(page, "#adapter")
+    assert message["y"] + message["height"] <= NARROW["height"]  # no scrolling to find where to type
+    assert message["width"] > 0.8 * NARROW["width"]
+    assert adapter["y"] >= message["y"] + message["height"]  # under the box, not squeezing it
+    placeholder = page.evaluate("""() => { const area = document.querySelector('#chat-input textarea');
+        return [area.getBoundingClientRect().height, parseFloat(getComputedStyle(area).lineHeight)]; }""")
+    assert placeholder[0] < 2 * placeholder[1]  # the placeholder fits on one line
+    assert not page.get_by_text("CPU demo: a real Triton server").is_visible()  # the notes are folded
+    page.get_by_text("About this demo").click()
+    page.get_by_text("CPU demo: a real Triton server").wait_for(state="visible", timeout=5_000)  # one click away
+
+
+def test_the_titles_bold_capitals_come_from_the_complete_bold_font(page):
+    assert page.locator("#app-title").inner_text() == "Triton VLM + LoRA demo"
+    assert float(page.evaluate("getComputedStyle(document.querySelector('#app-title')).fontWeight")) >= 600
+    files = page.evaluate(FONT_FILES)
+    assert any(name.endswith(BOLD_FONT) for name in files), files
+    assert not any(name.endswith(BROKEN_FONT) for name in files), files

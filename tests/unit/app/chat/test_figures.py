@@ -1,0 +1,37 @@
+"""The line under a reply: tokens, generation speed after the first token, time to first token, model, kind."""
+
+from types import SimpleNamespace
+
+from app.chat.figures import ReplyFigures, figures_footer, figures_text, measure
+from app.chat.prompts import ADAPTER_TAG_RE, chat_messages
+
+
+def test_tokens_per_second_counts_after_the_first_token():
+    figures = ReplyFigures(tokens=11, seconds=1.5, first_token=0.5)
+    assert figures.tokens_per_second == 10.0  # 10 tokens in the second after the first one
+    assert ReplyFigures(tokens=1, seconds=0.4, first_token=0.4).tokens_per_second is None
+    assert ReplyFigures(tokens=0, seconds=2.0, first_token=None).tokens_per_second is None
+
+
+def test_measure_reads_the_stream():
+    stream = SimpleNamespace(chunks=5, time_to_first_token=0.25)
+    figures = measure(stream, started=100.0, ended=101.25)
+    assert figures == ReplyFigures(tokens=5, seconds=1.25, first_token=0.25)
+    assert figures.tokens_per_second == 4.0
+
+
+def test_text_names_everything_a_person_looks_for():
+    text = figures_text(ReplyFigures(tokens=41, seconds=2.12, first_token=0.12), None, "Triton engine topology")
+    assert text == "41 tokens · 20.0 tokens/s · first token 0.12 s · base model · Triton engine topology"
+    assert figures_text(ReplyFigures(1, 0.3, 0.3), "pirate", "K") == "1 token · first token 0.30 s · pirate · K"
+    assert figures_text(ReplyFigures(0, 5.0, None), None, "K") == "0 tokens · base model · K"
+
+
+def test_the_model_never_sees_the_footer():
+    footer = figures_footer(ReplyFigures(3, 1.0, 0.1), "pirate", "K")
+    history = [{"role": "user", "content": "hi"},
+               {"role": "assistant", "content": "Arr!" + footer + "\n\n*adapter: pirate*"},
+               {"role": "assistant", "content": "Hello." + figures_footer(ReplyFigures(2, 1.0, 0.1), None, "K")}]
+    assert [m["content"] for m in chat_messages(history, None)] == ["hi", "Arr!\nHello."]
+    assert ADAPTER_TAG_RE.search(history[1]["content"]).group("adapter") == "pirate"
+    assert ADAPTER_TAG_RE.search(history[2]["content"]).group("adapter") is None
