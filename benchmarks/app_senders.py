@@ -13,10 +13,10 @@ import uuid
 from collections.abc import Callable
 
 from app.bench.load import BenchRequest
+from app.bench.messages import MSG_BENCH_HUNG
 from app.bench.stats import RequestRecord
 from app.bench.targets import HttpSessionSender, Timeline, counted, error_text
-from app.core.constants import MSG_BENCH_HUNG
-from app.triton.client import SamplingParams
+from app.core.sampling import SamplingParams
 
 
 def _api_args(request: BenchRequest, p: SamplingParams) -> dict[str, object]:

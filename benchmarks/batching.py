@@ -25,7 +25,8 @@ from pathlib import Path
 from app.bench.load import BenchRequest, run_load, session_pool, synthetic_requests
 from app.bench.stats import summarize
 from app.bench.targets import OpenAISender, TritonSender
-from app.triton.client import SamplingParams, TritonChatClient
+from app.core.sampling import SamplingParams
+from app.triton.client import TritonChatClient
 
 MIXES = {"base": (None,), "pirate": ("pirate",), "mixed": (None, "pirate", "french")}
 COMPARE = (None, "pirate", "french")

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from app.chat.context import AppConfig, AppContext
 from app.chat.prompts import PromptBuilder
-from app.triton.client import SamplingParams, TritonChatClient
+from app.core.sampling import SamplingParams
+from app.triton.client import TritonChatClient
 from app.web.ui import build_app
 from tests.conftest import free_port, start_triton
 

@@ -23,7 +23,8 @@ from PIL import Image, ImageDraw, ImageFont
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.chat.prompts import PromptBuilder  # noqa: E402
-from app.triton.client import SamplingParams, TritonChatClient  # noqa: E402
+from app.core.sampling import SamplingParams
+from app.triton.client import TritonChatClient  # noqa: E402
 from app.vision.images import load_image  # noqa: E402
 from app.vision.multimodal import prepare_images  # noqa: E402
 from app.vision.preprocess import pixel_batch  # noqa: E402

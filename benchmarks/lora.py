@@ -24,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.adapters.registry import AdapterRegistry, lora_bytes  # noqa: E402
 from app.chat.prompts import PromptBuilder  # noqa: E402
-from app.triton.client import SamplingParams, TritonChatClient  # noqa: E402
+from app.core.sampling import SamplingParams
+from app.triton.client import TritonChatClient  # noqa: E402
 from setup.cpu.model import model_dir  # noqa: E402
 from setup.lora.convert import HF_TO_TRT, convert_peft  # noqa: E402
 from setup.lora.engine import EngineLoraSpec, check_against_engine  # noqa: E402

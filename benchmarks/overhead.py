@@ -29,7 +29,8 @@ from pathlib import Path
 from app.bench.load import run_load, session_pool, synthetic_requests
 from app.bench.stats import summarize
 from app.bench.targets import OpenAISender, TritonSender, word_count
-from app.triton.client import SamplingParams, TritonChatClient
+from app.core.sampling import SamplingParams
+from app.triton.client import TritonChatClient
 from benchmarks.app_senders import AppApiSender, SseApiSender
 from benchmarks.harness import AppProcess, pacing_server, tokenizer_args
 from setup.cpu.pacing import PACING_MODEL, PacingSpec

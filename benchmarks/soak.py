@@ -24,9 +24,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from app.bench.load import BenchRequest, Progress, run_sessions, synthetic_requests
+from app.bench.messages import MSG_BENCH_HUNG
 from app.bench.stats import summarize
 from app.bench.targets import OpenAISender, word_count
-from app.core.constants import MSG_BENCH_HUNG
 from benchmarks.app_senders import AppApiSender, SseApiSender
 from benchmarks.harness import AppProcess, pacing_server, tokenizer_args
 from setup.cpu.pacing import PACING_MODEL, PacingSpec

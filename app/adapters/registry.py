@@ -38,7 +38,7 @@ from app.adapters.intake import (
     os_reason,
     unpack_adapter,
 )
-from app.adapters.stream import BASE_MODEL, AdapterStream, lora_bytes
+from app.adapters.stream import AdapterStream, lora_bytes
 from app.adapters.task_ids import TASK_IDS_FILE, TaskIds, fingerprint, task_ids_path
 from setup.lora.convert import (
     ConvertedLora,
@@ -50,7 +50,7 @@ from setup.lora.convert import (
 from setup.lora.engine import check_against_engine, load_engine_spec
 from setup.paths import PROJECT_ROOT
 
-__all__ = ["BASE_MODEL", "DEFAULT_ADAPTERS_DIR", "TASK_IDS_FILE", "AdapterError", "AdapterInfo", "AdapterRegistry",
+__all__ = ["DEFAULT_ADAPTERS_DIR", "TASK_IDS_FILE", "AdapterError", "AdapterInfo", "AdapterRegistry",
            "AdapterStream", "adapter_kind", "lora_bytes"]
 
 DEFAULT_ADAPTERS_DIR = PROJECT_ROOT / "adapters"
@@ -188,10 +188,6 @@ class AdapterRegistry:
                 out[name] = str(exc)
         return out
 
-    def choices(self) -> list[str]:
-        """Dropdown entries: "base model" then every usable adapter."""
-        return [BASE_MODEL, *(a.name for a in self.list())]
-
     # ---- what the server holds ----------------------------------------------------------------------
     def is_held(self, task_id: int) -> bool:
         with self._lock:
@@ -232,7 +228,7 @@ class AdapterRegistry:
     # ---- streaming -------------------------------------------------------------------------------
     def stream(self, client, adapter: str | None, prompt: str, params,
                extra: Mapping[str, object] | None = None) -> AdapterStream:
-        """Start a streaming request with an adapter (None, "" or "base model" for the base model)."""
+        """Start a streaming request with an adapter (None or "" for the base model)."""
         return AdapterStream(self, client, adapter, prompt, params, extra)
 
     def generate(self, client, adapter: str | None, prompt: str, params,

@@ -26,7 +26,6 @@ class AdapterBook(Protocol):
     def mark_held(self, task_id: int) -> None: ...
 
 
-BASE_MODEL = "base model"  # the dropdown entry for no adapter
 LORA_INPUTS = ("lora_task_id", "lora_weights", "lora_config")
 
 
@@ -53,7 +52,7 @@ class AdapterStream:
     def __init__(self, registry: AdapterBook, client, adapter: str | None, prompt: str, params,
                  extra: Mapping[str, object] | None = None):
         self.registry = registry
-        self.adapter = None if not adapter or adapter == BASE_MODEL else adapter
+        self.adapter = adapter or None
         self.task_id = registry.task_id(self.adapter) if self.adapter else None
         self.started_at = time.monotonic()
         self.first_token_at: float | None = None

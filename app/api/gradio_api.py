@@ -10,13 +10,13 @@ from pathlib import Path
 import gradio as gr
 from gradio.data_classes import FileData
 
-from app.adapters.registry import BASE_MODEL
 from app.chat.context import AppContext
+from app.chat.messages import BASE_MODEL_WORDS
 from app.chat.sampling import message_text, panel_sampling, sampling_params
 from app.chat.throttle import throttled
 from app.chat.turns import check_new_turn, open_stream, validate_user_text
-from app.core.constants import SAMPLING_LIMITS
 from app.core.errors import ChatError, InvalidRequest
+from app.core.sampling import SAMPLING_LIMITS
 
 D = {name: spec[0] for name, spec in SAMPLING_LIMITS.items()}
 UPLOAD_ROOTS = [Path(tempfile.gettempdir()) / "gradio"]
@@ -70,7 +70,7 @@ def register(ctx: AppContext) -> None:
             paths = uploaded_paths(images)
             if paths:
                 check_new_turn(ctx, text, paths)
-            chosen = None if not adapter or adapter == BASE_MODEL else adapter  # API callers may name the label
+            chosen = None if not adapter or adapter == BASE_MODEL_WORDS else adapter  # callers may name the label
             stream = open_stream(ctx, [{"role": "user", "content": text}], params, system_prompt or None,
                                  chosen, images=paths)
             yield from throttled(stream, lambda: stream.text.lstrip())

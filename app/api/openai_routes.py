@@ -23,6 +23,13 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.requests import ClientDisconnect
 from starlette.routing import Route
 
+from app.api.messages import (
+    MSG_API_BODY_TOO_LARGE,
+    MSG_API_BUSY,
+    MSG_API_CONTENT_TYPE,
+    MSG_API_INTERNAL,
+    MSG_API_UNAUTHORIZED,
+)
 from app.api.openai_schema import (
     ChatRequest,
     ChunkWriter,
@@ -35,14 +42,7 @@ from app.api.openai_schema import (
 from app.api.stream_pump import DeltaPump
 from app.chat.context import AppContext
 from app.chat.turns import open_stream, validate_user_text
-from app.core.constants import (
-    API_MAX_BODY_BYTES,
-    MSG_API_BODY_TOO_LARGE,
-    MSG_API_BUSY,
-    MSG_API_CONTENT_TYPE,
-    MSG_API_INTERNAL,
-    MSG_API_UNAUTHORIZED,
-)
+from app.core.constants import API_MAX_BODY_BYTES
 from app.core.errors import (
     ChatError,
     InputTooLong,

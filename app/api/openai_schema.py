@@ -20,16 +20,7 @@ import time
 import uuid
 from dataclasses import dataclass, field, replace
 
-from app.adapters.registry import BASE_MODEL
-from app.chat.sampling import sampling_params
-from app.core.constants import (
-    API_MAX_MODEL_CHARS,
-    API_MAX_STOP_CHARS,
-    API_MAX_STOP_WORDS,
-    MAX_CONVERSATION_CHARS,
-    MAX_CONVERSATION_MESSAGES,
-    MAX_IMAGE_BYTES,
-    MAX_JSON_DEPTH,
+from app.api.messages import (
     MSG_API_BAD_BASE64,
     MSG_API_BAD_CONTENT,
     MSG_API_BAD_JSON,
@@ -47,14 +38,24 @@ from app.core.constants import (
     MSG_API_STOP,
     MSG_API_STREAM_OPTIONS,
     MSG_API_TOO_DEEP,
+)
+from app.chat.messages import BASE_MODEL_WORDS
+from app.chat.sampling import sampling_params
+from app.core.constants import (
+    API_MAX_MODEL_CHARS,
+    API_MAX_STOP_CHARS,
+    API_MAX_STOP_WORDS,
+    MAX_CONVERSATION_CHARS,
+    MAX_CONVERSATION_MESSAGES,
+    MAX_IMAGE_BYTES,
+    MAX_JSON_DEPTH,
     MSG_CONVERSATION_TOO_LONG,
     MSG_CONVERSATION_TOO_MANY_MESSAGES,
     MSG_IMAGE_TOO_LARGE_BYTES,
     MSG_INVALID_TEXT,
-    SAMPLING_LIMITS,
 )
 from app.core.errors import InvalidImage, InvalidRequest
-from app.triton.client import SamplingParams
+from app.core.sampling import SAMPLING_LIMITS, SamplingParams
 
 ROLES = ("system", "user", "assistant")
 DATA_URL = re.compile(r"data:image/[A-Za-z0-9.+-]+;base64,(?P<data>.*)", re.S)
@@ -221,7 +222,7 @@ def _sampling(body: dict) -> SamplingParams:
 
 def model_is_base(model: str, served_model: str) -> bool:
     """Whether the `model` a caller named means the base model (no adapter)."""
-    return model in ("", served_model, BASE_MODEL)
+    return model in ("", served_model, BASE_MODEL_WORDS)
 
 
 def parse_chat_request(body: object, served_model: str) -> ChatRequest:

@@ -24,10 +24,7 @@ from pathlib import Path
 from app.bench import hooks as extra
 from app.bench.hooks import ExtraHook
 from app.bench.load import DatasetError, Progress, load_dataset, run_load, session_pool, synthetic_requests
-from app.bench.stats import BenchSummary, format_summary, summarize
-from app.bench.targets import OpenAISender, TritonSender, openai_root, word_count
-from app.core.constants import (
-    DEFAULT_MODEL,
+from app.bench.messages import (
     MSG_BENCH_IMAGE_MISSING,
     MSG_BENCH_INPUT_LEN_WITH_DATASET,
     MSG_BENCH_JSON_DIR,
@@ -35,11 +32,13 @@ from app.core.constants import (
     MSG_BENCH_NOT_OPENAI,
     MSG_BENCH_UNREACHABLE,
     MSG_BENCH_UNREACHABLE_API,
-    MSG_UNKNOWN_ADAPTER,
-    SUPPORTED_MODELS,
 )
+from app.bench.stats import BenchSummary, format_summary, summarize
+from app.bench.targets import OpenAISender, TritonSender, openai_root, word_count
+from app.core.constants import DEFAULT_MODEL, MSG_UNKNOWN_ADAPTER, SUPPORTED_MODELS
 from app.core.errors import ChatError
-from app.triton.client import SamplingParams, TritonChatClient
+from app.core.sampling import SamplingParams
+from app.triton.client import TritonChatClient
 from setup.cli_types import OneLineErrorParser, host_port, positive_float, positive_int
 
 EXTRA_KINDS = ("adapter", "image")

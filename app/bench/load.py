@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from app.bench.messages import MSG_BENCH_DATASET_EMPTY, MSG_BENCH_DATASET_ITEM, MSG_BENCH_DATASET_UNREADABLE
 from app.bench.stats import RequestRecord
-from app.core.constants import MSG_BENCH_DATASET_EMPTY, MSG_BENCH_DATASET_ITEM, MSG_BENCH_DATASET_UNREADABLE
 
 FILLER = ("the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "while", "river", "flows", "past",
           "green", "hills", "and", "old", "stone", "bridges", "under", "bright", "summer", "sky")

@@ -14,11 +14,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from app.bench.load import BenchRequest
+from app.bench.messages import MSG_BENCH_HUNG, MSG_BENCH_STOPPED
 from app.bench.stats import RequestRecord
-from app.core.constants import MSG_BENCH_HUNG, MSG_BENCH_STOPPED
 from app.core.errors import ChatError
+from app.core.sampling import SamplingParams
 from app.deployments.base import ReplyRequest
-from app.triton.client import ModelInfo, SamplingParams, TritonChatClient
+from app.triton.client import ModelInfo, TritonChatClient
 from app.vision.images import image_format
 
 # (hook value, prompt, model info) -> (prompt, extra inputs); see app.bench.hooks

@@ -12,7 +12,7 @@ from app.chat.figures import figures_text, measure
 from app.chat.turns import open_stream, reply_text, validate_user_text
 from app.core.constants import MAX_COMPARE_ADAPTERS
 from app.core.errors import ChatError, InvalidRequest
-from app.deployments.base import SamplingParams
+from app.core.sampling import SamplingParams
 
 UPDATE_SECONDS = 0.1
 WAITING, STREAMING, DONE, STOPPED, FAILED = "waiting for the first token", "streaming", "done", "stopped", "failed"

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from app.chat.context import AppContext
 from app.chat.outbox import Queued
 from app.chat.turns import add_user_message, stream_reply
-from app.deployments.base import SamplingParams
+from app.core.sampling import SamplingParams
 
 PENDING_PREFIX = "*waiting to be sent:* "  # marks a queued message in the shown conversation
 

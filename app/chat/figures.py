@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from app.adapters.registry import BASE_MODEL
+from app.chat.messages import BASE_MODEL_WORDS
 from app.core.constants import REPLY_FIGURES
 
 
@@ -39,7 +39,7 @@ def figures_text(figures: ReplyFigures, adapter: str | None, kind: str) -> str:
         parts.append(f"{figures.tokens_per_second:.1f} tokens/s")
     if figures.first_token is not None:
         parts.append(f"first token {figures.first_token:.2f} s")
-    parts += [adapter or BASE_MODEL, kind]
+    parts += [adapter or BASE_MODEL_WORDS, kind]
     return " · ".join(p for p in parts if p)
 
 

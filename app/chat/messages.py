@@ -8,3 +8,11 @@ MSG_IMPORT_SHAPE = "{name} is not a conversation file: {detail}"
 MSG_IMPORT_TOO_BIG = "{name} is {size:,} bytes; a conversation file may be at most {limit:,} bytes."
 MSG_IMAGE_NOT_KEPT = "[image {name}: not kept]"
 MSG_NO_TEXT_REPLY = "(the model returned no text)"
+
+MSG_EMPTY_PROMPT = "Type a message first."
+MSG_PROMPT_TOO_LONG = "The message is longer than {limit} characters; shorten it."
+MSG_NOT_A_NUMBER_FIELD = "{name} must be a number, got {value!r}."
+MSG_NOT_TEXT = "The message must be text, got {kind}."
+
+# How replies, figures and the APIs word "no adapter" (the domain value is None).
+BASE_MODEL_WORDS = "base model"

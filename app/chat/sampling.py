@@ -7,9 +7,9 @@ import math
 import secrets
 from dataclasses import replace
 
-from app.core.constants import MSG_NOT_A_NUMBER_FIELD, MSG_NOT_TEXT
+from app.chat.messages import MSG_NOT_A_NUMBER_FIELD, MSG_NOT_TEXT
 from app.core.errors import InvalidRequest
-from app.triton.client import SamplingParams
+from app.core.sampling import SamplingParams
 
 INTEGER_FIELDS = ("max_tokens", "top_k", "seed")
 

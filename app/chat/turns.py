@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 from app.chat.context import AppContext
 from app.chat.figures import figures_footer, measure
-from app.chat.messages import MSG_NO_REGENERATE, MSG_NO_TEXT_REPLY
+from app.chat.messages import MSG_EMPTY_PROMPT, MSG_NO_REGENERATE, MSG_NO_TEXT_REPLY, MSG_PROMPT_TOO_LONG
 from app.chat.throttle import throttled
 from app.core.constants import (
     ADAPTER_TAG,
@@ -19,13 +19,12 @@ from app.core.constants import (
     MAX_PROMPT_CHARS,
     MSG_CONVERSATION_TOO_LONG,
     MSG_CONVERSATION_TOO_MANY_MESSAGES,
-    MSG_EMPTY_PROMPT,
-    MSG_PROMPT_TOO_LONG,
     MSG_STOPPED,
     MSG_UNKNOWN_ADAPTER,
 )
 from app.core.errors import ChatError, InvalidRequest
-from app.deployments.base import ReplyRequest, SamplingParams
+from app.core.sampling import SamplingParams
+from app.deployments.base import ReplyRequest
 from app.deployments.prompts import ADAPTER_TAG_RE, current_turn_images, file_path, message_text
 
 __all__ = ["current_turn_images", "file_path"]  # history helpers, re-exported for the pages

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from app.triton.client import SamplingParams
+from app.core.sampling import SamplingParams
 
 __all__ = ["AdapterState", "Deployment", "DeploymentStatus", "Probe", "ReplyRequest", "ReplyStream",
            "SamplingParams"]

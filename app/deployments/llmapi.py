@@ -17,8 +17,9 @@ from pathlib import Path
 
 from app.adapters.registry import AdapterRegistry
 from app.adapters.task_ids import fingerprint
-from app.core.constants import MSG_TEXT_ONLY
+from app.core.constants import MSG_TEXT_ONLY, MSG_UNKNOWN_ADAPTER
 from app.core.errors import InvalidRequest, TextOnlyDeployment
+from app.core.sampling import SamplingParams
 from app.deployments.base import AdapterState, DeploymentStatus, Probe, ReplyRequest
 from app.deployments.llmapi_stream import LlmApiStream, build_inputs
 from app.deployments.messages import (
@@ -27,11 +28,10 @@ from app.deployments.messages import (
     MSG_LLMAPI_NO_LORA,
     MSG_LLMAPI_NOT_PEFT,
     MSG_LLMAPI_SHARED,
-    MSG_UNKNOWN_ADAPTER,
 )
 from app.deployments.openai_wire import check_image_count, image_data_url
 from app.deployments.prompts import PromptBuilder, current_turn_images
-from app.triton.client import SamplingParams, TritonChatClient
+from app.triton.client import TritonChatClient
 from app.triton.metrics import metrics_url_for
 
 LORA_INPUTS = ("lora_id", "lora_name", "lora_path")

@@ -1,6 +1,5 @@
 """Plain sentences of the deployments package."""
 
-MSG_UNKNOWN_ADAPTER = "There is no adapter named '{adapter}'. Known: {known}."
 MSG_NO_LORA = ("Model '{model}' of this deployment takes no LoRA inputs, so adapter '{adapter}' cannot be applied. "
                "Pick the base model or deploy tensorrt_llm_bls / an ensemble with LoRA inputs.")
 MSG_TRITON_SENDS_ON_USE = "The first message with it sends its weights to the server's LoRA cache."
@@ -38,3 +37,6 @@ MSG_LLMAPI_UNSEEN = ("The Triton server cannot read adapter '{adapter}' at {path
                      "--server-adapters-dir.")
 MSG_LLMAPI_SHARED = "Sent by path with each message; the server reads {path}."
 MSG_LLMAPI_COPY_FAILED = "Could not copy adapter '{adapter}' into the server's adapters folder {folder}: {detail}."
+
+MSG_CONVERSATION_TOO_MANY_TOKENS = ("The conversation is {tokens:,} tokens; this deployment takes at most {limit:,} "
+                                    "input tokens. Start a new chat or shorten it.")

@@ -16,8 +16,9 @@ from pathlib import Path
 import httpx
 
 from app.adapters.registry import AdapterRegistry
-from app.core.constants import STREAM_STALL_SECONDS
+from app.core.constants import MSG_UNKNOWN_ADAPTER, STREAM_STALL_SECONDS
 from app.core.errors import ChatError, InvalidRequest, ModelNotReady, ServerUnreachable
+from app.core.sampling import SamplingParams
 from app.deployments.base import AdapterState, DeploymentStatus, Probe, ReplyRequest
 from app.deployments.messages import (
     MSG_LOADED_AT_RUNTIME,
@@ -27,12 +28,10 @@ from app.deployments.messages import (
     MSG_OPENAI_NOT_OPENAI,
     MSG_OPENAI_UNREACHABLE,
     MSG_SENT_AS_LORA_REQUEST,
-    MSG_UNKNOWN_ADAPTER,
     OPENAI_KIND,
 )
 from app.deployments.openai_stream import OpenAIStream
 from app.deployments.openai_wire import check_image_count, http_error, messages_body, sampling_fields
-from app.triton.client import SamplingParams
 from app.vision.images import load_image
 
 ADAPTERS_AS = ("model", "lora_request")

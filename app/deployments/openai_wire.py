@@ -17,6 +17,7 @@ from app.core.errors import (
     TextOnlyDeployment,
     TooManyImages,
 )
+from app.core.sampling import SamplingParams
 from app.deployments.base import ReplyRequest
 from app.deployments.messages import (
     MSG_OPENAI_BUSY,
@@ -29,7 +30,6 @@ from app.deployments.messages import (
     MSG_OPENAI_UNKNOWN_MODEL,
 )
 from app.deployments.prompts import chat_messages, current_turn_images
-from app.triton.client import SamplingParams
 from app.vision.images import image_format, load_image
 
 MAX_IMAGES = 8  # per message; the server may take fewer and says so

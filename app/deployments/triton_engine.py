@@ -12,12 +12,14 @@ from dataclasses import replace
 from pathlib import Path
 
 from app.adapters.registry import AdapterRegistry
+from app.core.constants import MSG_UNKNOWN_ADAPTER
 from app.core.errors import ChatError, InvalidRequest
+from app.core.sampling import SamplingParams
 from app.deployments.base import AdapterState, DeploymentStatus, Probe, ReplyRequest
-from app.deployments.messages import MSG_NO_LORA, MSG_TRITON_SENDS_ON_USE, MSG_UNKNOWN_ADAPTER
+from app.deployments.messages import MSG_NO_LORA, MSG_TRITON_SENDS_ON_USE
 from app.deployments.prompts import PromptBuilder, current_turn_images, file_path, message_text
 from app.deployments.triton_limits import UNKNOWN, check_prompt_tokens, read_input_limit
-from app.triton.client import SamplingParams, TritonChatClient
+from app.triton.client import TritonChatClient
 from app.triton.metrics import metrics_url_for
 from app.vision.multimodal import prepare_images, strip_image_markers
 

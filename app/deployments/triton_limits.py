@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from app.core.constants import MSG_CONVERSATION_TOO_MANY_TOKENS
 from app.core.errors import ChatError, InputTooLong, ModelNotReady, ServerUnreachable
+from app.deployments.messages import MSG_CONVERSATION_TOO_MANY_TOKENS
 from app.triton.client import TritonChatClient
 
 UNKNOWN = object()  # not asked yet (or the server was down): ask again

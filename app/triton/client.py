@@ -23,7 +23,6 @@ from tritonclient.utils import InferenceServerException
 from app.core.constants import (
     DEFAULT_MODEL,
     MSG_INVALID_TEXT,
-    SAMPLING_LIMITS,
     SERVER_CHECK_TIMEOUT,
     STREAM_STALL_SECONDS,
 )
@@ -36,6 +35,7 @@ from app.core.errors import (
     StreamStalled,
     parse_error,
 )
+from app.core.sampling import SamplingParams
 from app.triton import transport as grpc_stream
 from app.triton.textstream import IncrementalText, StopWordTrim
 
@@ -47,29 +47,13 @@ NUMPY_TYPES = {
 ALIASES = {"random_seed": ("random_seed", "seed"), "min_length": ("min_length", "min_tokens")}
 
 
-@dataclass(frozen=True)
-class SamplingParams:
-    """Generation settings; validated before any network call."""
-
-    max_tokens: int = SAMPLING_LIMITS["max_tokens"][0]
-    temperature: float = SAMPLING_LIMITS["temperature"][0]
-    top_k: int = SAMPLING_LIMITS["top_k"][0]
-    top_p: float = SAMPLING_LIMITS["top_p"][0]
-    repetition_penalty: float = SAMPLING_LIMITS["repetition_penalty"][0]
-    seed: int = SAMPLING_LIMITS["seed"][0]
-
-    def __post_init__(self) -> None:
-        for name, (_, low, high) in SAMPLING_LIMITS.items():
-            value = getattr(self, name)
-            if value is None or not low <= value <= high:
-                raise InvalidRequest(f"{name.replace('_', ' ')} must be between {low} and {high}, got {value}.")
-
-    def as_inputs(self) -> dict[str, object]:
-        return {
-            "max_tokens": int(self.max_tokens), "temperature": float(self.temperature),
-            "top_k": int(self.top_k), "top_p": float(self.top_p),
-            "repetition_penalty": float(self.repetition_penalty), "random_seed": int(self.seed),
-        }
+def sampling_inputs(params: SamplingParams) -> dict[str, object]:
+    """The sampling settings as the backend's input tensors (random_seed is renamed per release, see ALIASES)."""
+    return {
+        "max_tokens": int(params.max_tokens), "temperature": float(params.temperature),
+        "top_k": int(params.top_k), "top_p": float(params.top_p),
+        "repetition_penalty": float(params.repetition_penalty), "random_seed": int(params.seed),
+    }
 
 
 @dataclass(frozen=True)
@@ -351,7 +335,7 @@ class TritonChatClient:
                      info: ModelInfo | None = None) -> list:
         """Request tensors for the inputs this model declares; required inputs must be present."""
         info = info or self.model_info()
-        values: dict[str, object] = {"text_input": prompt, "stream": True, **params.as_inputs(), **(extra or {})}
+        values: dict[str, object] = {"text_input": prompt, "stream": True, **sampling_inputs(params), **(extra or {})}
         if not info.decoupled:
             raise ModelNotReady(
                 f"Model '{info.name}' is not decoupled, so it cannot stream; redeploy it with decoupled_mode: true."

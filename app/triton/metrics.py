@@ -11,7 +11,7 @@ import urllib.request
 from collections import deque
 from dataclasses import dataclass, field
 
-from app.core.constants import MSG_METRICS_UNREACHABLE
+from app.triton.messages import MSG_METRICS_UNREACHABLE
 
 _LINE = re.compile(r'^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{(.*)\})?\s+(\S+)')
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')

@@ -23,16 +23,18 @@ from app.core.constants import (
     IMAGE_FORMATS,
     MAX_IMAGE_BYTES,
     MAX_IMAGE_PIXELS,
+    MSG_IMAGE_TOO_LARGE_BYTES,
+)
+from app.core.errors import InvalidImage
+from app.vision.messages import (
     MSG_IMAGE_BOMB,
     MSG_IMAGE_EMPTY,
     MSG_IMAGE_NOT_AN_IMAGE,
-    MSG_IMAGE_TOO_LARGE_BYTES,
     MSG_IMAGE_TOO_MANY_PIXELS,
     MSG_IMAGE_TRUNCATED,
     MSG_IMAGE_UNREADABLE,
     MSG_IMAGE_UNSUPPORTED_FORMAT,
 )
-from app.core.errors import InvalidImage
 
 _MB = 1024 * 1024
 _SIXTEEN_BIT = ("I;16", "I;16B", "I;16L", "I;16N", "I")

@@ -17,15 +17,11 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from app.core.constants import (
-    MSG_IMAGE_INPUT_UNSUPPORTED,
-    MSG_TEXT_ONLY,
-    MSG_TOO_MANY_IMAGES,
-    MSG_UNKNOWN_FAMILY,
-)
+from app.core.constants import MSG_TEXT_ONLY
 from app.core.errors import InvalidRequest, TextOnlyDeployment, TooManyImages
 from app.triton.client import ModelInfo
 from app.vision.images import ImageLimits, load_image
+from app.vision.messages import MSG_IMAGE_INPUT_UNSUPPORTED, MSG_TOO_MANY_IMAGES, MSG_UNKNOWN_FAMILY
 from app.vision.preprocess import pixel_batch, preprocess_image
 from setup.catalog.families import IMAGE_INPUT_KINDS, Family, FamilyError, get_family
 

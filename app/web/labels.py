@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-BASE_LABEL = "base model"
+from app.chat.messages import BASE_MODEL_WORDS
+
+BASE_LABEL = BASE_MODEL_WORDS  # the dropdown entry that means no adapter
 
 
 def adapter_of(label: str | None) -> str | None:

@@ -14,12 +14,12 @@ from app.api.openai_routes import OpenAIApi
 from app.chat.context import AppContext
 from app.core.constants import (
     API_MAX_BODY_BYTES,
-    MSG_JOB_UNREAD,
     QUEUE_SIZE_PER_SLOT,
     UNREAD_JOB_GRACE_SECONDS,
     UPLOAD_FILES_PER_REQUEST,
 )
 from app.web import speedups
+from app.web.messages import MSG_JOB_UNREAD
 from app.web.pages import adapters, benchmark, build, chat, compare, server
 from app.web.style import APP_CSS
 

@@ -10,15 +10,9 @@ import zipfile
 import httpx
 import pytest
 
-from app.core.constants import (
-    MAX_PROMPT_CHARS,
-    MSG_EMPTY_PROMPT,
-    MSG_IMAGE_EMPTY,
-    MSG_IMAGE_NOT_AN_IMAGE,
-    MSG_IMAGE_TRUNCATED,
-    MSG_PROMPT_TOO_LONG,
-    MSG_TEXT_ONLY,
-)
+from app.chat.messages import MSG_EMPTY_PROMPT, MSG_PROMPT_TOO_LONG
+from app.core.constants import MAX_PROMPT_CHARS, MSG_TEXT_ONLY
+from app.vision.messages import MSG_IMAGE_EMPTY, MSG_IMAGE_NOT_AN_IMAGE, MSG_IMAGE_TRUNCATED
 from tests.bench_fixtures import pacing, pacing_app  # noqa: F401 - fixtures
 from tests.conftest import free_port
 

@@ -10,7 +10,8 @@ import time
 
 import gradio as gr
 
-from app.triton.client import SamplingParams, TritonChatClient
+from app.core.sampling import SamplingParams
+from app.triton.client import TritonChatClient
 from tests.bench_fixtures import pacing, pacing_log_lines  # noqa: F401 - fixture
 
 

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from app.chat.prompts import PromptBuilder
-from app.triton.client import SamplingParams, TritonChatClient
+from app.core.sampling import SamplingParams
+from app.triton.client import TritonChatClient
 from app.triton.metrics import parse_metrics, total
 from tests.conftest import run_in_threads
 

@@ -6,7 +6,8 @@ from PIL import Image, ImageDraw, ImageFont
 
 from app.chat.prompts import PromptBuilder
 from app.core.errors import InvalidRequest
-from app.triton.client import SamplingParams, TritonChatClient
+from app.core.sampling import SamplingParams
+from app.triton.client import TritonChatClient
 from app.vision.multimodal import image_support, prepare_images
 
 QUESTION = "What is the secret code?"

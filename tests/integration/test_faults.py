@@ -207,7 +207,8 @@ def test_slow_server_shows_waiting_then_works(tmp_path):
 def test_stalled_stream_is_cancelled_with_a_message(server):
     """A server that stops answering (here: paused) does not hang a chat past the stall timeout."""
     from app.core.errors import StreamStalled
-    from app.triton.client import SamplingParams, TritonChatClient
+    from app.core.sampling import SamplingParams
+    from app.triton.client import TritonChatClient
 
     server.start()
     client = TritonChatClient(server.grpc_url, model="pacing", stall_timeout=1.0)

@@ -18,10 +18,11 @@ import yaml
 
 from app.adapters.registry import AdapterRegistry
 from app.core.errors import InvalidRequest, TextOnlyDeployment
+from app.core.sampling import SamplingParams
 from app.deployments.base import ReplyRequest
 from app.deployments.llmapi import LlmApiDeployment
 from app.deployments.llmapi_stream import LlmApiStream, build_inputs, send_llmapi_stop
-from app.triton.client import SamplingParams, TritonChatClient
+from app.triton.client import TritonChatClient
 from setup.catalog.llmapi_releases import LATEST, llmapi_releases
 from tests.conftest import start_llmapi_triton
 from tests.lora_helpers import DEMO_ADAPTERS

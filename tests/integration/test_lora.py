@@ -9,7 +9,8 @@ import pytest
 from app.adapters.registry import AdapterRegistry
 from app.chat.prompts import PromptBuilder
 from app.core.errors import LoraCacheFull
-from app.triton.client import SamplingParams, TritonChatClient
+from app.core.sampling import SamplingParams
+from app.triton.client import TritonChatClient
 from setup.cpu.model import model_dir
 from setup.lora.convert import convert_peft, save_converted
 from tests.conftest import run_in_threads, start_triton

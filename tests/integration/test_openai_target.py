@@ -12,7 +12,7 @@ from app.chat.adapter_check import check_adapter_applied
 from app.chat.compare import CompareRun
 from app.chat.context import AppConfig, AppContext
 from app.chat.turns import open_stream, stream_reply
-from app.deployments.base import SamplingParams
+from app.core.sampling import SamplingParams
 
 PIRATE = re.compile(r"\b(arr|matey|ahoy|ye|be|savvy)\b", re.I)
 QUESTION = [{"role": "user", "content": "What is the capital of France?"}]

@@ -25,7 +25,7 @@ from app.core.constants import (
     MAX_PROMPT_CHARS,
     MSG_CONVERSATION_TOO_LONG,
 )
-from app.triton.client import SamplingParams
+from app.core.sampling import SamplingParams
 from benchmarks.harness import free_port, pacing_server
 from setup.cpu.pacing import PACING_MODEL, PacingSpec
 

@@ -9,7 +9,8 @@ import tritonclient.grpc as grpcclient
 
 from app.chat.prompts import PromptBuilder
 from app.core.errors import InputTooLong, ModelNotReady, ServerUnreachable
-from app.triton.client import SamplingParams, TritonChatClient
+from app.core.sampling import SamplingParams
+from app.triton.client import TritonChatClient
 from tests.conftest import free_port, run_in_threads
 
 QUESTION = [{"role": "user", "content": "What is the capital of France?"}]

@@ -20,7 +20,7 @@ from app.chat.compare import CompareRun
 from app.chat.context import AppConfig, AppContext
 from app.chat.turns import open_stream, stream_reply
 from app.core.errors import InvalidRequest
-from app.deployments.base import SamplingParams
+from app.core.sampling import SamplingParams
 from setup.paths import PROJECT_ROOT
 from tests.integration.vllm_fixtures import metrics_value, zero_b_adapter
 

@@ -12,6 +12,14 @@ from app.api.http_guard.hosts import LOOPBACK_NAMES, allowed_host_names, host_he
 from app.api.http_guard.jobs import JobWatch
 from app.api.http_guard.logins import FailureLimiter
 from app.api.http_guard.replies import send_json_error, size_text
+from app.api.messages import (
+    MSG_GUARD_BAD_HOST,
+    MSG_GUARD_BAD_ORIGIN,
+    MSG_GUARD_BODY_TIMEOUT,
+    MSG_GUARD_BUSY,
+    MSG_GUARD_LOGINS,
+    MSG_GUARD_NO_HOST,
+)
 from app.core.constants import (
     BODY_STALL_SECONDS,
     LARGE_BODY_BYTES,
@@ -19,12 +27,6 @@ from app.core.constants import (
     LOGIN_FAILURES_ALLOWED,
     LOGIN_WINDOW_SECONDS,
     MAX_REQUEST_BODY_BYTES,
-    MSG_GUARD_BAD_HOST,
-    MSG_GUARD_BAD_ORIGIN,
-    MSG_GUARD_BODY_TIMEOUT,
-    MSG_GUARD_BUSY,
-    MSG_GUARD_LOGINS,
-    MSG_GUARD_NO_HOST,
 )
 
 LOG = logging.getLogger(__name__)

@@ -6,10 +6,7 @@ import json
 import math
 from collections.abc import Iterable
 
-from app.core.constants import (
-    MSG_GUARD_BODY_TOO_LARGE,
-    MSG_GUARD_BODY_TOO_LARGE_KB,
-)
+from app.api.messages import MSG_GUARD_BODY_TOO_LARGE, MSG_GUARD_BODY_TOO_LARGE_KB
 
 
 def error_json(message: str, kind: str) -> bytes:

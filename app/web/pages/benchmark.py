@@ -9,16 +9,16 @@ import gradio as gr
 
 from app.bench.sweep import check_deployment, latency_frame, sweep, table_frame, throughput_frame
 from app.chat.context import AppConfig, AppContext
-from app.core.constants import (
+from app.core.constants import MSG_UNKNOWN_ADAPTER
+from app.core.errors import ChatError
+from app.web.gate import require_access
+from app.web.labels import BASE_LABEL, adapter_choices, adapter_of
+from app.web.messages import (
     MSG_BENCH_BUSY,
     MSG_BENCH_NO_LEVELS,
     MSG_BENCH_NOTHING_TO_STOP,
     MSG_BENCH_STOPPED_AT,
-    MSG_UNKNOWN_ADAPTER,
 )
-from app.core.errors import ChatError
-from app.web.gate import require_access
-from app.web.labels import BASE_LABEL, adapter_choices, adapter_of
 
 TITLE = "Benchmark"
 LEVELS = (1, 2, 4, 8, 16, 32)

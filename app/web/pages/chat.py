@@ -11,15 +11,9 @@ from app.chat.messages import MSG_BUSY_REGENERATE
 from app.chat.outbox import Queued
 from app.chat.sampling import GREEDY, panel_sampling
 from app.chat.turns import check_new_turn, without_last_reply
-from app.core.constants import (
-    CPU_DEMO_NOTE,
-    CPU_OCR_NOTE,
-    HISTORY_MODES,
-    MSG_SERVER_WAITING,
-    SAMPLING_LIMITS,
-    STATUS_REFRESH_SECONDS,
-)
+from app.core.constants import CPU_DEMO_NOTE, CPU_OCR_NOTE, HISTORY_MODES, STATUS_REFRESH_SECONDS
 from app.core.errors import ChatError
+from app.core.sampling import SAMPLING_LIMITS
 from app.web import history_panel
 from app.web.labels import (
     ABOUT_DEMO,
@@ -39,6 +33,7 @@ from app.web.labels import (
     adapter_choices,
     adapter_of,
 )
+from app.web.messages import MSG_SERVER_WAITING
 
 TITLE = "Chat"
 SAMPLE_ONLY = ("temperature", "top_k", "top_p", "seed")  # the settings greedy decoding ignores

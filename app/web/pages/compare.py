@@ -9,7 +9,7 @@ from app.chat.compare import ColumnView, CompareRun
 from app.chat.context import AppConfig, AppContext
 from app.core.constants import MAX_COMPARE_ADAPTERS
 from app.core.errors import ChatError
-from app.deployments.base import SamplingParams
+from app.core.sampling import SamplingParams
 from app.web.labels import COMPARE_NONE, COMPARE_UNUSED, STOP, adapter_choices, adapter_of
 
 TITLE = "Compare"

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.adapters.registry import BASE_MODEL, TASK_IDS_FILE, AdapterError, AdapterRegistry
+from app.adapters.registry import TASK_IDS_FILE, AdapterError, AdapterRegistry
 from app.adapters.task_ids import task_ids_path
 from app.core.errors import LoraNotInCache, ServerUnreachable
 from setup.lora.convert import CONFIG_FILE, WEIGHTS_FILE, convert_peft, save_converted
@@ -70,7 +70,7 @@ def test_listing(folder):
     assert beta.size_bytes == weights.nbytes + config.nbytes and not beta.held_by_server
     registry.mark_held(beta.task_id)
     assert registry.info("beta").held_by_server
-    assert registry.choices() == [BASE_MODEL, "alpha", "beta"]
+    assert [a.name for a in registry.list()] == ["alpha", "beta"]
 
 
 def test_converted_pairs_are_adapters_too(folder):
@@ -82,12 +82,12 @@ def test_converted_pairs_are_adapters_too(folder):
     save_converted(convert_peft(folder / "alpha", "bfloat16"), folder / "delta")
     with pytest.raises(AdapterError, match="bfloat16 weights"):
         registry.info("delta")
-    assert "delta" in registry.problems() and "delta" not in registry.choices()
+    assert "delta" in registry.problems() and "delta" not in [a.name for a in registry.list()]
 
 
 def test_engine_checks_apply_when_the_engine_is_known(folder, tmp_path):
     registry = AdapterRegistry(folder, engine_dir=write_engine_config(tmp_path / "engine", shape=TINY, max_rank=4))
-    assert registry.choices() == [BASE_MODEL, "alpha"]
+    assert [a.name for a in registry.list()] == ["alpha"]
     assert "max_lora_rank 4" in registry.problems()["beta"]
     with pytest.raises(AdapterError, match="rank 16 is above"):
         registry.add_folder(write_peft(tmp_path / "big", shape=TINY, rank=16))
@@ -260,7 +260,7 @@ def test_unreachable_server_forgets_what_it_held(folder):
 
 def test_base_model_sends_no_lora_inputs(folder):
     registry, server = AdapterRegistry(folder), FakeServer()
-    for name in (None, "", BASE_MODEL):
+    for name in (None, ""):
         stream = registry.stream(server, name, "hi", None, extra={"max_tokens": 5})
         assert stream.adapter is None and "".join(stream) == "Arr matey" and stream.lora_bytes_sent == 0
     assert all(set(r) == {"max_tokens"} for r in server.requests)

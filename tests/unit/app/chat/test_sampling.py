@@ -3,8 +3,8 @@
 import pytest
 
 from app.chat.sampling import GREEDY, SAMPLE, panel_sampling, sampling_params
-from app.core.constants import SAMPLING_LIMITS
 from app.core.errors import InvalidRequest
+from app.core.sampling import SAMPLING_LIMITS
 
 DEFAULTS = {name: spec[0] for name, spec in SAMPLING_LIMITS.items()}
 

@@ -4,7 +4,8 @@ import pytest
 
 from app.chat import turns as chat_logic
 from app.chat.context import AppConfig, AppContext
-from app.core.constants import MAX_PROMPT_CHARS, MSG_EMPTY_PROMPT
+from app.chat.messages import MSG_EMPTY_PROMPT
+from app.core.constants import MAX_PROMPT_CHARS
 from app.core.errors import InvalidRequest
 
 PIRATE_REPLY = {"role": "assistant", "content": "Arr, Paris!\n\n*adapter: pirate*"}

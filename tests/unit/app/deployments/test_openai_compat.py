@@ -18,7 +18,8 @@ import yaml
 
 from app.adapters.registry import AdapterRegistry
 from app.core.errors import InvalidRequest
-from app.deployments.base import ReplyRequest, SamplingParams
+from app.core.sampling import SamplingParams
+from app.deployments.base import ReplyRequest
 from app.deployments.openai_compat import OpenAICompatDeployment
 from setup.paths import PROJECT_ROOT
 

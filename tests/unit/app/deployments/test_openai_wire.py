@@ -16,10 +16,10 @@ from app.core.errors import (
     TextOnlyDeployment,
     TooManyImages,
 )
+from app.core.sampling import SamplingParams
 from app.deployments.base import Probe, ReplyRequest
 from app.deployments.openai_compat import api_base
 from app.deployments.openai_wire import MAX_IMAGES, http_error, messages_body, sampling_fields, stream_event
-from app.triton.client import SamplingParams
 
 
 def png_bytes() -> bytes:

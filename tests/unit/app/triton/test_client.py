@@ -3,7 +3,8 @@
 import pytest
 
 from app.core.errors import InvalidRequest, ModelNotReady
-from app.triton.client import ModelInfo, SamplingParams, TritonChatClient
+from app.core.sampling import SamplingParams
+from app.triton.client import ModelInfo, TritonChatClient
 
 
 def config(inputs: dict[str, str], decoupled=True, accumulate=None, name="tensorrt_llm_bls") -> dict:

@@ -8,6 +8,7 @@ from PIL import Image, ImageFile
 
 from app.core import constants as C
 from app.core.errors import ChatError, InvalidImage
+from app.vision import messages as M
 from app.vision.images import ImageLimits, image_format, load_image
 
 
@@ -99,12 +100,12 @@ def test_bad_files_each_get_their_own_message(tmp_path):
     jpeg = encoded(Image.new("RGB", (64, 64), (1, 2, 3)), "JPEG")
     png = encoded(Image.effect_noise((64, 64), 50).convert("RGB"), "PNG")
     cases = {
-        "empty.png": (b"", C.MSG_IMAGE_EMPTY.format(name="empty.png")),
-        "notes.png": (b"just some text, not pixels\n" * 4, C.MSG_IMAGE_NOT_AN_IMAGE.format(name="notes.png")),
-        "cut.png": (png[: len(png) // 2], C.MSG_IMAGE_TRUNCATED.format(name="cut.png")),
-        "cut.jpg": (jpeg[: len(jpeg) - 200], C.MSG_IMAGE_TRUNCATED.format(name="cut.jpg")),
+        "empty.png": (b"", M.MSG_IMAGE_EMPTY.format(name="empty.png")),
+        "notes.png": (b"just some text, not pixels\n" * 4, M.MSG_IMAGE_NOT_AN_IMAGE.format(name="notes.png")),
+        "cut.png": (png[: len(png) // 2], M.MSG_IMAGE_TRUNCATED.format(name="cut.png")),
+        "cut.jpg": (jpeg[: len(jpeg) - 200], M.MSG_IMAGE_TRUNCATED.format(name="cut.jpg")),
         "scan.tif": (encoded(Image.new("RGB", (4, 4)), "TIFF"),
-                     C.MSG_IMAGE_UNSUPPORTED_FORMAT.format(name="scan.tif", format="TIFF")),
+                     M.MSG_IMAGE_UNSUPPORTED_FORMAT.format(name="scan.tif", format="TIFF")),
     }
     messages = set()
     for name, (data, expected) in cases.items():
@@ -123,7 +124,7 @@ def test_pixel_limit_refused_before_decoding(tmp_path, monkeypatch):
     monkeypatch.setattr(ImageFile.ImageFile, "load", no_decoding)
     with pytest.raises(InvalidImage) as caught:
         load_image(write(tmp_path, "big.png", png_header_only(8000, 6000)))
-    assert str(caught.value) == C.MSG_IMAGE_TOO_MANY_PIXELS.format(
+    assert str(caught.value) == M.MSG_IMAGE_TOO_MANY_PIXELS.format(
         name="big.png", width=8000, height=6000, megapixels=48.0, limit_mp=C.MAX_IMAGE_PIXELS / 1e6)
     # Far past Pillow's own bomb threshold: Pillow refuses at open, still with a message of ours.
     with pytest.raises(InvalidImage, match="far more pixels"):

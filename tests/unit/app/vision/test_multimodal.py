@@ -7,6 +7,7 @@ from PIL import Image
 from app.core import constants as C
 from app.core.errors import InvalidImage, InvalidRequest, TextOnlyDeployment, TooManyImages
 from app.triton.client import ModelInfo
+from app.vision import messages as M
 from app.vision.multimodal import accepts_images, image_support, prepare_images, strip_image_markers
 
 
@@ -52,7 +53,7 @@ def test_llava_family_uses_its_own_size_and_limit(tmp_path):
     assert prompt.text == "<image>\nDescribe it."
     with pytest.raises(TooManyImages) as caught:
         prepare_images([png(tmp_path), png(tmp_path, "b.png")], deployment, "Both?")
-    assert str(caught.value) == C.MSG_TOO_MANY_IMAGES.format(limit=1, count=2)
+    assert str(caught.value) == M.MSG_TOO_MANY_IMAGES.format(limit=1, count=2)
 
 
 def test_bytes_family_sends_uint8_hwc(tmp_path):

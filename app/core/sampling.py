@@ -1,0 +1,35 @@
+"""Sampling settings every surface shares: their defaults and bounds, and the validated value object."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.core.errors import InvalidRequest
+
+# name: (default, min, max); the chat panel's sliders, the APIs' checks and SamplingParams use these
+SAMPLING_LIMITS = {
+    "max_tokens": (256, 1, 4096),
+    "temperature": (0.7, 0.01, 2.0),
+    "top_k": (0, 0, 1000),
+    "top_p": (0.0, 0.0, 1.0),
+    "repetition_penalty": (1.0, 0.5, 2.0),
+    "seed": (0, 0, 2**63 - 1),
+}
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """Generation settings; validated before any network call."""
+
+    max_tokens: int = SAMPLING_LIMITS["max_tokens"][0]
+    temperature: float = SAMPLING_LIMITS["temperature"][0]
+    top_k: int = SAMPLING_LIMITS["top_k"][0]
+    top_p: float = SAMPLING_LIMITS["top_p"][0]
+    repetition_penalty: float = SAMPLING_LIMITS["repetition_penalty"][0]
+    seed: int = SAMPLING_LIMITS["seed"][0]
+
+    def __post_init__(self) -> None:
+        for name, (_, low, high) in SAMPLING_LIMITS.items():
+            value = getattr(self, name)
+            if value is None or not low <= value <= high:
+                raise InvalidRequest(f"{name.replace('_', ' ')} must be between {low} and {high}, got {value}.")
