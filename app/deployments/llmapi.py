@@ -20,7 +20,7 @@ from app.adapters.task_ids import fingerprint
 from app.core.constants import MSG_TEXT_ONLY, MSG_UNKNOWN_ADAPTER
 from app.core.errors import InvalidRequest, TextOnlyDeployment
 from app.core.sampling import SamplingParams
-from app.deployments.base import AdapterState, DeploymentStatus, Probe, ReplyRequest
+from app.deployments.base import AdapterState, Probe, ReplyRequest
 from app.deployments.llmapi_stream import LlmApiStream, build_inputs
 from app.deployments.messages import (
     LLMAPI_KIND,
@@ -31,16 +31,17 @@ from app.deployments.messages import (
 )
 from app.deployments.openai_wire import check_image_count, image_data_url
 from app.deployments.prompts import PromptBuilder, current_turn_images
+from app.deployments.triton_served import TritonServed
 from app.triton.client import TritonChatClient
-from app.triton.metrics import metrics_url_for
 
 LORA_INPUTS = ("lora_id", "lora_name", "lora_path")
 
 
-class LlmApiDeployment:
+class LlmApiDeployment(TritonServed):
     """One Triton server and its llmapi model (`tensorrt_llm` in upstream's layout)."""
 
     kind = LLMAPI_KIND
+    server_note = " (llmapi)"
 
     def __init__(self, client: TritonChatClient, registry: AdapterRegistry, template: str = "chatml",
                  tokenizer_dir: str | None = None, system_prompt: str = "",
@@ -52,26 +53,6 @@ class LlmApiDeployment:
         self._prompts: PromptBuilder | None = None
         self._lora_ids: dict[tuple[str, int], int] = {}
         self._lock = threading.Lock()
-
-    @property
-    def url(self) -> str:
-        return self.client.url
-
-    @property
-    def model(self) -> str:
-        return self.client.model
-
-    # ---- readiness ---------------------------------------------------------------------------------
-    def status(self) -> DeploymentStatus:
-        status = self.client.status()
-        return DeploymentStatus(live=status.live, ready=status.model_ready, server=f"Triton {status.version} (llmapi)",
-                                detail=status.detail)
-
-    def observe(self, status: DeploymentStatus) -> None:
-        self.registry.observe_server(status.live)
-
-    def metrics_url(self) -> str | None:
-        return self._metrics or metrics_url_for(self.client.url)
 
     def for_model(self, model: str) -> LlmApiDeployment:
         client = TritonChatClient(self.client.url, model=model, stall_timeout=self.client.stall_timeout)

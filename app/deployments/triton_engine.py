@@ -15,18 +15,18 @@ from app.adapters.registry import AdapterRegistry
 from app.core.constants import MSG_UNKNOWN_ADAPTER
 from app.core.errors import ChatError, InvalidRequest
 from app.core.sampling import SamplingParams
-from app.deployments.base import AdapterState, DeploymentStatus, Probe, ReplyRequest
+from app.deployments.base import AdapterState, Probe, ReplyRequest
 from app.deployments.messages import MSG_NO_LORA, MSG_TRITON_SENDS_ON_USE
 from app.deployments.prompts import PromptBuilder, current_turn_images, file_path, message_text
 from app.deployments.triton_limits import UNKNOWN, check_prompt_tokens, read_input_limit
+from app.deployments.triton_served import TritonServed
 from app.triton.client import TritonChatClient
-from app.triton.metrics import metrics_url_for
 from app.vision.multimodal import prepare_images, strip_image_markers
 
 KIND = "Triton engine topology"
 
 
-class TritonEngineDeployment:
+class TritonEngineDeployment(TritonServed):
     """One Triton server and chat model (`tensorrt_llm_bls`, `ensemble`, or a test model such as pacing)."""
 
     kind = KIND
@@ -40,26 +40,6 @@ class TritonEngineDeployment:
         self._prompts: PromptBuilder | None = None
         self._limit: object = UNKNOWN
         self._lock = threading.Lock()
-
-    @property
-    def url(self) -> str:
-        return self.client.url
-
-    @property
-    def model(self) -> str:
-        return self.client.model
-
-    # ---- readiness ---------------------------------------------------------------------------------
-    def status(self) -> DeploymentStatus:
-        status = self.client.status()
-        return DeploymentStatus(live=status.live, ready=status.model_ready, server=f"Triton {status.version}",
-                                detail=status.detail)
-
-    def observe(self, status: DeploymentStatus) -> None:
-        self.registry.observe_server(status.live)
-
-    def metrics_url(self) -> str | None:
-        return self._metrics or metrics_url_for(self.client.url)
 
     def for_model(self, model: str) -> TritonEngineDeployment:
         client = TritonChatClient(self.client.url, model=model, stall_timeout=self.client.stall_timeout)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from tritonclient.grpc import model_config_pb2
 
 from setup.catalog.llmapi_releases import LATEST, LlmApiModelRelease, resolve_llmapi_release
 from setup.paths import TEMPLATES_DIR
+from setup.repo.atomic import staged_folder
 from setup.repo.fill import FillError, fill
 from setup.repo.writer import RepoError, parse_model_config
 
@@ -249,23 +249,10 @@ def write_llmapi_repository(config: LlmApiRepoConfig, out: Path, force: bool = F
     out = Path(out).resolve()
     if out.exists() and not force:
         raise RepoError(MSG_EXISTS.format(out=out))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    with staged_folder(out) as staging:
         version_dir = staging / MODEL / "1"
         version_dir.mkdir(parents=True)
         (staging / MODEL / "config.pbtxt").write_text(render_config(config))
         _stage_code(config, version_dir)
         (version_dir / MODEL_YAML).write_text(model_yaml_text(config))
-        if out.exists():
-            old = out.with_name(f".{out.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
-            out.rename(old)
-            staging.rename(out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            staging.rename(out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return out

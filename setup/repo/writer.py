@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,6 +11,7 @@ from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2
 
 from setup.paths import DATA_DIR, TEMPLATES_DIR
+from setup.repo.atomic import staged_folder
 from setup.repo.fill import FillError, fill, placeholders
 from setup.repo.releases import apply_release, release_edits
 
@@ -195,9 +195,7 @@ def write_repository(config: DeploymentConfig, out: Path, force: bool = False) -
     out = Path(out).resolve()
     if out.exists() and not force:
         raise RepoError(f"{out} already exists; pass --force to replace it.")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    with staged_folder(out) as staging:
         skip = shutil.ignore_patterns("__pycache__", "config.pbtxt", TEMPLATE_FILE)
         for model, folders in sorted(template.models.items()):
             target = staging / model
@@ -212,15 +210,4 @@ def write_repository(config: DeploymentConfig, out: Path, force: bool = False) -
                                     ignore=shutil.ignore_patterns("__pycache__"))
         for model in staging.iterdir():
             (model / "1").mkdir(exist_ok=True)
-        if out.exists():
-            old = out.with_name(f".{out.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
-            out.rename(old)
-            staging.rename(out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            staging.rename(out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return out

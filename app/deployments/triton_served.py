@@ -1,0 +1,34 @@
+"""What every deployment served by Triton shares: the client's address and model, readiness from Triton's
+health and the model's, Triton's metrics, and telling the adapter registry when the server went away."""
+
+from __future__ import annotations
+
+from app.deployments.base import DeploymentStatus
+from app.triton.client import TritonChatClient
+from app.triton.metrics import metrics_url_for
+
+
+class TritonServed:
+    """Base of the Triton deployment kinds; `server_note` tells them apart in the status line."""
+
+    client: TritonChatClient
+    server_note = ""
+
+    @property
+    def url(self) -> str:
+        return self.client.url
+
+    @property
+    def model(self) -> str:
+        return self.client.model
+
+    def status(self) -> DeploymentStatus:
+        status = self.client.status()
+        return DeploymentStatus(live=status.live, ready=status.model_ready,
+                                server=f"Triton {status.version}{self.server_note}", detail=status.detail)
+
+    def observe(self, status: DeploymentStatus) -> None:
+        self.registry.observe_server(status.live)
+
+    def metrics_url(self) -> str | None:
+        return self._metrics or metrics_url_for(self.client.url)
