@@ -27,6 +27,9 @@ TRTLLM_BUILD_019 = {
     "--moe_plugin", "--context_fmha_fp32_acc", "--enable_xqa",
 }
 TRTLLM_BUILD_011 = (TRTLLM_BUILD_019 - {"--max_seq_len"}) | {"--max_output_len"}
+# bare switches of trtllm-build per era: --use_fused_mlp is store_true in the --max_output_len era
+# (setup/data/trtllm_versions.yaml, "0.11" sources), a value flag (enable/disable) later
+BUILD_SWITCHES = {"0.11": {"--use_fused_mlp"}}
 NARGS = {"--lora_target_modules": "+", "--lora_dir": "+"}
 CONVERT = {"--model_dir", "--nemo_ckpt_path", "--output_dir", "--dtype", "--tp_size", "--pp_size", "--model_type",
            "--use_prompt_tuning", "--gpt_variant", "--nougat", "--use_weight_only", "--weight_only_precision",
@@ -96,10 +99,10 @@ TOOL_BODY = textwrap.dedent('''\
     ''')
 
 
-def _write_tool(path: Path, kind: str, flags: set[str], prog: str) -> Path:
+def _write_tool(path: Path, kind: str, flags: set[str], prog: str, switches: set[str] = frozenset()) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(TOOL_HEAD.format(python=sys.executable, flags=sorted(flags), nargs=NARGS,
-                                     switches=sorted(SWITCHES), prog=prog, kind=kind) + TOOL_BODY)
+                                     switches=sorted(SWITCHES | switches), prog=prog, kind=kind) + TOOL_BODY)
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     return path
 
@@ -127,7 +130,8 @@ def make_trtllm(root: Path, era: str) -> dict[str, str]:
     _write_tool(visual, f"visual:{engine}", VISUAL, visual.name)
     _write_tool(examples / "hf_lora_convert.py", "lora", LORA_CONVERT, "hf_lora_convert.py")
     build = _write_tool(root / "bin" / "trtllm-build", "build",
-                        TRTLLM_BUILD_011 if era == "0.11" else TRTLLM_BUILD_019, "trtllm-build")
+                        TRTLLM_BUILD_011 if era == "0.11" else TRTLLM_BUILD_019, "trtllm-build",
+                        BUILD_SWITCHES.get(era, set()))
     return {"trtllm_root": str(root), "trtllm_build": str(build), "trtllm_python": sys.executable}
 
 

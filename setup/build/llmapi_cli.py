@@ -7,7 +7,7 @@ import argparse
 import signal
 import sys
 
-from setup.build.serve_cli import _bool, _fraction
+from setup.build.llm_api_cli_args import add_llm_api_arguments
 from setup.catalog.llmapi_releases import LATEST, llmapi_releases
 from setup.cli_types import OneLineErrorParser, port_number, positive_int, raise_interrupt
 from setup.launcher import LaunchError, LaunchOptions, check_ports_free, find_tritonserver, start_triton
@@ -31,18 +31,8 @@ def build_parser(command: str) -> argparse.ArgumentParser:
     parser.add_argument("--out", required=True, help="Folder for the repository (written as OUT/llmapi_repo).")
     parser.add_argument("--code-dir", help="Folder holding the release's llmapi model.py and helpers.py, or a "
                         "checkout of the release (they are TensorRT-LLM's code; `build` copies them).")
-    parser.add_argument("--tp", type=positive_int, default=1, help="tensor_parallel_size (default 1).")
-    parser.add_argument("--pp", type=positive_int, default=1, help="pipeline_parallel_size (default 1).")
-    parser.add_argument("--max-batch-size", type=positive_int, help="max_batch_size (default: the LLM API's).")
-    parser.add_argument("--max-num-tokens", type=positive_int, help="max_num_tokens (default: the LLM API's).")
-    parser.add_argument("--max-seq-len", type=positive_int, help="max_seq_len (default: the model's).")
-    parser.add_argument("--kv-cache-fraction", type=_fraction,
-                        help="kv_cache_config.free_gpu_memory_fraction, above 0 and at most 1.")
-    parser.add_argument("--block-reuse", type=_bool, help="kv_cache_config.enable_block_reuse (true/false).")
-    parser.add_argument("--lora-dir", help="Folder of PEFT adapters the server reads by path (lora_path).")
-    parser.add_argument("--max-lora-rank", type=positive_int, help="lora_config.max_lora_rank (default: largest).")
-    parser.add_argument("--max-loras", type=positive_int, help="lora_config.max_loras (default 1).")
-    parser.add_argument("--max-cpu-loras", type=positive_int, help="lora_config.max_cpu_loras (default: count).")
+    add_llm_api_arguments(parser, "the LLM API's", "Folder of PEFT adapters the server reads by path (lora_path).",
+                          " 1")
     parser.add_argument("--instances", type=positive_int, default=1, help="Model instances (default 1).")
     parser.add_argument("--gpu-device-ids", help='GPUs per instance, e.g. "0,1;2,3" (with --instances > 1).')
     parser.add_argument("--http-port", type=port_number, default=8000, help="Triton HTTP port (default 8000).")

@@ -7,7 +7,8 @@ import shutil
 import subprocess
 import sys
 
-from setup.cli_types import OneLineErrorParser, port_number, positive_int
+from setup.build.llm_api_cli_args import add_llm_api_arguments
+from setup.cli_types import OneLineErrorParser, port_number
 from setup.plan.serve import ServeConfig, ServePlan, make_serve_plan, parse_option, write_serve_files
 from setup.plan.serve_catalog import releases
 from setup.plan.types import PlanError
@@ -27,21 +28,6 @@ def wants_serve(argv: list[str], kind: str = "trtllm-serve") -> bool:
     return False
 
 
-def _fraction(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got '{text}'") from None
-
-
-def _bool(text: str) -> bool:
-    if text.lower() in ("true", "yes", "1", "on"):
-        return True
-    if text.lower() in ("false", "no", "0", "off"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got '{text}'")
-
-
 def _option(text: str) -> tuple[str, object]:
     try:
         return parse_option(text)
@@ -59,18 +45,8 @@ def build_parser(command: str) -> argparse.ArgumentParser:
     parser.add_argument("--trtllm-version", required=True,
                         help=f"TensorRT-LLM release: {', '.join(releases())} (patch levels accepted, e.g. 1.2.1).")
     parser.add_argument("--out", required=True, help="Folder for the options YAML and the command script.")
-    parser.add_argument("--tp", type=positive_int, default=1, help="tensor_parallel_size (default 1).")
-    parser.add_argument("--pp", type=positive_int, default=1, help="pipeline_parallel_size (default 1).")
-    parser.add_argument("--max-batch-size", type=positive_int, help="max_batch_size (default: trtllm-serve's).")
-    parser.add_argument("--max-num-tokens", type=positive_int, help="max_num_tokens (default: trtllm-serve's).")
-    parser.add_argument("--max-seq-len", type=positive_int, help="max_seq_len (default: the model's).")
-    parser.add_argument("--kv-cache-fraction", type=_fraction,
-                        help="kv_cache_config.free_gpu_memory_fraction, above 0 and at most 1.")
-    parser.add_argument("--block-reuse", type=_bool, help="kv_cache_config.enable_block_reuse (true/false).")
-    parser.add_argument("--lora-dir", help="Folder of PEFT adapters (or one adapter): lora_config.lora_dir.")
-    parser.add_argument("--max-lora-rank", type=positive_int, help="lora_config.max_lora_rank (default: largest).")
-    parser.add_argument("--max-loras", type=positive_int, help="lora_config.max_loras (default: adapter count).")
-    parser.add_argument("--max-cpu-loras", type=positive_int, help="lora_config.max_cpu_loras (default: count).")
+    add_llm_api_arguments(parser, "trtllm-serve's", "Folder of PEFT adapters (or one adapter): lora_config.lora_dir.",
+                          ": adapter count")
     parser.add_argument("--lora-target-modules", help="Comma list (default: the adapters' modules).")
     parser.add_argument("--host", default="127.0.0.1", help="Address trtllm-serve binds (default 127.0.0.1).")
     parser.add_argument("--port", type=port_number, default=8000, help="trtllm-serve port (default 8000).")

@@ -223,7 +223,8 @@ def test_job_runs_in_background_and_is_persisted(tmp_path):
     job = store.submit(plan)
     assert job.wait(120) and job.status()["status"] == DONE, job.status()
     status = job.status()
-    assert [s["status"] for s in status["steps"]] == [DONE, DONE] and status["progress"] == 1.0
+    # the repository dry run, convert, build
+    assert [s["status"] for s in status["steps"]] == [DONE, DONE, DONE] and status["progress"] == 1.0
     assert "trtllm-build working" in job.log_tail()
     reloaded = JobStore(tmp_path / "jobs.json")
     assert reloaded.list()[0]["id"] == job.id and reloaded.list()[0]["status"] == DONE
@@ -246,10 +247,13 @@ def test_job_cancel_then_resume(tmp_path, monkeypatch):
     job.cancel()
     assert job.wait(30)
     assert job.status()["status"] == CANCELLED
-    assert [s["status"] for s in job.status()["steps"]] == [DONE, CANCELLED]
+    assert [s["status"] for s in job.status()["steps"]] == [DONE, DONE, CANCELLED]
     monkeypatch.setenv("STANDIN_DELAY", "0.01")
     again = store.submit(plan)
-    assert again.wait(60) and [s["status"] for s in again.status()["steps"]] == [SKIPPED, DONE]
+    assert again.wait(60)
+    steps = again.status()["steps"]
+    assert [s["status"] for s in steps[1:]] == [SKIPPED, DONE]  # the finished convert is not run again
+    assert steps[0]["status"] == DONE  # the dry run is cheap and runs again
 
 
 def test_running_record_from_an_earlier_process_is_interrupted(tmp_path):
