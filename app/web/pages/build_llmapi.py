@@ -7,9 +7,10 @@ import gradio as gr
 
 from app.chat.context import AppContext
 from app.web import llmapi_logic as logic
-from app.web.build_folders import confine_folders, problems_markdown
+from app.web.build_folders import confine_folders
 from app.web.build_logic import Deployment
 from app.web.gate import require_access
+from app.web.pages.plan_form import plan_form_handlers
 from setup.catalog.llmapi_releases import LATEST
 from setup.launcher import LaunchError
 from setup.repo.writer import RepoError
@@ -61,27 +62,9 @@ def build_llmapi(ctx: AppContext, server: Deployment, visible: bool = False) -> 
     def form(values) -> tuple[dict, list[str]]:
         return confine_folders(dict(zip(FIELDS, values, strict=True)), ctx.access.workspace)
 
-    def on_show(request: gr.Request, *values):
-        require_access(ctx, request)
-        raw, outside = form(values)
-        if outside:
-            return problems_markdown(outside), ""
-        view = logic.llmapi_view(raw)
-        return view.summary, view.text
-
-    def on_write(request: gr.Request, *values):
-        require_access(ctx, request)
-        raw, outside = form(values)
-        if outside:
-            raise gr.Error("\n".join(outside), print_exception=False)
-        view = logic.llmapi_view(raw)
-        if view.plan is None:
-            raise gr.Error("\n".join(view.problems), print_exception=False)
-        try:
-            message = logic.write_and_launch(view.plan, server)
-        except (RepoError, LaunchError, OSError) as exc:
-            raise gr.Error(str(exc), print_exception=False) from None
-        return view.summary, view.text, message
+    on_show, on_write = plan_form_handlers(ctx, form, logic.llmapi_view,
+                                           lambda plan: logic.write_and_launch(plan, server),
+                                           (RepoError, LaunchError, OSError))
 
     def on_stop(request: gr.Request):
         require_access(ctx, request)

@@ -6,8 +6,9 @@ import gradio as gr
 
 from app.chat.context import AppContext
 from app.web import serve_logic as logic
-from app.web.build_folders import confine_folders, problems_markdown
+from app.web.build_folders import confine_folders
 from app.web.gate import require_access
+from app.web.pages.plan_form import plan_form_handlers
 
 SERVE_FIELDS = ("family", "checkpoint", "trtllm_version", "out", "tp", "pp", "max_batch_size", "max_num_tokens",
                 "max_seq_len", "kv_cache_fraction", "block_reuse", "lora_dir", "max_lora_rank", "max_loras",
@@ -61,27 +62,8 @@ def build_serve(ctx: AppContext, server: logic.ServeServer, visible: bool = Fals
         raw["block_reuse"] = {"true": True, "false": False}.get(raw.get("block_reuse") or "")
         return confine_folders(raw, ctx.access.workspace)
 
-    def on_show(request: gr.Request, *values):
-        require_access(ctx, request)
-        raw, outside = form(values)
-        if outside:
-            return problems_markdown(outside), ""
-        view = logic.serve_view(raw)
-        return view.summary, view.text
-
-    def on_write(request: gr.Request, *values):
-        require_access(ctx, request)
-        raw, outside = form(values)
-        if outside:
-            raise gr.Error("\n".join(outside), print_exception=False)
-        view = logic.serve_view(raw)
-        if view.plan is None:
-            raise gr.Error("\n".join(view.problems), print_exception=False)
-        try:
-            message = server.write_and_start(view.plan)
-        except (OSError, RuntimeError) as exc:
-            raise gr.Error(str(exc), print_exception=False) from None
-        return view.summary, view.text, message
+    on_show, on_write = plan_form_handlers(ctx, form, logic.serve_view, server.write_and_start,
+                                           (OSError, RuntimeError))
 
     def on_stop(request: gr.Request):
         require_access(ctx, request)
