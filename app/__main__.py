@@ -21,6 +21,7 @@ from app.deployments.openai_compat import ADAPTERS_AS
 from setup.cli_types import (
     OneLineErrorParser,
     host_port,
+    http_url,
     port_number,
     positive_float,
     positive_int,
@@ -65,12 +66,6 @@ def _model_name(text: str) -> str:
     return text
 
 
-def _http_url(text: str) -> str:
-    if not re.fullmatch(r"https?://[^\s/]+(/\S*)?", text.strip()):
-        raise argparse.ArgumentTypeError(f"'{text}' is not an http(s) URL (for example http://127.0.0.1:8000/v1)")
-    return text.strip()
-
-
 def _readable_file(text: str) -> str:
     try:
         read_api_key(text)
@@ -93,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="Start the embedded tritonserver with the CPU engine (SmolLM2-135M), then the UI.")
     where.add_argument("--triton", type=host_port, metavar="HOST:GRPC_PORT",
                        help="Serve the UI against an existing Triton server's gRPC endpoint.")
-    where.add_argument("--openai", type=_http_url, metavar="URL", help=HELP["openai_url"])
+    where.add_argument("--openai", type=http_url, metavar="URL", help=HELP["openai_url"])
     parser.add_argument("--api-key-file", type=_readable_file, metavar="FILE", help=HELP["api_key_file"])
     parser.add_argument("--adapters-as", choices=ADAPTERS_AS, help=HELP["adapters_as"])
     parser.add_argument("--deployment", choices=DEPLOYMENTS, default=AppConfig.deployment,

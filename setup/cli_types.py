@@ -36,6 +36,23 @@ def positive_int(text: str) -> int:
     return value
 
 
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} cannot be negative")
+    return value
+
+
+def http_url(text: str) -> str:
+    """An http(s) URL with a host, as given (stripped)."""
+    if not re.fullmatch(r"https?://[^\s/]+(/\S*)?", text.strip()):
+        raise argparse.ArgumentTypeError(f"'{text}' is not an http(s) URL (for example http://127.0.0.1:8000/v1)")
+    return text.strip()
+
+
 def positive_float(text: str) -> float:
     try:
         value = float(text)

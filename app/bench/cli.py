@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from collections.abc import Mapping
 from functools import partial
@@ -39,25 +38,16 @@ from app.core.constants import DEFAULT_MODEL, MSG_UNKNOWN_ADAPTER, SUPPORTED_MOD
 from app.core.errors import ChatError
 from app.core.sampling import SamplingParams
 from app.triton.client import TritonChatClient
-from setup.cli_types import OneLineErrorParser, host_port, positive_float, positive_int
+from setup.cli_types import (
+    OneLineErrorParser,
+    host_port,
+    http_url,
+    non_negative_int,
+    positive_float,
+    positive_int,
+)
 
 EXTRA_KINDS = ("adapter", "image")
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} cannot be negative")
-    return value
-
-
-def _http_url(text: str) -> str:
-    if not re.fullmatch(r"https?://[^\s/]+(/\S*)?", text.strip()):
-        raise argparse.ArgumentTypeError(f"'{text}' is not an http(s) URL (for example http://127.0.0.1:7860/v1)")
-    return text.strip()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -66,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("--triton", type=host_port, metavar="HOST:GRPC_PORT", help="Triton gRPC address.")
-    target.add_argument("--openai", type=_http_url, metavar="URL",
+    target.add_argument("--openai", type=http_url, metavar="URL",
                         help="An OpenAI-compatible API instead, e.g. the app's http://127.0.0.1:7860/v1 "
                              "(--adapter is sent as the model name, --image inline).")
     parser.add_argument("--model", default=DEFAULT_MODEL,
@@ -76,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--request-rate", type=positive_float, default=None,
                         help="Poisson arrivals at this many requests/s (default: back to back).")
     parser.add_argument("--num-requests", type=positive_int, default=32, help="Requests measured (default 32).")
-    parser.add_argument("--warmup", type=_count, default=1, metavar="N",
+    parser.add_argument("--warmup", type=non_negative_int, default=1, metavar="N",
                         help="Unmeasured requests sent one by one first (default 1).")
     parser.add_argument("--input-len", type=positive_int, default=None,
                         help="Synthetic prompt length in words, about one token each (default 64).")

@@ -14,6 +14,8 @@ import pytest
 from setup.cli_types import (
     OneLineErrorParser,
     host_port,
+    http_url,
+    non_negative_int,
     port_number,
     positive_float,
     positive_int,
@@ -104,3 +106,24 @@ def test_sigterm_leaves_through_keyboard_interrupt():
     assert child.returncode == 0 and out.strip() == "clean exit"
     with pytest.raises(KeyboardInterrupt):
         raise_interrupt(signal.SIGTERM, None)
+
+
+@pytest.mark.parametrize("text, value", [("0", 0), ("7", 7)])
+def test_non_negative_int_takes_zero(text, value):
+    assert non_negative_int(text) == value
+
+
+@pytest.mark.parametrize("text, words", [("-1", "-1 cannot be negative"), ("two", "'two' is not a whole number")])
+def test_non_negative_int_refuses(text, words):
+    with pytest.raises(argparse.ArgumentTypeError, match=words):
+        non_negative_int(text)
+
+
+@pytest.mark.parametrize("text, ok", [("http://127.0.0.1:8000/v1", True), (" https://gpu.lan/v1 ", True),
+                                      ("localhost:7860", False), ("http:///v1", False), ("ftp://h/v1", False)])
+def test_http_url(text, ok):
+    if ok:
+        assert http_url(text) == text.strip()
+    else:
+        with pytest.raises(argparse.ArgumentTypeError, match="is not an http\\(s\\) URL"):
+            http_url(text)
