@@ -12,15 +12,13 @@ from __future__ import annotations
 import shutil
 import threading
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 
 from app.adapters.registry import AdapterRegistry
 from app.adapters.task_ids import fingerprint
 from app.core.constants import MSG_TEXT_ONLY, MSG_UNKNOWN_ADAPTER
 from app.core.errors import InvalidRequest, TextOnlyDeployment
-from app.core.sampling import SamplingParams
-from app.deployments.base import AdapterState, Probe, ReplyRequest
+from app.deployments.base import AdapterState, ReplyRequest
 from app.deployments.llmapi_stream import LlmApiStream, build_inputs
 from app.deployments.messages import (
     LLMAPI_KIND,
@@ -165,13 +163,3 @@ class LlmApiDeployment(TritonServed):
         return LlmApiStream(self.client.url, info, build_inputs(info, values), self.client.stall_timeout,
                             values.get("lora_path"))
 
-    def probe(self, adapter: str | None, prompt: str, tokens: int) -> Probe:
-        """Greedy first tokens (the llmapi model returns no per-token log-probabilities)."""
-        params = replace(SamplingParams(), max_tokens=tokens, top_k=1, top_p=0.0, seed=0)
-        stream = self.open_reply(ReplyRequest([{"role": "user", "content": prompt}], params, adapter))
-        try:
-            for _ in stream:
-                pass
-        finally:
-            stream.cancel()
-        return Probe(tokens=(stream.text.strip(),))

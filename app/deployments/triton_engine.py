@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 
 from app.adapters.registry import AdapterRegistry
 from app.core.constants import MSG_UNKNOWN_ADAPTER
 from app.core.errors import ChatError, InvalidRequest
-from app.core.sampling import SamplingParams
-from app.deployments.base import AdapterState, Probe, ReplyRequest
+from app.deployments.base import AdapterState, ReplyRequest
 from app.deployments.messages import MSG_NO_LORA, MSG_TRITON_SENDS_ON_USE
 from app.deployments.prompts import PromptBuilder, current_turn_images, file_path, message_text
 from app.deployments.triton_limits import UNKNOWN, check_prompt_tokens, read_input_limit
@@ -118,17 +116,6 @@ class TritonEngineDeployment(TritonServed):
         stop_words = [*prompts.stop_words(), *request.stop]
         extra = {"stop_words": stop_words or None, "min_length": request.min_tokens or None, **image_inputs}
         return self.registry.stream(self.client, adapter, prompt, request.sampling, extra=extra)
-
-    def probe(self, adapter: str | None, prompt: str, tokens: int) -> Probe:
-        """Greedy first tokens (this server gives no log-probabilities)."""
-        params = replace(SamplingParams(), max_tokens=tokens, top_k=1, top_p=0.0, seed=0)
-        stream = self.open_reply(ReplyRequest([{"role": "user", "content": prompt}], params, adapter))
-        try:
-            for _ in stream:
-                pass
-        finally:
-            stream.cancel()
-        return Probe(tokens=(stream.text.strip(),))
 
     # ---- adapters ----------------------------------------------------------------------------------
     def adapter_names(self) -> list[str]:

@@ -1,9 +1,13 @@
 """What every deployment served by Triton shares: the client's address and model, readiness from Triton's
-health and the model's, Triton's metrics, and telling the adapter registry when the server went away."""
+health and the model's, Triton's metrics, telling the adapter registry when the server went away, and the
+adapter probe (greedy first tokens: neither kind returns per-token log-probabilities)."""
 
 from __future__ import annotations
 
-from app.deployments.base import DeploymentStatus
+from dataclasses import replace
+
+from app.core.sampling import SamplingParams
+from app.deployments.base import DeploymentStatus, Probe, ReplyRequest
 from app.triton.client import TritonChatClient
 from app.triton.metrics import metrics_url_for
 
@@ -32,3 +36,14 @@ class TritonServed:
 
     def metrics_url(self) -> str | None:
         return self._metrics or metrics_url_for(self.client.url)
+
+    def probe(self, adapter: str | None, prompt: str, tokens: int) -> Probe:
+        """Greedy first tokens of `prompt` with `adapter` (None: the base model)."""
+        params = replace(SamplingParams(), max_tokens=tokens, top_k=1, top_p=0.0, seed=0)
+        stream = self.open_reply(ReplyRequest([{"role": "user", "content": prompt}], params, adapter))
+        try:
+            for _ in stream:
+                pass
+        finally:
+            stream.cancel()
+        return Probe(tokens=(stream.text.strip(),))
