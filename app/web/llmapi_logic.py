@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
+from app.web.plan_view import PlanView, plan_view, problems_view
 from setup.catalog.llmapi_releases import LATEST, llmapi_releases
 from setup.launcher import LaunchOptions, check_ports_free, find_tritonserver, start_triton
 from setup.plan.llmapi import LlmApiPlan, LlmApiPlanConfig, make_llmapi_plan, write_llmapi_plan
@@ -46,24 +47,13 @@ def form_to_config(form: dict) -> LlmApiPlanConfig:
     return LlmApiPlanConfig(**values)
 
 
-@dataclass
-class LlmApiView:
-    plan: LlmApiPlan | None
-    text: str
-    summary: str
-    problems: list[str]
-
-
-def llmapi_view(form: dict) -> LlmApiView:
+def llmapi_view(form: dict) -> PlanView:
     """The plan to show, or the problems (one sentence each)."""
     try:
         plan = make_llmapi_plan(form_to_config(form))
     except PlanError as exc:
-        problems = list(exc.problems)
-        return LlmApiView(None, "", "**Fix these first:**\n\n" + "\n".join(f"- ✖ {html.escape(p, quote=False)}" for p in problems),
-                          problems)
-    summary = "\n".join(f"- {html.escape(line, quote=False)}" for line in plan.summary_lines() + plan.notes)
-    return LlmApiView(plan, plan.to_shell(), summary, [])
+        return problems_view(list(exc.problems))
+    return plan_view(plan, plan.to_shell())
 
 
 def write_and_launch(plan: LlmApiPlan, server) -> str:

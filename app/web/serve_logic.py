@@ -6,9 +6,9 @@ import html
 import shutil
 import subprocess
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 
+from app.web.plan_view import PlanView, plan_view, problems_view
 from setup.plan.serve import ServeConfig, ServePlan, make_serve_plan, write_serve_files
 from setup.plan.serve_catalog import family_note, releases, served_families
 from setup.plan.types import PlanError
@@ -46,25 +46,14 @@ def form_to_config(form: dict) -> ServeConfig:
     return ServeConfig(**values)
 
 
-@dataclass
-class ServeView:
-    plan: ServePlan | None
-    text: str
-    summary: str
-    problems: list[str]
-
-
-def serve_view(form: dict) -> ServeView:
+def serve_view(form: dict) -> PlanView:
     """The command and YAML to show, or the problems."""
     try:
         plan = make_serve_plan(form_to_config(form))
     except (PlanError, TypeError, ValueError) as exc:
-        problems = getattr(exc, "problems", [str(exc)])
-        text = "\n".join(f"- ✖ {html.escape(p)}" for p in problems)
-        return ServeView(None, "", f"**Fix these first:**\n\n{text}", problems)
-    lines = [f"- {html.escape(s)}" for s in plan.summary_lines()] + [f"- {html.escape(n)}" for n in plan.notes]
-    text = plan.to_shell() + f"\n# --- {plan.out / 'extra_llm_api_options.yaml'} ---\n" + plan.options_yaml()
-    return ServeView(plan, text, "\n".join(lines), [])
+        return problems_view(getattr(exc, "problems", [str(exc)]))
+    return plan_view(plan, plan.to_shell() + f"\n# --- {plan.out / 'extra_llm_api_options.yaml'} ---\n"
+                     + plan.options_yaml())
 
 
 class ServeServer:
