@@ -1,11 +1,13 @@
-"""Command-line options both engine-free deployments pass to TensorRT-LLM's LLM API (trtllm-serve's options
+"""Command-line options (and plan errors) both engine-free deployments share: what they pass to TensorRT-LLM's LLM API (trtllm-serve's options
 YAML, the llmapi model's model.yaml): parallelism, batch and sequence sizes, KV cache, LoRA."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from setup.cli_types import positive_int
+from setup.plan.types import PlanError
 
 
 def fraction(text: str) -> float:
@@ -39,3 +41,13 @@ def add_llm_api_arguments(parser: argparse.ArgumentParser, server: str, lora_dir
     parser.add_argument("--max-lora-rank", type=positive_int, help="lora_config.max_lora_rank (default: largest).")
     parser.add_argument("--max-loras", type=positive_int, help=f"lora_config.max_loras (default{max_loras_default}).")
     parser.add_argument("--max-cpu-loras", type=positive_int, help="lora_config.max_cpu_loras (default: count).")
+
+
+def plan_or_errors(make_plan, config):
+    """`make_plan(config)`, or None after printing each problem as one `error:` line on stderr."""
+    try:
+        return make_plan(config)
+    except PlanError as exc:
+        for problem in exc.problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return None

@@ -7,12 +7,11 @@ import argparse
 import signal
 import sys
 
-from setup.build.llm_api_cli_args import add_llm_api_arguments
+from setup.build.llm_api_cli_args import add_llm_api_arguments, plan_or_errors
 from setup.catalog.llmapi_releases import LATEST, llmapi_releases
 from setup.cli_types import OneLineErrorParser, port_number, positive_int, raise_interrupt
 from setup.launcher import LaunchError, LaunchOptions, check_ports_free, find_tritonserver, start_triton
 from setup.plan.llmapi import LlmApiPlan, LlmApiPlanConfig, make_llmapi_plan, write_llmapi_plan
-from setup.plan.types import PlanError
 from setup.repo.llmapi import model_yaml_text
 from setup.repo.writer import RepoError
 
@@ -50,15 +49,6 @@ def config_from_args(args: argparse.Namespace) -> LlmApiPlanConfig:
     return LlmApiPlanConfig(**{name: getattr(args, name) for name in names})
 
 
-def _plan(args: argparse.Namespace) -> LlmApiPlan | None:
-    try:
-        return make_llmapi_plan(config_from_args(args))
-    except PlanError as exc:
-        for problem in exc.problems:
-            print(f"error: {problem}", file=sys.stderr)
-        return None
-
-
 def _launch(plan: LlmApiPlan) -> int:
     c = plan.config
     options = LaunchOptions(model_repo=plan.out, http_port=c.http_port, grpc_port=c.grpc_port,
@@ -82,7 +72,7 @@ def _launch(plan: LlmApiPlan) -> int:
 def main(command: str, argv: list[str]) -> int:
     """Entry from setup/__main__.py for `plan` and `build` with --deployment llmapi."""
     args = build_parser(command).parse_args(argv)
-    plan = _plan(args)
+    plan = plan_or_errors(make_llmapi_plan, config_from_args(args))
     if plan is None:
         return 2
     if command == "plan":

@@ -7,11 +7,10 @@ import shutil
 import subprocess
 import sys
 
-from setup.build.llm_api_cli_args import add_llm_api_arguments
+from setup.build.llm_api_cli_args import add_llm_api_arguments, plan_or_errors
 from setup.cli_types import OneLineErrorParser, port_number
-from setup.plan.serve import ServeConfig, ServePlan, make_serve_plan, parse_option, write_serve_files
+from setup.plan.serve import ServeConfig, make_serve_plan, parse_option, write_serve_files
 from setup.plan.serve_catalog import releases
-from setup.plan.types import PlanError
 
 DEPLOYMENTS = ("engine", "trtllm-serve")
 MSG_NOT_INSTALLED = ("trtllm-serve is not installed on this machine (not on PATH), so it was not started. "
@@ -68,15 +67,6 @@ def config_from_args(args: argparse.Namespace) -> ServeConfig:
                        port=args.port, options=dict(args.options))
 
 
-def _plan(args: argparse.Namespace) -> ServePlan | None:
-    try:
-        return make_serve_plan(config_from_args(args))
-    except PlanError as exc:
-        for problem in exc.problems:
-            print(f"error: {problem}", file=sys.stderr)
-        return None
-
-
 def find_trtllm_serve() -> str | None:
     return shutil.which("trtllm-serve")
 
@@ -84,7 +74,7 @@ def find_trtllm_serve() -> str | None:
 def main(command: str, argv: list[str]) -> int:
     """Entry from setup/__main__.py for `plan` and `build` with --deployment trtllm-serve."""
     args = build_parser(command).parse_args(argv)
-    plan = _plan(args)
+    plan = plan_or_errors(make_serve_plan, config_from_args(args))
     if plan is None:
         return 2
     if command == "plan":
