@@ -220,11 +220,14 @@ class OpenAIApi:
                 yield writer.usage(stream.chunks)
         yield writer.done()
 
+    def routes(self) -> list[Route]:
+        """The /v1 routes, for the app to be built with (so they answer from its first request on)."""
+        return [Route("/v1/models", self.models, methods=["GET"]),
+                Route("/v1/chat/completions", self.chat_completions, methods=["POST"])]
+
     def mount(self, app: FastAPI) -> None:
-        """Put the routes first, ahead of the UI's own routes."""
-        routes = [Route("/v1/models", self.models, methods=["GET"]),
-                  Route("/v1/chat/completions", self.chat_completions, methods=["POST"])]
-        app.router.routes[:0] = routes
+        """Put the routes first, ahead of the UI's own routes, in an app already built."""
+        app.router.routes[:0] = self.routes()
 
 
 def _parse(raw: bytes, served_model: str) -> ChatRequest:

@@ -98,13 +98,13 @@ def launch(ctx: AppContext, prevent_thread_lock: bool = False, **guard_options) 
         server_name=ctx.config.host, server_port=ctx.config.port, max_file_size=ctx.config.max_file_size,
         max_threads=max(64, ctx.config.concurrency * 2), prevent_thread_lock=True,
         show_error=True, quiet=True, css=APP_CSS, auth=list(ctx.config.auth) if ctx.config.auth else None,
-        app_kwargs={"middleware": middleware},
+        # built with the /v1 routes, so they answer as soon as the page does (mounted after launch(), they
+        # were missing for the first moments: a client that saw the page could get 404 from /v1)
+        app_kwargs={"middleware": middleware, "routes": OpenAIApi(ctx).routes()},
     )
     # Outermost: before Gradio's CORS middleware, which would otherwise answer foreign pages' preflights.
     if not wrap_outermost(blocks.server_app, guard):
         LOG.warning("the HTTP guard could not be put in front of Gradio's middleware")
-    # Gradio builds its FastAPI app inside launch(); routes added now are served from the next request on.
-    OpenAIApi(ctx).mount(blocks.server_app)
     if not prevent_thread_lock:
         blocks.block_thread()
     return blocks
