@@ -7,16 +7,14 @@ text_output holds all text so far (the LLM API's output.text).
 
 from __future__ import annotations
 
-import queue
 from dataclasses import replace
 
 import numpy as np
 import tritonclient.grpc as grpcclient
-from tritonclient.utils import InferenceServerException
 
 from app.core.errors import ChatError, InvalidRequest
 from app.deployments.messages import MSG_LLMAPI_UNSEEN
-from app.triton.client import NUMPY_TYPES, ModelInfo, TokenStream, _utf8
+from app.triton.client import NUMPY_TYPES, ModelInfo, TokenStream, _utf8, send_control_request
 
 DETAIL_OUTPUTS = ("finish_reason", "stop_reason", "cumulative_logprob", "kv_cache_reused_block",
                   "kv_cache_missed_block", "kv_cache_alloc_new_blocks", "kv_cache_alloc_total_blocks",
@@ -117,22 +115,6 @@ class LlmApiStream(TokenStream):
 
 def send_llmapi_stop(url: str, model: str, request_id: str, timeout: float = 5.0) -> bool:
     """The llmapi model's `stop` request for `request_id`; True when the model answered it."""
-    answered: queue.Queue = queue.Queue()
-    client = grpcclient.InferenceServerClient(url)
     inputs = [tensor("text_input", "", "TYPE_STRING"), tensor("stop", True, "TYPE_BOOL")]
-
-    def done(result, error) -> None:  # tritonclient calls back with these keyword names
-        answered.put(error is None or CANCELLED_REPLY in str(error))
-
-    try:
-        client.start_stream(callback=done)
-        client.async_stream_infer(model, inputs, request_id=request_id)
-        return answered.get(timeout=timeout)
-    except (queue.Empty, InferenceServerException):
-        return False
-    finally:
-        try:
-            client.stop_stream()
-            client.close()
-        except Exception:  # noqa: BLE001 - closing must not raise
-            pass
+    return send_control_request(url, model, inputs, request_id,
+                                lambda error: error is None or CANCELLED_REPLY in str(error), timeout)

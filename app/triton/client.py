@@ -11,7 +11,7 @@ import queue
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import grpc
@@ -267,25 +267,31 @@ class TokenStream:
 
 def send_stop(url: str, engine_model: str, request_id: str, timeout: float = 5.0) -> bool:
     """Ask the engine model to stop request `request_id`; True when the engine answered."""
-    answered: queue.Queue = queue.Queue()
-    client = grpcclient.InferenceServerClient(url)
     inputs = [
         _tensor("input_ids", np.zeros((1, 1), dtype=np.int32), "TYPE_INT32"),
         _tensor("input_lengths", np.zeros((1, 1), dtype=np.int32), "TYPE_INT32"),
         _tensor("request_output_len", np.zeros((1, 1), dtype=np.int32), "TYPE_INT32"),
         _tensor("stop", np.ones((1, 1), dtype=np.bool_), "TYPE_BOOL"),
     ]
+    return send_control_request(url, engine_model, inputs, request_id, lambda error: error is None, timeout)
+
+
+def send_control_request(url: str, model: str, inputs: list, request_id: str,
+                         answered: Callable[[object], bool], timeout: float = 5.0) -> bool:
+    """One streamed request that carries no text (a `stop`): True when `answered(error)` holds for the reply."""
+    replies: queue.Queue = queue.Queue()
+    client = grpcclient.InferenceServerClient(url)
     try:
-        client.start_stream(callback=lambda result, error: answered.put(error is None))
-        client.async_stream_infer(engine_model, inputs, request_id=request_id)
-        return answered.get(timeout=timeout)
+        client.start_stream(callback=lambda result, error: replies.put(answered(error)))
+        client.async_stream_infer(model, inputs, request_id=request_id)
+        return replies.get(timeout=timeout)
     except (queue.Empty, InferenceServerException):
         return False
     finally:
         try:
             client.stop_stream()
             client.close()
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - closing must not raise
             pass
 
 
