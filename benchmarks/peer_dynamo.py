@@ -72,7 +72,7 @@ class DynamoServer:
     def _serving(self) -> bool:
         for mocker in self.mockers:
             if mocker.exited() is not None:
-                raise RuntimeError(f"{mocker.name} exited with code {mocker.exited()}; see {mocker.log_path}.")
+                raise mocker.exit_error(mocker.exited())
         return set(self.models) <= set(served_models(self.url))
 
     def served(self) -> list[str]:

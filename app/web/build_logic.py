@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import html
 import ipaddress
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -181,9 +180,10 @@ def config_view(config: PlanConfig, preflight_fn=None, checkpoint_optional: bool
     return PlanView(plan, plan.to_shell(), "\n".join(lines), [])
 
 
-def export_script(plan: Plan, folder: Path | None = None) -> Path:
-    """Write the plan's shell script to a file for download."""
-    folder = Path(folder or tempfile.mkdtemp(prefix="build-plan-"))
+def export_script(plan: Plan, folder: Path) -> Path:
+    """Write the plan's shell script to a file for download: one file per family and release in `folder`,
+    replaced by the next plan of the same kind (Gradio serves a copy of it), so no folder piles up."""
+    folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"build-{plan.family.id}-{plan.version.text}.sh"
     path.write_text(plan.to_shell())

@@ -16,6 +16,9 @@ APP_CSS = """
     color: var(--body-text-color-subdued); font-size: var(--text-sm); font-weight: normal;
 }
 
+/* A plan's commands: a monospace box whose long lines wrap where a shell would accept them. */
+.plan-box textarea { font-family: var(--font-mono); font-size: var(--text-sm); white-space: pre-wrap; }
+
 #app-title { margin: var(--size-2) 0; font-size: var(--text-xxl); font-weight: 600; }
 
 /* The chat's controls line up with the bottom of the dropdowns beside them. */
@@ -25,7 +28,10 @@ APP_CSS = """
 /* Narrow screens: the input full width, the adapter dropdown under it with the buttons below, the title and
    the conversation a little smaller so the input stays in view. */
 @media (max-width: 600px) {
-    #app-title { font-size: var(--text-xl); }
+    /* A plan's commands: a monospace box whose long lines wrap where a shell would accept them. */
+.plan-box textarea { font-family: var(--font-mono); font-size: var(--text-sm); white-space: pre-wrap; }
+
+#app-title { font-size: var(--text-xl); }
     #chat-controls, #conversations { flex-wrap: wrap; }
     #conversations > .form { flex: 1 1 100% !important; }
     #conversations > button { flex: 1 1 40% !important; }

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from pathlib import Path
 
 import gradio as gr
@@ -34,8 +33,25 @@ def build_page_url(tmp_path, monkeypatch):
     blocks.close()
 
 
-def _wait_status(page, status: str, timeout: float = 90) -> None:
+def _wait_status(page, status: str, timeout: float = 240) -> None:
     page.wait_for_selector(f"#build-status [data-status='{status}']", timeout=timeout * 1000)
+
+
+def shown_plan(page, must_contain: str) -> str:
+    """The plan's text once the box shows `must_contain`, checked to be all readable: the box holds the whole
+    script the export button downloads, and it is either fully in view or scrolls to show the rest."""
+    page.wait_for_function("text => document.querySelector('#build-plan textarea').value.includes(text)",
+                           arg=must_contain, timeout=60_000)
+    shown = page.input_value("#build-plan textarea")
+    page.wait_for_selector("#build-export:not([disabled])", timeout=30_000)
+    with page.expect_download(timeout=30_000) as download:
+        page.click("#build-export")
+    assert Path(download.value.path()).read_text().strip() == shown.strip()
+    fit = page.evaluate("""() => { const t = document.querySelector('#build-plan textarea');
+        return {fits: t.scrollHeight <= t.clientHeight + 1, scrolls: ['auto', 'scroll'].includes(getComputedStyle(t).overflowY),
+                sideways: t.scrollWidth - t.clientWidth}; }""")
+    assert (fit["fits"] or fit["scrolls"]) and fit["sideways"] == 0, fit
+    return shown
 
 
 def test_browser_runs_llava_plan_then_cancels_another(browser_context, build_page_url, tmp_path, monkeypatch):
@@ -52,8 +68,8 @@ def test_browser_runs_llava_plan_then_cancels_another(browser_context, build_pag
     page.fill("#build-out textarea", str(tmp_path / "out1"))
     page.fill("#build-trtllm-root textarea", root)
     page.click("#build-show-plan")
-    page.wait_for_function("document.querySelector('#build-plan').innerText.includes('--max_multimodal_len 4608')")
-    assert "build_multimodal_engine.py" in page.locator("#build-plan").inner_text()
+    plan = shown_plan(page, "--max_multimodal_len 4608")
+    assert "build_multimodal_engine.py" in plan and "trtllm-build" in plan
     page.click("#build-run")
     _wait_status(page, "done")
     assert page.locator("#build-status li.step-done").count() == 4  # check-repository (dry run), convert, build, visual engine
@@ -64,12 +80,11 @@ def test_browser_runs_llava_plan_then_cancels_another(browser_context, build_pag
     page.fill("#build-out textarea", str(tmp_path / "out2"))
     page.click("#build-run")
     _wait_status(page, "running")
-    deadline = time.monotonic() + 30
-    while "working" not in page.locator("#build-log textarea").input_value() and time.monotonic() < deadline:
-        time.sleep(0.2)
+    page.wait_for_function("document.querySelector('#build-log textarea').value.includes('working')",
+                           timeout=120_000)
     page.click("#build-cancel")
-    _wait_status(page, "cancelled", timeout=30)
+    _wait_status(page, "cancelled", timeout=60)
     assert page.locator("#build-status li.step-cancelled").count() == 1
     page.reload()
-    _wait_status(page, "cancelled", timeout=30)  # the job list survives a reload
+    _wait_status(page, "cancelled", timeout=60)  # the job list survives a reload
     page.close()

@@ -45,6 +45,17 @@ def test_model_list_and_status(ctx):
     assert {"pirate", "french"} <= set(ctx.deployment.adapter_names())
 
 
+def test_the_server_sized_its_kv_cache_as_told(vllm):
+    """The peer starts the same way on any machine: its KV cache is the explicit size, not a share of free memory."""
+    from benchmarks.peer_vllm import KV_CACHE_BYTES
+
+    if vllm.log_path is None:
+        pytest.skip("a vLLM started elsewhere (VLLM_TEST_URL): its log is not ours to read")
+    told = re.search(r"Explicitly set \(([\d.]+)/[\d.]+\) GiB for KV cache", vllm.log_path.read_text())
+    assert told, "vLLM's log does not say it used the explicit KV-cache size"
+    assert float(told.group(1)) == pytest.approx(KV_CACHE_BYTES / 2**30, abs=0.01)
+
+
 def test_chat_streams_and_the_adapter_changes_the_style(ctx):
     base, updates = final_reply(ctx, None)
     assert "Paris" in base and not PIRATE.search(base) and updates > 2

@@ -37,6 +37,7 @@ class RunningVllm:
     def __init__(self, url: str):
         self.url = url.rstrip("/").removesuffix("/v1") + "/v1"
         self.start_seconds = 0.0
+        self.log_path = None
 
     def stop(self) -> None:
         """Not ours to stop."""

@@ -11,6 +11,7 @@ from app.web.build_folders import confine_folders, problems_markdown
 from app.web.gate import caller_may_act, require_access
 from app.web.pages.build_llmapi import build_llmapi
 from app.web.pages.build_serve import build_serve
+from app.web.pages.plan_form import plan_box
 from setup.build.jobs import JobError, JobStore
 from setup.build.registry import EngineRegistry
 from setup.plan.config import ConfigError, PlanConfig
@@ -124,8 +125,7 @@ def build(ctx: AppContext, service: BuildService | None = None, tabs: gr.Tabs | 
             cancel = gr.Button("Cancel", variant="stop", elem_id="build-cancel")
             export = gr.DownloadButton("Export as shell script", value=None, interactive=False, elem_id="build-export")
         summary = gr.Markdown(elem_id="build-summary")
-        script = gr.Code(language="shell", label="Plan (exact commands)", interactive=False, wrap_lines=True,
-                         elem_id="build-plan")
+        script = plan_box("Plan (exact commands)", "build-plan")
         with gr.Row():
             jobs = gr.Dropdown(choices=logic.job_choices(service.store), value=lambda: _newest(service),
                                allow_custom_value=True, label="Build jobs (kept across reloads)", elem_id="build-jobs")
@@ -164,7 +164,7 @@ def build(ctx: AppContext, service: BuildService | None = None, tabs: gr.Tabs | 
         view = logic.plan_view(form, triton, preflight_fn=preflight, checkpoint_optional=True)
         if view.plan is None:
             return view.summary, "", gr.DownloadButton(value=None, interactive=False)
-        path = logic.export_script(view.plan)
+        path = logic.export_script(view.plan, service.store.path.parent / "plans")
         return view.summary, view.shell, gr.DownloadButton(value=str(path), interactive=True)
 
     def on_run(request: gr.Request, *values):

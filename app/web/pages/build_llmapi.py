@@ -10,7 +10,7 @@ from app.web import llmapi_logic as logic
 from app.web.build_folders import confine_folders
 from app.web.build_logic import Deployment
 from app.web.gate import require_access
-from app.web.pages.plan_form import plan_form_handlers
+from app.web.pages.plan_form import plan_box, plan_form_handlers
 from setup.catalog.llmapi_releases import LATEST
 from setup.launcher import LaunchError
 from setup.repo.writer import RepoError
@@ -53,8 +53,7 @@ def build_llmapi(ctx: AppContext, server: Deployment, visible: bool = False) -> 
             write = gr.Button("Write repository and start Triton", variant="primary", elem_id="llmapi-write")
             stop = gr.Button("Stop Triton", elem_id="llmapi-stop")
         summary = gr.Markdown(elem_id="llmapi-summary")
-        plan_text = gr.Code(language="shell", label="Repository and launch command", interactive=False,
-                            elem_id="llmapi-plan")
+        plan_text = plan_box("Repository and launch command", "llmapi-plan")
         status = gr.Markdown(elem_id="llmapi-status")
     inputs = [family, release, checkpoint, out, code, tp, pp, batch, tokens, seq, fraction, lora_dir, rank, cpu_loras,
               instances, gpus, port]

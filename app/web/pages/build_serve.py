@@ -8,7 +8,7 @@ from app.chat.context import AppContext
 from app.web import serve_logic as logic
 from app.web.build_folders import confine_folders
 from app.web.gate import require_access
-from app.web.pages.plan_form import plan_form_handlers
+from app.web.pages.plan_form import plan_box, plan_form_handlers
 
 SERVE_FIELDS = ("family", "checkpoint", "trtllm_version", "out", "tp", "pp", "max_batch_size", "max_num_tokens",
                 "max_seq_len", "kv_cache_fraction", "block_reuse", "lora_dir", "max_lora_rank", "max_loras",
@@ -51,8 +51,7 @@ def build_serve(ctx: AppContext, server: logic.ServeServer, visible: bool = Fals
             write = gr.Button("Write files and start trtllm-serve", variant="primary", elem_id="serve-write")
             stop = gr.Button("Stop trtllm-serve", elem_id="serve-stop")
         summary = gr.Markdown(elem_id="serve-summary")
-        plan_text = gr.Code(language="shell", label="trtllm-serve command and options YAML", interactive=False,
-                            wrap_lines=True, elem_id="serve-plan")
+        plan_text = plan_box("trtllm-serve command and options YAML", "serve-plan")
         status = gr.Markdown(elem_id="serve-status")
     inputs = [family, checkpoint, release, out, tp, pp, batch, tokens, seq, fraction, reuse, lora_dir, rank, loras,
               cpu_loras, modules, port]

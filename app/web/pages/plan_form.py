@@ -1,5 +1,6 @@
-"""The two buttons the engine-free deployment forms share (Build page: trtllm-serve and Triton llmapi):
-"Show plan" and "Write and start", each checked for access and workspace folders in its handler."""
+"""What the Build page's forms share: the box a plan's commands are shown in, and the two buttons of the
+engine-free deployment forms (trtllm-serve and Triton llmapi), "Show plan" and "Write and start", each checked
+for access and workspace folders in its handler."""
 
 from __future__ import annotations
 
@@ -10,6 +11,14 @@ import gradio as gr
 from app.chat.context import AppContext
 from app.web.build_folders import problems_markdown
 from app.web.gate import require_access
+
+
+def plan_box(label: str, elem_id: str) -> gr.Textbox:
+    """A read-only box holding a plan's whole text: long command lines wrap, the box grows to 30 lines and
+    then scrolls, and a button copies it all. (A code editor draws only the lines in view, and drew the
+    lines below a wrapped one as numbered empty lines until scrolled.)"""
+    return gr.Textbox(label=label, lines=6, max_lines=30, interactive=False, autoscroll=False, buttons=["copy"],
+                      elem_id=elem_id, elem_classes=["plan-box"])
 
 
 def plan_form_handlers(ctx: AppContext, form: Callable[[tuple], tuple[dict, list[str]]], view_of: Callable,

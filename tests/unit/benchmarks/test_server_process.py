@@ -1,0 +1,74 @@
+"""benchmarks.server_process: a peer that cannot start says why in one line; processes stop by their group."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from benchmarks import server_process
+from benchmarks.server_process import PeerStartError, ServerProcess, failure_reason, require_memory
+
+# The last lines vLLM's CPU build wrote when its KV cache did not fit (the failure that made peers start or not
+# depending on what else ran on the machine).
+VLLM_LOG = """\
+INFO 11-23 10:00:01 [cpu_worker.py:240] Available memory: 0.05 GiB
+(EngineCore pid=4242) ERROR 11-23 10:00:02 [core.py:1100] EngineCore failed to start.
+Traceback (most recent call last):
+  File "/x/vllm/v1/core/kv_cache_utils.py", line 700, in check_enough_kv_cache_memory
+    raise ValueError(
+ValueError: To serve at least one request with the model's max seq len (2048), 0.09 GiB KV cache is needed, \
+which is larger than the available KV cache memory (0.04 GiB).
+RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}
+"""
+
+
+def test_the_reason_is_the_last_error_line_of_the_log(tmp_path):
+    log = tmp_path / "vllm.log"
+    log.write_text(VLLM_LOG)
+    assert failure_reason(log) == ("RuntimeError: Engine core initialization failed. See root cause above. "
+                                   "Failed core proc(s): {}")
+    log.write_text(VLLM_LOG.rsplit("RuntimeError", 1)[0])
+    reason = failure_reason(log)
+    assert reason.startswith("ValueError: To serve at least one request") and "0.04 GiB" in reason
+
+
+def test_no_reason_when_the_log_says_none_or_is_missing(tmp_path):
+    log = tmp_path / "quiet.log"
+    log.write_text("INFO starting\nINFO loading weights\n")
+    assert failure_reason(log) is None
+    assert failure_reason(tmp_path / "missing.log") is None
+
+
+def test_a_process_that_exits_while_starting_is_one_line_with_its_reason(tmp_path):
+    script = "import sys; print('loading'); sys.stderr.write('OSError: [Errno 98] Address already in use\\n'); sys.exit(3)"
+    proc = ServerProcess("Peer", [sys.executable, "-c", script], tmp_path / "peer.log").start()
+    with pytest.raises(PeerStartError) as info:
+        proc.wait_until(lambda: False, timeout=60, what="answer")
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith("Peer exited with code 3: OSError: [Errno 98] Address already in use")
+    assert str(tmp_path / "peer.log") in message
+
+
+def test_a_process_that_never_gets_ready_is_stopped_and_named(tmp_path):
+    proc = ServerProcess("Slow peer", [sys.executable, "-c", "import time; time.sleep(600)"], tmp_path / "slow.log")
+    proc.start()
+    with pytest.raises(PeerStartError, match=r"^Slow peer did not answer within 1 s \(log: "):
+        proc.wait_until(lambda: False, timeout=1, what="answer", interval=0.1)
+    assert proc.exited() is not None  # stopped by its group, not left running
+
+
+def test_memory_check_names_what_is_needed_and_what_is_free(monkeypatch):
+    monkeypatch.setattr(server_process, "available_memory_bytes", lambda: 1 * 2**30)
+    with pytest.raises(PeerStartError) as info:
+        require_memory("vLLM", int(2.5 * 2**30), "512 MiB of KV cache and about 2 GiB for the model")
+    assert str(info.value) == ("vLLM cannot start: it needs about 2.5 GiB of memory (512 MiB of KV cache and about "
+                               "2 GiB for the model); 1.0 GiB is available.")
+    monkeypatch.setattr(server_process, "available_memory_bytes", lambda: 8 * 2**30)
+    require_memory("vLLM", int(2.5 * 2**30), "enough")  # no error
+
+
+def test_available_memory_is_read_from_proc_meminfo():
+    free = server_process.available_memory_bytes()
+    assert free is not None and free > 0
