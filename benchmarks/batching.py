@@ -143,11 +143,12 @@ def measure_engine(args, log=print) -> dict:
     from setup.cpu.model import prepare_cpu_model
     from tests.conftest import start_triton
 
-    triton = start_triton(Path(tempfile.mkdtemp(prefix="bench-batching-")))
-    try:
-        return run_target(TritonTarget(triton.grpc_url, prepare_cpu_model(log=log)), args, log)
-    finally:
-        triton.process.stop()
+    with tempfile.TemporaryDirectory(prefix="bench-batching-") as folder:
+        triton = start_triton(Path(folder))
+        try:
+            return run_target(TritonTarget(triton.grpc_url, prepare_cpu_model(log=log)), args, log)
+        finally:
+            triton.process.stop()
 
 
 def measure_vllm(args, log=print) -> dict | None:

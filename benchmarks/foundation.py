@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import platform
+import shutil
 import statistics
 import tempfile
 import time
@@ -103,6 +104,7 @@ def main() -> None:
     finally:
         blocks.close()
         triton.process.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
 
     print(f"\nMachine: {platform.processor() or platform.machine()}, {__import__('os').cpu_count()} cores, "
           f"Python {platform.python_version()}; {args.runs} runs, {tokens} tokens per reply, greedy\n")

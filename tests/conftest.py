@@ -9,6 +9,8 @@ and Triton ports are per test session.
 
 from __future__ import annotations
 
+import os
+import shutil
 import socket
 import tempfile
 import threading
@@ -23,6 +25,37 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 
 TESTS = Path(__file__).resolve().parent
 FOLDER_MARKERS = {"integration": ("integration",), "browser": ("integration", "browser")}
+
+
+# ---- a temporary folder of the run's own ------------------------------------------------------------------
+# Everything the run and the servers it starts write to the temporary folder (pytest's tmp_path, Gradio's
+# uploads, Chromium's profile, tritonserver's and the peers' scratch files) lands in one folder made for this
+# run, which is removed when the run ends: a run leaves nothing in /tmp, whatever a test forgot.
+RUN_TMP_ENV = "TRITON_DEMO_TEST_TMP"
+
+
+def pytest_configure(config) -> None:
+    """TMPDIR for this process and its children is a fresh folder of this run (a worker of a parallel run
+    shares its controller's folder)."""
+    folder = os.environ.get(RUN_TMP_ENV)
+    if not folder or not Path(folder).is_dir():
+        folder = tempfile.mkdtemp(prefix="triton-vlm-test-run-")
+        os.environ[RUN_TMP_ENV] = folder
+        config._run_tmp_owner = True
+    os.environ["TMPDIR"] = folder
+    tempfile.tempdir = None  # gettempdir() reads TMPDIR afresh
+
+
+def pytest_unconfigure(config) -> None:
+    """Remove the run's temporary folder (only the process that made it does), saying what tests left there."""
+    if not getattr(config, "_run_tmp_owner", False):
+        return
+    folder = Path(os.environ.pop(RUN_TMP_ENV))
+    left = sorted(p.name for p in folder.iterdir() if not p.name.startswith("pytest-of-")) if folder.is_dir() else []
+    if left:
+        shown = ", ".join(left[:10]) + (f" and {len(left) - 10} more" if len(left) > 10 else "")
+        print(f"\nRemoved what the run left in its temporary folder: {shown}")
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(items) -> None:
@@ -206,15 +239,15 @@ def grant_access(browser_context, ctx, url: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def browser_context():
-    """Debian's Chromium driven by Playwright (no browser download)."""
+def browser_context(tmp_path_factory):
+    """Debian's Chromium driven by Playwright (no browser download), its profile in the run's tmp_path."""
     if not CHROMIUM.exists():
         pytest.fail("Debian's chromium is not installed; `make test` installs it (apt-get install chromium).")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         context = p.chromium.launch_persistent_context(
-            tempfile.mkdtemp(prefix="chromium-"), executable_path=str(CHROMIUM), headless=True,
+            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM), headless=True,
             args=CHROMIUM_ARGS, viewport={"width": 1200, "height": 1000},
         )
         yield context
