@@ -84,14 +84,45 @@ class TritonEndpoints:
         self.http_url = f"http://127.0.0.1:{http_port}"
 
 
+def _on_free_ports(start):
+    """start(http, grpc, metrics) on free ports. Another process may take a port between the pick and the
+    bind (other test runs share the machine), so a start refused for a taken port is tried again on new ones."""
+    from setup.launcher.options import LaunchError
+
+    for attempt in range(3):
+        ports = [free_port() for _ in range(3)]
+        try:
+            return ports, start(*ports)
+        except LaunchError as exc:
+            if "already in use" not in str(exc) or attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
 def start_triton(tmp: Path, overrides: dict | None = None) -> TritonEndpoints:
     """Write the demo repository into `tmp` and start tritonserver on free ports."""
     from setup.cpu.demo import start_demo_triton, write_demo_repository
 
     repo = write_demo_repository(tmp / "repo", overrides=overrides, log=lambda *_: None, pacing_rate=DEMO_PACING_RATE)
-    ports = [free_port() for _ in range(3)]
-    process = start_demo_triton(*ports, repo=repo, log_path=tmp / "triton.log", log=lambda *_: None)
+    ports, process = _on_free_ports(lambda *ports: start_demo_triton(
+        *ports, repo=repo, log_path=tmp / "triton.log", log=lambda *_: None, ready_timeout=TRITON_READY_TIMEOUT))
     return TritonEndpoints(process, *ports, repo)
+
+
+TRITON_READY_TIMEOUT = 300.0  # the demo's models load in ~20 s idle; a loaded 2-core machine takes several times that
+
+
+def _triton_or_fail(start):
+    """start() of a tritonserver for the session; when it cannot start, the tests that need it fail with one
+    line (the launcher's reason and the last error in the server's log) instead of a traceback."""
+    from setup.launcher.options import LaunchError
+
+    try:
+        return start()
+    except LaunchError as exc:
+        lines = str(exc).splitlines()
+        errors = [line.strip() for line in lines[1:] if "error" in line.lower()]
+        pytest.fail(lines[0] + (f" Its log: {errors[-1]}" if errors else ""), pytrace=False)
 
 
 @pytest.fixture(scope="session")
@@ -105,7 +136,7 @@ def cpu_model_dir() -> Path:
 @pytest.fixture(scope="session")
 def triton(tmp_path_factory) -> TritonEndpoints:
     """One real tritonserver (demo repository, CPU engine) shared by the integration tests."""
-    endpoints = start_triton(tmp_path_factory.mktemp("triton"))
+    endpoints = _triton_or_fail(lambda: start_triton(tmp_path_factory.mktemp("triton")))
     yield endpoints
     endpoints.process.stop()
 
@@ -138,15 +169,15 @@ def start_llmapi_triton(tmp: Path, overrides: dict | None = None) -> TritonEndpo
 
     repo = write_llmapi_demo_repository(tmp / "repo", overrides=overrides, log=lambda *_: None,
                                         pacing_rate=DEMO_PACING_RATE)
-    ports = [free_port() for _ in range(3)]
-    process = start_demo_triton(*ports, repo=repo, log_path=tmp / "triton.log", log=lambda *_: None)
+    ports, process = _on_free_ports(lambda *ports: start_demo_triton(
+        *ports, repo=repo, log_path=tmp / "triton.log", log=lambda *_: None, ready_timeout=TRITON_READY_TIMEOUT))
     return TritonEndpoints(process, *ports, repo)
 
 
 @pytest.fixture(scope="session")
 def llmapi_triton(tmp_path_factory) -> TritonEndpoints:
     """A real tritonserver with the llmapi demo repository (the CPU stand-in behind upstream's config.pbtxt)."""
-    endpoints = start_llmapi_triton(tmp_path_factory.mktemp("llmapi-triton"))
+    endpoints = _triton_or_fail(lambda: start_llmapi_triton(tmp_path_factory.mktemp("llmapi-triton")))
     yield endpoints
     endpoints.process.stop()
 

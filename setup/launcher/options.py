@@ -1,7 +1,9 @@
-"""Launch options of tritonserver, the launcher's error, and the free-port check."""
+"""Launch options of tritonserver, the launcher's error, and the checks before a start (free ports, shared
+memory)."""
 
 from __future__ import annotations
 
+import os
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,6 +12,9 @@ NVIDIA_CONTAINER_BINARY = Path("/opt/tritonserver/bin/tritonserver")
 ENV_BINARY = "TRITONSERVER"
 SHM_DIR = Path("/dev/shm")
 # (LaunchOptions field, how people call it, the {kind} in a command-line flag such as --{kind}-port)
+# Triton's Python models (BLS, pre/postprocessing, the CPU stand-ins) pass tensors through /dev/shm: each
+# stub starts with a 1 MiB region that grows in 1 MiB steps, and an image's prompt table takes a few MiB.
+MIN_SHM_BYTES = 64 * 2**20
 PORTS = (("http_port", "HTTP", "http"), ("grpc_port", "gRPC", "grpc"), ("metrics_port", "metrics", "metrics"))
 
 
@@ -92,3 +97,16 @@ def check_ports_free(options: LaunchOptions, port_flag: str | None = "--{kind}-p
             advice = f"pick another with {port_flag.format(kind=kind)}" if port_flag else "pick another port"
             raise LaunchError(f"Triton's {label} port {port} on {options.address} is already in use "
                               f"(another tritonserver or app?); {advice}.")
+
+
+def check_shared_memory(shm_dir: Path = SHM_DIR, needed: int = MIN_SHM_BYTES) -> None:
+    """Raise LaunchError in one line when `shm_dir` has less than `needed` bytes free (a container started
+    with Docker's default 64 MB /dev/shm, shared with other servers, runs out mid-request otherwise)."""
+    try:
+        stats = os.statvfs(shm_dir)
+    except OSError:
+        return  # no /dev/shm to measure (not Linux): Triton says what it misses itself
+    free = stats.f_bavail * stats.f_frsize
+    if free < needed:
+        raise LaunchError(f"Triton's Python models need shared memory: {shm_dir} has {free / 2**20:.0f} MiB free, "
+                          f"at least {needed // 2**20} MiB are needed (in Docker, start with --shm-size=1g).")

@@ -15,7 +15,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from setup.launcher.command import build_command
-from setup.launcher.options import SHM_DIR, LaunchError, LaunchOptions, TritonInstall, check_ports_free
+from setup.launcher.options import (
+    SHM_DIR,
+    LaunchError,
+    LaunchOptions,
+    TritonInstall,
+    check_ports_free,
+    check_shared_memory,
+)
 from setup.launcher.procfs import group_members, health_ok, listening_inodes, process_table, socket_inodes
 from setup.launcher.reaper import start_time
 
@@ -274,6 +281,7 @@ def start_triton(install: TritonInstall, options: LaunchOptions, log_path: Path,
     """
     options.validate()
     check_ports_free(options, port_flag)
+    check_shared_memory()
     process = TritonProcess(install, options, Path(log_path))
     try:
         process.start()

@@ -81,3 +81,17 @@ def test_the_first_taken_port_is_named_with_its_kind(tmp_path):
 def test_invalid_ports_are_refused_before_probing(tmp_path):
     with pytest.raises(LaunchError, match="must all differ"):
         check_ports_free(options(tmp_path, http_port=9000, grpc_port=9000))
+
+
+def test_too_little_shared_memory_is_one_line_naming_both_sizes(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from setup.launcher import options as launcher_options
+
+    monkeypatch.setattr(launcher_options.os, "statvfs", lambda _: SimpleNamespace(f_bavail=10 * 256, f_frsize=4096))
+    with pytest.raises(LaunchError) as info:
+        launcher_options.check_shared_memory(tmp_path)
+    assert str(info.value) == (f"Triton's Python models need shared memory: {tmp_path} has 10 MiB free, at least "
+                               "64 MiB are needed (in Docker, start with --shm-size=1g).")
+    monkeypatch.undo()
+    launcher_options.check_shared_memory()  # this machine's /dev/shm is large enough for the suite's servers
