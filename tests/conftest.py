@@ -46,16 +46,25 @@ def pytest_configure(config) -> None:
     tempfile.tempdir = None  # gettempdir() reads TMPDIR afresh
 
 
-def pytest_unconfigure(config) -> None:
-    """Remove the run's temporary folder (only the process that made it does), saying what tests left there."""
-    if not getattr(config, "_run_tmp_owner", False):
-        return
-    folder = Path(os.environ.pop(RUN_TMP_ENV))
-    left = sorted(p.name for p in folder.iterdir() if not p.name.startswith("pytest-of-")) if folder.is_dir() else []
+def _left_in_run_tmp() -> list[str]:
+    folder = Path(os.environ.get(RUN_TMP_ENV, ""))
+    if not folder.name or not folder.is_dir():
+        return []
+    return sorted(p.name for p in folder.iterdir() if not p.name.startswith("pytest-of-"))
+
+
+def pytest_terminal_summary(terminalreporter, config) -> None:
+    """Name what the run left in its temporary folder (before pytest's closing line; the folder goes anyway)."""
+    left = _left_in_run_tmp() if getattr(config, "_run_tmp_owner", False) else []
     if left:
         shown = ", ".join(left[:10]) + (f" and {len(left) - 10} more" if len(left) > 10 else "")
-        print(f"\nRemoved what the run left in its temporary folder: {shown}")
-    shutil.rmtree(folder, ignore_errors=True)
+        terminalreporter.write_line(f"Left in the run's temporary folder, removed at exit: {shown}")
+
+
+def pytest_unconfigure(config) -> None:
+    """Remove the run's temporary folder (only the process that made it does)."""
+    if getattr(config, "_run_tmp_owner", False):
+        shutil.rmtree(os.environ.pop(RUN_TMP_ENV), ignore_errors=True)
 
 
 def pytest_collection_modifyitems(items) -> None:
