@@ -6,6 +6,7 @@ so later starts load in well under a second instead of ~17 s.
 
 from __future__ import annotations
 
+import fcntl
 import importlib.util
 import shutil
 import tempfile
@@ -46,16 +47,25 @@ def is_prepared(root: Path | None = None) -> bool:
 
 
 def prepare_cpu_model(root: Path | None = None, log=print) -> Path:
-    """Convert the GGUF to safetensors once; return the model folder. Safe to call every start."""
+    """Convert the GGUF to safetensors once; return the model folder. Safe to call every start, and from
+    several processes at once (a demo and a test run, parallel test workers): one converts, the others wait."""
     target = model_dir(root)
     if is_prepared(root):
         return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / f".{MODEL_FOLDER}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if this process dies
+        if is_prepared(root):
+            return target
+        return _convert(target, log)
+
+
+def _convert(target: Path, log) -> Path:
     source = gguf_path()
     log(f"Preparing the CPU model once from {source.name} (about 20 s)...")
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
-    target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=target.parent))
     try:
         gguf_dir = staging / "gguf"
