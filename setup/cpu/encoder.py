@@ -1,8 +1,10 @@
-"""'Build' the CPU demo's visual encoder: a folder whose config.json describes the OCR encoder.
+"""'Build' the CPU demo's visual encoder: a folder whose config.json describes the encoder.
 
 It mirrors a TensorRT-LLM visual engine folder (config.json with builder_config.model_type and
 precision), so the writer's checks and the multimodal_encoders model read it the same way; the
-"engine" itself is the OCR models inside the rapidocr-onnxruntime wheel plus the LLM's embeddings.
+"engine" itself is the models inside wheels (EfficientNet-Lite0, OpenCV's cascades, the OCR models of
+rapidocr-onnxruntime) plus the LLM's embeddings. The family's `perception` section turns on the
+picture description (encoder_lib/perception.py); without it the encoder reads text only.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ def build_cpu_encoder(family: Family, max_num_images: int, hidden_size: int, roo
             "std": list(spec.std),
         },
         "ocr": family.extra.get("ocr", {}),
+        "perception": family.extra.get("perception", {}),
     }
     tmp = out / "config.json.tmp"
     tmp.write_text(json.dumps(config, indent=2) + "\n")

@@ -1,4 +1,8 @@
-"""CPU multimodal_encoders: images -> prompt-table rows, by reading the text in them (OCR).
+"""CPU multimodal_encoders: images -> prompt-table rows, from a short description of each image.
+
+The description (encoder_lib/perception.py: ImageNet labels, faces, colours and shapes, and the text
+read by OCR; text only when the encoder folder has no "perception" section) is embedded with the LLM's
+own input embeddings.
 
 The tensor contract is the backend's (IMAGE in; OUT_PROMPT_EMBEDDING_TABLE and
 OUT_PROMPT_VOCAB_SIZE out). A request without IMAGE gets an empty table, so text-only requests pass
@@ -15,7 +19,7 @@ import triton_python_backend_utils as pb_utils
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from encoder_lib.ocr import OcrEncoder  # noqa: E402
+from encoder_lib.encoder import make_encoder  # noqa: E402
 
 
 def _param(config, key):
@@ -27,10 +31,10 @@ class TritonPythonModel:
     def initialize(self, args):
         config = json.loads(args["model_config"])
         started = time.monotonic()
-        self.encoder = OcrEncoder(_param(config, "multimodal_model_path"), _param(config, "hf_model_path") or None)
+        self.encoder = make_encoder(_param(config, "multimodal_model_path"), _param(config, "hf_model_path") or None)
         self.max_images = int(_param(config, "max_num_images") or 0)
         pb_utils.Logger.log_info(
-            f"cpu-ocr encoder ready in {time.monotonic() - started:.1f} s "
+            f"cpu encoder ({type(self.encoder).__name__}) ready in {time.monotonic() - started:.1f} s "
             f"({self.encoder.tokens} rows per image, hidden {self.encoder.hidden})"
         )
 
@@ -50,8 +54,9 @@ class TritonPythonModel:
                 raise ValueError(f"At most {self.max_images} image(s) per request; got {pixels.shape[1]}.")
             tables = []
             for row in pixels:
-                table, texts = self.encoder.encode(row)
-                pb_utils.Logger.log_verbose(f"cpu-ocr read: {texts}")
+                table, seen = self.encoder.encode(row)
+                said = [s.sentence() if hasattr(s, "sentence") else s for s in seen]
+                pb_utils.Logger.log_info(f"cpu encoder saw: {said}")
                 tables.append(table)
             batch = len(tables)
         rows = max(t.shape[0] for t in tables)

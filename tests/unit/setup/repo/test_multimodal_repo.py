@@ -93,7 +93,8 @@ def test_cpu_overlay_brings_the_ocr_encoder(tmp_path):
         "max_num_images": 2, "multimodal_family": "cpu-ocr"})
     out = write_repository(config, tmp_path / "repo")
     assert (out / "multimodal_encoders" / "1" / "encoder_lib" / "ocr.py").is_file()
-    assert "OcrEncoder" in (out / "multimodal_encoders" / "1" / "model.py").read_text()  # overlay replaced it
+    assert (out / "multimodal_encoders" / "1" / "encoder_lib" / "imagenet_classes.txt").is_file()
+    assert "make_encoder" in (out / "multimodal_encoders" / "1" / "model.py").read_text()  # overlay replaced it
     assert (out / "tensorrt_llm" / "1" / "model.py").is_file()
 
 

@@ -69,10 +69,10 @@ class OcrEncoder:
     def _ids(self, text):
         return self.tokenizer.encode(text, add_special_tokens=False) if text else []
 
-    def read_text(self, bgr):
+    def read_text(self, bgr, min_score=None):
         """The text OCR finds in one image, lines in reading order joined by spaces."""
         result, _ = self.ocr(bgr)
-        min_score = float(self.ocr_settings.get("min_score", 0.5))
+        min_score = float(self.ocr_settings.get("min_score", 0.5) if min_score is None else min_score)
         words = [str(item[1]).strip() for item in result or [] if float(item[2]) >= min_score]
         return " ".join(w for w in words if w)
 
@@ -85,12 +85,17 @@ class OcrEncoder:
             ids = ids[:keep] + self.close_ids[: self.tokens - keep]
         return ids + [self.pad_id] * (self.tokens - len(ids))
 
+    def image_block(self, bgr):
+        """(exactly `tokens` ids, what was read) for one uint8 BGR image."""
+        text = self.read_text(bgr)
+        return self.text_ids(text), text
+
     def encode(self, images):
-        """[n, 3, H, W] normalised pixels -> (table [n * tokens, hidden] float16, texts)."""
+        """[n, 3, H, W] normalised pixels -> (table [n * tokens, hidden] float16, what each image gave)."""
         texts, ids = [], []
         for pixels in images:
-            text = self.read_text(to_bgr_uint8(pixels, self.mean, self.std, self.rescale))
-            texts.append(text)
-            ids += self.text_ids(text)
+            block, seen = self.image_block(to_bgr_uint8(pixels, self.mean, self.std, self.rescale))
+            texts.append(seen)
+            ids += block
         table = self.embeddings[np.asarray(ids, dtype=np.int64)] if ids else np.zeros((0, self.hidden), np.float32)
         return table.astype(np.float16), texts

@@ -6,8 +6,8 @@ CPU can honour are used), takes the llmapi inputs (`text_input`, `sampling_param
 text so far, `finish_reason`, `stop_reason`, `cumulative_logprob`, KV-cache and timing figures), with
 upstream's error texts where upstream has them. Generation runs on the CPU engine core shared with the
 engine-path stand-in (engine_lib/: in-flight batching, KV blocks, LoRA rows); adapters are PEFT folders
-read from lora_path and kept in the core's LRU cache by lora_id; images are `data:` URIs read by the
-OCR encoder (encoder_lib/).
+read from lora_path and kept in the core's LRU cache by lora_id; images are `data:` URIs described by the
+CPU image encoder (encoder_lib/: labels, faces, colours, shapes and text).
 """
 
 import json
@@ -96,9 +96,9 @@ class TritonPythonModel:
         self.header = images.user_header(self.tokenizer)
         self.encoder = None
         if self.multimodal and self.encoder_dir:
-            from encoder_lib.ocr import OcrEncoder
+            from encoder_lib.encoder import make_encoder
 
-            self.encoder = OcrEncoder(self.encoder_dir, str(model))
+            self.encoder = make_encoder(self.encoder_dir, str(model))
         ignored = llm_args.ignored_keys(self.args)
         pb_utils.Logger.log_info(
             f"llmapi cpu stand-in: {model.name}, max_batch_size {self.engine.max_batch}, max_num_tokens "
@@ -180,8 +180,8 @@ class TritonPythonModel:
             raise ValueError(images.MSG_TOO_MANY.format(limit=MAX_IMAGES, count=len(urls)))
         blocks = []
         for index, url in enumerate(urls):
-            ids, text = images.image_ids(self.encoder, images.decode_image_url(url, index))
-            pb_utils.Logger.log_verbose(f"llmapi cpu stand-in: image {index} reads: {text}")
+            ids, seen = images.image_ids(self.encoder, images.decode_image_url(url, index))
+            pb_utils.Logger.log_info(f"llmapi cpu stand-in: image {index} saw: {seen}")
             blocks.append(ids)
         return blocks
 

@@ -1,8 +1,8 @@
-"""image_url inputs -> token ids of the text the OCR encoder reads in each image, placed in the prompt.
+"""image_url inputs -> token ids of what the CPU encoder sees in each image, placed in the prompt.
 
 Upstream takes http(s) URLs the server can reach and inline `data:` URIs and refuses local paths and
 file:// URLs (the input is client-controlled). The stand-in fetches nothing: it decodes `data:` URIs only.
-Each image becomes the encoder's fixed-size block of ids ("[Image text: ...]" padded), which is what the
+Each image becomes the encoder's fixed-size block of ids ("[Image: ...]" padded), which is what the
 engine path's prompt table holds for it; the blocks go at the prompt's `<image>` markers, else at the
 start of the last user turn. No Triton import, so tests use it directly.
 """
@@ -53,10 +53,10 @@ def decode_image_url(url: str, index: int):
 
 
 def image_ids(encoder, image) -> tuple[list[int], str]:
-    """The encoder's block of token ids for one image, and the text it read."""
+    """The encoder's block of token ids for one image, and what it saw (its description or text)."""
     bgr = np.ascontiguousarray(np.asarray(image, dtype=np.uint8)[:, :, ::-1])
-    text = encoder.read_text(bgr)
-    return encoder.text_ids(text), text
+    ids, seen = encoder.image_block(bgr)
+    return ids, seen.sentence() if hasattr(seen, "sentence") else seen
 
 
 def user_header(tokenizer) -> str | None:

@@ -1,0 +1,129 @@
+"""What the CPU demo's encoder sees in one picture, and the short description the LLM is given.
+
+A Perceiver runs the parts (ImageNet classifier, face and cat-face cascades, named colours and simple
+shapes, OCR) on one image and returns a Perception; `Perception.sentence()` is the text whose
+embeddings become the image's prompt-table rows, `Perception.as_dict()` what a person is shown.
+Labels below the "sure" confidence are worded as guesses ("perhaps ...").
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from .classifier import ImageClassifier, Label
+from .colours import ColourReader, Shape
+from .faces import Face, FaceFinder
+
+DEFAULTS = {"top_k": 3, "min_confidence": 0.1, "sure_confidence": 0.5, "min_colour_share": 0.12,
+            "max_colours": 3, "ocr_min_score": 0.85}
+VOWELS = tuple("aeiouAEIOU")
+
+
+def article(name: str) -> str:
+    """'a cup', 'an espresso'."""
+    return f"{'an' if name.startswith(VOWELS) else 'a'} {name}"
+
+
+def joined(items: list[str], last: str = "and") -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} {last} {items[-1]}"
+
+
+def count_words(count: int, one: str, many: str) -> str:
+    words = {1: "one", 2: "two", 3: "three", 4: "four"}
+    return f"{words.get(count, count)} {one if count == 1 else many}"
+
+
+@dataclass
+class Perception:
+    """Everything the encoder found in one image."""
+
+    labels: list[Label] = field(default_factory=list)
+    faces: list[Face] = field(default_factory=list)
+    cat_faces: list[Face] = field(default_factory=list)
+    colours: list[tuple[str, float]] = field(default_factory=list)
+    shapes: list[Shape] = field(default_factory=list)
+    text: str = ""
+    sure_confidence: float = DEFAULTS["sure_confidence"]
+
+    def _objects(self) -> str:
+        if not self.labels:
+            return ""
+        named = [article(label.name) for label in self.labels]
+        group = self.labels[0].group
+        together = sum(label.confidence for label in self.labels if group and label.group == group)
+        confident = max(together, self.labels[0].confidence) >= self.sure_confidence
+        lead = "It shows" if confident else "It shows perhaps"
+        if group:
+            return f"{lead} {article(group)} ({joined(named, 'or')})."
+        if confident:
+            rest = f" Perhaps also {joined(named[1:], 'or')}." if len(named) > 1 else ""
+            return f"{lead} {named[0]}.{rest}"
+        return f"{lead} {joined(named, 'or')}."
+
+    def sentence(self) -> str:
+        """The short description the LLM reads for this image."""
+        parts = [self._objects()]
+        if self.faces:
+            where = joined([face.where for face in self.faces])
+            parts.append(f"A person: {count_words(len(self.faces), 'face', 'faces')} ({where}).")
+        if self.cat_faces:
+            parts.append(f"A cat: {count_words(len(self.cat_faces), 'cat face', 'cat faces')}.")
+        if self.shapes:
+            parts.append(f"Shapes: {joined([article(f'{s.colour} {s.kind}') for s in self.shapes])}.")
+        if self.colours:
+            parts.append(f"Colours: {joined([name for name, _ in self.colours])}.")
+        if self.text:
+            parts.append(f'Text: "{self.text}".')
+        return " ".join(p for p in parts if p) or "Nothing recognised."
+
+    def as_dict(self) -> dict:
+        """Plain data for people and APIs (confidences and shares rounded to 0.01)."""
+        return {
+            "description": self.sentence(),
+            "labels": [{"name": label.name, "confidence": round(label.confidence, 2), "group": label.group}
+                       for label in self.labels],
+            "faces": [asdict(face) for face in self.faces],
+            "cat_faces": [asdict(face) for face in self.cat_faces],
+            "colours": [{"name": name, "share": round(share, 2)} for name, share in self.colours],
+            "shapes": [{"colour": s.colour, "kind": s.kind} for s in self.shapes],
+            "text": self.text,
+        }
+
+
+def trim_margins(rgb: np.ndarray, value: int = 255) -> np.ndarray:
+    """The image without a letterbox's padding: uniform `value` bands at two opposite edges only.
+
+    A picture whose own background is that colour on all four sides is left as it is.
+    """
+    keep = np.any(rgb != value, axis=2)
+    rows, cols = np.flatnonzero(keep.any(axis=1)), np.flatnonzero(keep.any(axis=0))
+    if rows.size == 0 or cols.size == 0:
+        return rgb
+    top, bottom, left, right = rows[0], rows[-1] + 1, cols[0], cols[-1] + 1
+    if (top > 0 or bottom < rgb.shape[0]) and (left > 0 or right < rgb.shape[1]):
+        return rgb
+    return rgb[top:bottom, left:right]
+
+
+class Perceiver:
+    """All parts loaded once per model instance; `perceive(rgb, read_text)` per image."""
+
+    def __init__(self, settings: dict | None = None, classifier=None, faces=None, colours=None):
+        self.settings = {**DEFAULTS, **(settings or {})}
+        self.classifier = classifier or ImageClassifier()
+        self.faces = faces or FaceFinder()
+        self.colours = colours or ColourReader()
+
+    def perceive(self, rgb: np.ndarray, read_text=None) -> Perception:
+        """One [H, W, 3] uint8 RGB image -> Perception; `read_text(bgr)` is the OCR (None: no text)."""
+        s = self.settings
+        picture = trim_margins(rgb)
+        labels = self.classifier.top(picture, int(s["top_k"]), float(s["min_confidence"]))
+        gray = np.ascontiguousarray(picture.mean(axis=2).astype(np.uint8))
+        faces, cat_faces = self.faces.find(gray)
+        colours, shapes = self.colours.read(picture, float(s["min_colour_share"]), int(s["max_colours"]))
+        text = read_text(np.ascontiguousarray(rgb[:, :, ::-1])) if read_text else ""
+        return Perception(labels, faces, cat_faces, colours, shapes, text, float(s["sure_confidence"]))

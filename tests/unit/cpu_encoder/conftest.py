@@ -1,0 +1,63 @@
+"""Fixtures of the CPU image encoder's unit tests: encoder_lib importable, and scikit-image's photos."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image, ImageDraw, ImageFont
+
+ENCODER_DIR = Path(__file__).resolve().parents[3] / "model_repo_templates" / "cpu_engine" / "multimodal_encoders" / "1"
+
+
+def encoder_lib():
+    """The encoder_lib package of the CPU multimodal_encoders model (as Triton imports it)."""
+    sys.path.insert(0, str(ENCODER_DIR))
+    try:
+        import encoder_lib
+        from encoder_lib import classifier, colours, encoder, faces, perception  # noqa: F401
+    finally:
+        sys.path.remove(str(ENCODER_DIR))
+    return encoder_lib
+
+
+def photo(name: str) -> np.ndarray:
+    """One of the photos inside scikit-image's wheel as [H, W, 3] uint8 RGB."""
+    from skimage import data
+
+    image = getattr(data, name)()
+    return np.ascontiguousarray(np.stack([image] * 3, axis=-1) if image.ndim == 2 else image[..., :3])
+
+
+def red_circle() -> np.ndarray:
+    image = Image.new("RGB", (400, 300), "white")
+    ImageDraw.Draw(image).ellipse((120, 70, 280, 230), fill=(220, 20, 30))
+    return np.asarray(image)
+
+
+def sign(text: str = "OPEN DAILY 9-17") -> np.ndarray:
+    image = Image.new("RGB", (900, 200), "white")
+    ImageDraw.Draw(image).text((20, 60), text, fill="black", font=ImageFont.load_default(size=64))
+    return np.asarray(image)
+
+
+@pytest.fixture(scope="session")
+def lib():
+    return encoder_lib()
+
+
+@pytest.fixture(scope="session")
+def classifier(lib):
+    return lib.classifier.ImageClassifier()
+
+
+@pytest.fixture(scope="session")
+def face_finder(lib):
+    return lib.faces.FaceFinder()
+
+
+@pytest.fixture(scope="session")
+def colour_reader(lib):
+    return lib.colours.ColourReader()

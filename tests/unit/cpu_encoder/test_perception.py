@@ -1,0 +1,71 @@
+"""The combined description (wording, guesses, several images) and the encoder's prompt-table rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.unit.cpu_encoder.conftest import photo, red_circle, sign
+
+
+def test_wording_marks_guesses_and_names_every_part(lib):
+    p = lib.perception
+    Label, Face, Shape = lib.classifier.Label, lib.faces.Face, lib.colours.Shape
+    guess = p.Perception([Label("football helmet", 0.16), Label("bobsleigh", 0.11)],
+                         faces=[Face((1, 2, 3, 4), "centre")], colours=[("grey", 0.4), ("black", 0.3)])
+    assert guess.sentence() == ("It shows perhaps a football helmet or a bobsleigh. A person: one face (centre). "
+                                "Colours: grey and black.")
+    sure = p.Perception([Label("espresso", 0.95, "cup of coffee")], shapes=[Shape("red", "circle", 0.2)],
+                        text="OPEN")
+    assert sure.sentence() == 'It shows a cup of coffee (an espresso). Shapes: a red circle. Text: "OPEN".'
+    cat = p.Perception([Label("tiger cat", 0.39, "cat"), Label("Egyptian Mau", 0.36, "cat")])
+    assert cat.sentence() == "It shows a cat (a tiger cat or an Egyptian Mau)."  # 75% together: not a guess
+    assert p.Perception().sentence() == "Nothing recognised."
+    shown = guess.as_dict()
+    assert shown["labels"][0] == {"name": "football helmet", "confidence": 0.16, "group": ""}
+    assert shown["faces"] == [{"box": (1, 2, 3, 4), "where": "centre"}] and shown["description"] == guess.sentence()
+
+
+@pytest.fixture(scope="module")
+def encoder(lib, tmp_path_factory, cpu_model_dir):
+    from setup.catalog.families import get_family
+    from setup.cpu.encoder import build_cpu_encoder
+
+    folder = build_cpu_encoder(get_family("cpu-ocr"), 2, 576, root=tmp_path_factory.mktemp("enc"))
+    return lib.encoder.make_encoder(folder, cpu_model_dir)
+
+
+def test_demo_family_makes_a_perception_encoder(lib, encoder):
+    assert isinstance(encoder, lib.encoder.PerceptionEncoder)
+
+
+def _pixels(images):
+    from app.vision.preprocess import pixel_batch
+    from setup.catalog.families import get_family
+
+    return pixel_batch(images, get_family("cpu-ocr").preprocess)[0]
+
+
+def test_each_image_of_a_message_is_described_on_its_own(encoder):
+    from PIL import Image
+
+    pictures = [Image.fromarray(photo("chelsea")), Image.fromarray(red_circle()), Image.fromarray(sign())]
+    table, seen = encoder.encode(_pixels(pictures))
+    assert table.shape == (3 * 96, 576) and table.dtype == np.float16
+    cat, circle, board = (s.sentence() for s in seen)
+    assert cat.startswith("It shows a cat (") and "Text" not in cat, cat
+    assert "a red circle" in circle and "red" in [c for c, _ in seen[1].colours], circle
+    assert 'Text: "OPEN DAILY 9-17"' in board, board
+    ids = encoder.description_ids(cat)
+    np.testing.assert_array_equal(table[:96], encoder.embeddings[ids].astype(np.float16))
+    assert encoder.tokenizer.decode([i for i in ids if i != encoder.pad_id]) == f"[Image: {cat}]"
+
+
+def test_a_long_description_is_cut_before_the_closing_bracket(encoder):
+    ids = encoder.description_ids("word " * 300)
+    assert len(ids) == 96 and ids[-len(encoder.close_ids):] == encoder.close_ids
+
+
+def test_stray_non_latin_ocr_is_dropped_from_photos(encoder):
+    assert encoder.photo_text(np.ascontiguousarray(sign("OPEN 9-17")[:, :, ::-1])) == "OPEN 9-17"
+    assert encoder.describe(np.ascontiguousarray(photo("rocket")[:, :, ::-1])).text == ""
