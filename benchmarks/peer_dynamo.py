@@ -27,6 +27,12 @@ DEPENDENCIES = ("aiohttp", "certifi", "kubernetes<33", "msgspec", "prometheus-cl
                 "transformers", "typing-extensions", "zstandard", "pydantic<=2.13.5", "uvloop")
 SERVED_NAME = "smollm2"
 PLANES = ("--discovery-backend", "file", "--request-plane", "tcp", "--event-plane", "zmq")
+# The runtime's sockets on loopback: left to itself it binds its request and response-stream sockets
+# (OS-assigned ports) to the machine's outward address and advertises its event publishers there. 1.6.1 still
+# binds the ZMQ event publishers to 0.0.0.0 (no setting moves them), but advertises them on 127.0.0.1, so all
+# traffic stays on loopback (tests/integration/test_dynamo.py checks both).
+LOOPBACK_ENV = {name: "127.0.0.1" for name in ("DYN_TCP_RPC_HOST", "DYN_TCP_RESPONSE_STREAM_HOST",
+                                                "DYN_EVENT_PLANE_HOST", "DYN_SYSTEM_HOST")}
 
 
 def ensure_venv(venv: Path = VENV, log=print) -> Path:
@@ -47,7 +53,7 @@ class DynamoServer:
         self.url = f"http://127.0.0.1:{self.port}/v1"
         self.models = [SERVED_NAME, *extra_models]
         self._store = tempfile.TemporaryDirectory(prefix="dynamo-discovery-")
-        env = {"TMPDIR": self._store.name}
+        env = {"TMPDIR": self._store.name, **LOOPBACK_ENV}
         self.frontend = ServerProcess("Dynamo's frontend", [
             python, "-m", "dynamo.frontend", "--http-host", "127.0.0.1", "--http-port", str(self.port), *PLANES,
             "--router-mode", "kv"], Path(log_dir) / "dynamo-frontend.log", env=env)

@@ -24,15 +24,19 @@ def ask(page, text: str) -> None:
     page.keyboard.press("Enter")
 
 
-def settled_reply(page, quiet: float = 2.0, timeout: float = 90) -> str:
-    """The last bot message once it has stopped changing for `quiet` seconds."""
+def settled_reply(page, quiet: float = 5.0, timeout: float = 240) -> str:
+    """The last bot message once it is finished: its figures line is there (a reply that ended normally or was
+    stopped) and nothing is pending; a reply without figures (an error said in its place) once it has not
+    changed for `quiet` seconds."""
     last, since, deadline = None, time.monotonic(), time.monotonic() + timeout
     while time.monotonic() < deadline:
         texts = bot_texts(page)
         current = texts[-1] if texts and texts[-1].strip() not in ("", "Loading content") else None
         if current != last:
             last, since = current, time.monotonic()
-        elif current and time.monotonic() - since > quiet:
+        if current and any(FIGURES.match(line.strip()) for line in current.splitlines()) and not replying(page):
+            return current
+        if current and time.monotonic() - since > quiet:
             return current
         time.sleep(0.1)
     raise AssertionError(f"reply did not settle: {last!r}")

@@ -79,3 +79,40 @@ def test_bench_cli_against_dynamo(dynamo):
     assert result.returncode == 0, result.stderr[-2000:]
     summary = json.loads(result.stdout)
     assert summary["completed"] == 8 and summary["errors"] == 0
+
+
+def _listening_addresses(pids: set[int]) -> list[str]:
+    """host:port (hex, as /proc/net/tcp writes it) of the TCP sockets that `pids` or their children listen on."""
+    from setup.launcher.procfs import process_table, socket_inodes
+
+    family = set(pids)
+    for pid, ppid, *_ in process_table():  # children (the mocker's workers) too
+        if ppid in family:
+            family.add(pid)
+    inodes = set().union(*(socket_inodes(pid) for pid in family))
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for row in open(table).read().splitlines()[1:]:
+            fields = row.split()
+            if fields[3] == "0A" and fields[9] in inodes:
+                found.append(fields[1])
+    return found
+
+
+def test_dynamo_serves_and_connects_on_loopback_only(dynamo):
+    """The frontend, the request plane and the advertised event-plane endpoints are on 127.0.0.1. Dynamo 1.6.1
+    binds its ZMQ event publishers to 0.0.0.0 whatever DYN_EVENT_PLANE_HOST says (that sets only the address it
+    advertises, which is loopback, so no traffic leaves the machine): those, named in its log, are the only
+    sockets allowed off loopback."""
+    import re
+
+    pids = {proc.pid for proc in (dynamo.frontend, *dynamo.mockers)}
+    listening = _listening_addresses(pids)
+    assert listening, "the frontend listens at least on its HTTP port"
+    logs = re.sub(r"\x1b\[[0-9;]*m", "", "".join(proc.log_path.read_text() for proc in (dynamo.frontend, *dynamo.mockers)))
+    publishers = {int(port) for port in re.findall(r"ZMQ PUB transport bound.*?endpoint=tcp://0\.0\.0\.0:(\d+)", logs)}
+    advertised = set(re.findall(r"advertised endpoint public_endpoint=tcp://([\d.]+):", logs))
+    assert advertised == {"127.0.0.1"}, advertised
+    loopback = ("0100007F:", "00000000000000000000000001000000:")  # 127.0.0.1 and ::1 as /proc/net/tcp writes them
+    outside = {int(address.rsplit(":", 1)[1], 16) for address in listening if not address.startswith(loopback)}
+    assert outside <= publishers, (outside, publishers)
