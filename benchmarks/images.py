@@ -4,13 +4,17 @@
 
 Throughput is measured for a 12-megapixel JPEG and a 336 x 336 PNG through `app.vision.images.load_image`
 plus `app.vision.preprocess.pixel_batch`, for the CPU demo family (cpu-ocr, 1024 letterbox, JPEG draft
-decoding) and for LLaVA-1.5 (exact CLIP preprocessing, full decode). Without --url the CPU demo
-tritonserver is started on free ports and stopped at the end. Runs are short: 2 shared cores.
+decoding) and for LLaVA-1.5 (exact CLIP preprocessing, full decode). The CPU demo's encoder (the
+perception encoder of the multimodal_encoders slot: classifier, faces, colours and shapes, OCR) is timed
+per image in this process on the same preprocessed pixels, in total and part by part, with 2 threads.
+Without --url the CPU demo tritonserver is started on free ports and stopped at the end. Runs are short:
+2 shared cores.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import sys
 import tempfile
@@ -36,7 +40,7 @@ PARAMS = SamplingParams(max_tokens=8)
 
 
 def make_inputs(folder: Path) -> dict[str, Path]:
-    """A 12-megapixel photo-like JPEG, a 336 x 336 PNG, and the secret-code image."""
+    """A 12-megapixel photo-like JPEG, a 336 x 336 PNG, scikit-image's chelsea (when installed), the code image."""
     rng = np.random.default_rng(0)
     y, x = np.mgrid[0:3000, 0:4000]
     photo = np.stack([x % 256, y % 256, (x + y) % 256], axis=-1) + rng.integers(-25, 26, (3000, 4000, 3))
@@ -47,6 +51,13 @@ def make_inputs(folder: Path) -> dict[str, Path]:
     code = Image.new("RGB", (900, 200), "white")
     ImageDraw.Draw(code).text((20, 60), "The secret code is 4711", fill="black", font=ImageFont.load_default(size=64))
     code.save(paths["code"])
+    try:
+        from skimage import data
+
+        paths["chelsea (451 x 300 photo)"] = folder / "chelsea.png"
+        Image.fromarray(data.chelsea()).save(paths["chelsea (451 x 300 photo)"])
+    except ImportError:  # scikit-image is a dev requirement
+        pass
     return paths
 
 
@@ -60,6 +71,50 @@ def throughput(path: Path, family_name: str, seconds: float = 3.0, max_runs: int
         pixel_batch([load_image(path, draft_side=draft)], spec)
         runs += 1
     return runs / (time.perf_counter() - start)
+
+
+ENCODER_LIB = Path(__file__).resolve().parent.parent / "model_repo_templates/cpu_engine/multimodal_encoders/1"
+
+
+def load_encoder(folder: Path):
+    """The CPU demo's encoder as the multimodal_encoders model loads it (models loaded once)."""
+    import torch
+
+    from setup.cpu.encoder import build_cpu_encoder
+
+    torch.set_num_threads(2)
+    sys.path.insert(0, str(ENCODER_LIB))
+    from encoder_lib.encoder import make_encoder
+
+    return make_encoder(build_cpu_encoder(get_family("cpu-ocr"), 2, 576, root=folder), model_dir())
+
+
+def encoder_times(encoder, path: Path, runs: int = 5) -> dict[str, float]:
+    """Median milliseconds per image: the whole encoder, and each part, on the demo's preprocessed pixels."""
+    from encoder_lib.ocr import to_bgr_uint8
+    from encoder_lib.perception import trim_margins
+
+    spec = get_family("cpu-ocr").preprocess
+    pixels = pixel_batch([load_image(path, draft_side=max(spec.width, spec.height))], spec)[0]
+    bgr = to_bgr_uint8(pixels[0], encoder.mean, encoder.std, encoder.rescale)
+    rgb = np.ascontiguousarray(bgr[:, :, ::-1])
+    picture = trim_margins(rgb)
+    gray = np.ascontiguousarray(picture.mean(axis=2).astype(np.uint8))
+    parts = {"encoder (all parts + embedding rows)": lambda: encoder.encode(pixels),
+             "classifier": lambda: encoder.perceiver.classifier.top(picture),
+             "faces + cat faces": lambda: encoder.perceiver.faces.find(gray),
+             "colours + shapes": lambda: encoder.perceiver.colours.read(picture),
+             "OCR": lambda: encoder.photo_text(bgr)}
+    times = {}
+    for name, work in parts.items():
+        work()  # warm-up
+        spent = []
+        for _ in range(runs):
+            started = time.perf_counter()
+            work()
+            spent.append(time.perf_counter() - started)
+        times[name] = statistics.median(spent) * 1000
+    return times
 
 
 def ttft(client: TritonChatClient, prompts: PromptBuilder, image: Path | None, runs: int) -> tuple[float, float]:
@@ -83,11 +138,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-server", action="store_true", help="Only the intake + preprocessing rows.")
     args = parser.parse_args(argv)
     tmp = Path(tempfile.mkdtemp(prefix="bench-images-"))
+    try:
+        return run(args, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run(args: argparse.Namespace, tmp: Path) -> int:
+    """The measurements of main(), with their files in `tmp`."""
     paths = make_inputs(tmp)
     rows = []
     for label in ("12 MP JPEG (4000 x 3000)", "336 x 336 PNG"):
         for family in ("cpu-ocr", "llava-1.5"):
             rows.append((f"intake + preprocessing, {label}, {family}", f"{throughput(paths[label], family):.1f} images/s"))
+    encoder = load_encoder(tmp)
+    for label in [name for name in paths if name != "code"]:
+        for part, ms in encoder_times(encoder, paths[label]).items():
+            rows.append((f"cpu encoder, {label}: {part}", f"{ms:.0f} ms"))
     server = None
     if not args.skip_server:
         if args.url:
