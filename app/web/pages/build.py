@@ -192,14 +192,19 @@ def build(ctx: AppContext, service: BuildService | None = None, tabs: gr.Tabs | 
     def on_tick(job_id, request: gr.Request):
         if caller_may_act(ctx, request):  # the page polls every second: no toast, just nothing to show
             return (logic.status_html(None), "", gr.Button(visible=False), "", gr.skip(), gr.Button(visible=False))
-        job_id = job_id or _newest(service)
+        # The list's choices are refreshed; its value only when nothing is picked yet. A tick still running
+        # when Run or Resume picked a new job must not put the old one back (the page then followed a job
+        # that had ended, and never showed the new one finish).
+        jobs_update = gr.update(choices=logic.job_choices(service.store))
+        if not job_id:
+            job_id = _newest(service)
+            jobs_update = gr.Dropdown(choices=jobs_update["choices"], value=job_id)
         record = service.store.status(job_id) if job_id else None
         can_deploy = bool(record and record["status"] == "done" and job_id in service.plans
                           and service.plans[job_id].deployment)
         tail = service.store.log_tail(job_id, LOG_LINES) if job_id else ""
         return (logic.status_html(record), tail, gr.Button(visible=can_deploy),
-                service.deployment.message, gr.Dropdown(choices=logic.job_choices(service.store), value=job_id),
-                gr.Button(visible=service.deployment.grpc_url is not None))
+                service.deployment.message, jobs_update, gr.Button(visible=service.deployment.grpc_url is not None))
 
     def on_deploy(job_id, request: gr.Request):
         require_access(ctx, request)
