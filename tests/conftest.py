@@ -278,6 +278,9 @@ def grant_access(browser_context, ctx, url: str) -> None:
                                   "httpOnly": True, "sameSite": "Strict"}])
 
 
+BROWSER_TIMEOUT_MS = 90_000  # waits without a limit of their own: a page on a loaded 2-core machine can take a while
+
+
 @pytest.fixture(scope="session")
 def browser_context(tmp_path_factory):
     """Debian's Chromium driven by Playwright (no browser download), its profile in the run's tmp_path."""
@@ -290,6 +293,7 @@ def browser_context(tmp_path_factory):
             str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM), headless=True,
             args=CHROMIUM_ARGS, viewport={"width": 1200, "height": 1000},
         )
+        context.set_default_timeout(BROWSER_TIMEOUT_MS)
         yield context
         context.close()
 
