@@ -1,0 +1,80 @@
+"""Real tritonserver, both CPU demo kinds: the perception encoder's descriptions reach SmolLM2, and replies
+with the app's default settings name what a person sees and do not loop."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import pytest
+from PIL import Image, ImageDraw, ImageFont
+
+from app.core.sampling import SamplingParams
+from app.deployments.base import ReplyRequest
+
+WHAT = "What is in this picture?"
+# photo in scikit-image's wheel -> words a person accepts in the answer
+PHOTOS = {"chelsea": ("cat",), "coffee": ("espresso", "coffee", "cup"), "astronaut": ("person", "face", "man", "woman"),
+          "rocket": ("rocket", "missile")}
+ANSWER_TOKENS = 64
+
+
+@pytest.fixture(scope="module")
+def pictures(tmp_path_factory):
+    from skimage import data
+
+    folder = tmp_path_factory.mktemp("pictures")
+    paths = {}
+    for name in PHOTOS:
+        Image.fromarray(getattr(data, name)()).save(folder / f"{name}.png")
+        paths[name] = folder / f"{name}.png"
+    circle = Image.new("RGB", (400, 300), "white")
+    ImageDraw.Draw(circle).ellipse((120, 70, 280, 230), fill=(220, 20, 30))
+    circle.save(folder / "circle.png")
+    sign = Image.new("RGB", (900, 200), "white")
+    ImageDraw.Draw(sign).text((20, 60), "OPEN DAILY 9-17", fill="black", font=ImageFont.load_default(size=64))
+    sign.save(folder / "sign.png")
+    paths.update(circle=folder / "circle.png", sign=folder / "sign.png")
+    return paths
+
+
+def ask(ctx, question: str, images=(), tokens: int = ANSWER_TOKENS) -> str:
+    """One reply with the app's default settings (only the length set), as the chat sends it."""
+    request = ReplyRequest([{"role": "user", "content": question}], SamplingParams(max_tokens=tokens),
+                           images=[str(p) for p in images] or None)
+    return "".join(ctx.deployment.open_reply(request))
+
+
+@pytest.mark.parametrize("name", list(PHOTOS))
+def test_answers_name_what_is_in_the_photo(demo_app, pictures, name):
+    answer = ask(demo_app[0], WHAT, [pictures[name]])
+    assert any(word in answer.lower() for word in PHOTOS[name]), answer
+
+
+def test_the_red_circle_is_red_and_the_sign_is_read(demo_app, pictures):
+    assert "red" in ask(demo_app[0], "What colour is the circle?", [pictures["circle"]]).lower()
+    assert "9-17" in ask(demo_app[0], "When is it open?", [pictures["sign"]])
+
+
+def test_two_pictures_in_one_message_are_described_each(demo_app, pictures):
+    answer = ask(demo_app[0], "What are the two pictures?", [pictures["chelsea"], pictures["coffee"]], 96).lower()
+    assert "cat" in answer and any(word in answer for word in ("coffee", "espresso", "cup")), answer
+
+
+QUESTIONS = [
+    (WHAT, "chelsea"), ("Describe this photo.", "coffee"), ("Who is in this picture?", "astronaut"),
+    ("What colour is the circle?", "circle"), ("What does the sign say?", "sign"), ("Tell me about this image.", "rocket"),
+    ("Write a short story about a lighthouse.", None), ("Explain how rain forms.", None),
+    ("What can I cook with eggs and rice?", None), ("List some facts about the Moon.", None),
+]
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip().lower() for s in re.split(r"(?<=[.!?])\s+|\n+", text) if len(s.strip()) > 3]
+
+
+def test_default_decoding_does_not_loop(demo_app, pictures):
+    for question, picture in QUESTIONS:
+        answer = ask(demo_app[0], question, [pictures[picture]] if picture else (), tokens=200)
+        repeated = [(s, n) for s, n in Counter(sentences(answer)).items() if n >= 3]
+        assert not repeated, (question, answer)
