@@ -73,8 +73,9 @@ def sentences(text: str) -> list[str]:
     return [s.strip().lower() for s in re.split(r"(?<=[.!?])\s+|\n+", text) if len(s.strip()) > 3]
 
 
-def test_default_decoding_does_not_loop(demo_app, pictures):
+def test_default_decoding_does_not_loop(app_served, pictures):
+    """On the engine topology (the llmapi kind runs the same engine core with the same defaults)."""
     for question, picture in QUESTIONS:
-        answer = ask(demo_app[0], question, [pictures[picture]] if picture else (), tokens=200)
+        answer = ask(app_served[0], question, [pictures[picture]] if picture else (), tokens=200)
         repeated = [(s, n) for s, n in Counter(sentences(answer)).items() if n >= 3]
         assert not repeated, (question, answer)

@@ -56,7 +56,7 @@ class TritonPythonModel:
             for row in pixels:
                 table, seen = self.encoder.encode(row)
                 said = [s.sentence() if hasattr(s, "sentence") else s for s in seen]
-                pb_utils.Logger.log_info(f"cpu encoder saw: {said}")
+                pb_utils.Logger.log_verbose(f"cpu encoder saw: {said}")
                 tables.append(table)
             batch = len(tables)
         rows = max(t.shape[0] for t in tables)

@@ -181,7 +181,7 @@ class TritonPythonModel:
         blocks = []
         for index, url in enumerate(urls):
             ids, seen = images.image_ids(self.encoder, images.decode_image_url(url, index))
-            pb_utils.Logger.log_info(f"llmapi cpu stand-in: image {index} saw: {seen}")
+            pb_utils.Logger.log_verbose(f"llmapi cpu stand-in: image {index} saw: {seen}")
             blocks.append(ids)
         return blocks
 
