@@ -12,7 +12,7 @@ SAMPLING_LIMITS = {
     "temperature": (0.7, 0.01, 2.0),
     "top_k": (0, 0, 1000),
     "top_p": (0.0, 0.0, 1.0),
-    "repetition_penalty": (1.15, 0.5, 2.0),  # at 1.0 (or 1.1) SmolLM2, which ships no generation defaults, loops
+    "repetition_penalty": (1.0, 0.5, 2.0),
     "seed": (0, 0, 2**63 - 1),
 }
 
