@@ -1,5 +1,6 @@
 """One server process for benchmarks and tests: started in its own session (its process group is ours to
-stop), output to a log file, ready when a check passes, stopped through the pid we started.
+stop), output to a log file, ready when a check passes, stopped through the pid we started. The launcher's
+reaper watches each one, so a starter killed without cleaning up (SIGKILL, SIGTERM) leaves no server behind.
 
 Used by the app process of the overhead/soak runs and by the peers (vLLM's CPU build, Dynamo).
 """
@@ -11,11 +12,13 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
+from setup.launcher import reaper
 from setup.paths import PROJECT_ROOT
 
 
@@ -76,6 +79,7 @@ class ServerProcess:
                  cwd: Path = PROJECT_ROOT):
         self.name, self.argv, self.log_path, self.env, self.cwd = name, argv, Path(log_path), env, cwd
         self._proc: subprocess.Popen | None = None
+        self._reaper: subprocess.Popen | None = None
 
     @property
     def pid(self) -> int | None:
@@ -87,6 +91,11 @@ class ServerProcess:
         with open(self.log_path, "ab") as log:
             self._proc = subprocess.Popen(self.argv, cwd=self.cwd, stdout=log, stderr=subprocess.STDOUT,
                                           stdin=subprocess.DEVNULL, start_new_session=True, env=env)
+        leader_start = reaper.start_time(self._proc.pid)
+        if leader_start is not None:  # it reads EOF on its stdin when we are gone, then ends the group
+            self._reaper = subprocess.Popen([sys.executable, reaper.__file__, str(self._proc.pid), leader_start, ""],
+                                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                            stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
         return self
 
     def exited(self) -> int | None:
@@ -132,6 +141,10 @@ class ServerProcess:
         except ProcessLookupError:
             pass
         self._proc.wait(timeout=10)
+        watcher, self._reaper = self._reaper, None
+        if watcher is not None:  # the group is gone: closing the pipe lets the reaper exit
+            watcher.stdin.close()
+            watcher.wait(timeout=30)
 
 
 @contextmanager

@@ -72,3 +72,37 @@ def test_memory_check_names_what_is_needed_and_what_is_free(monkeypatch):
 def test_available_memory_is_read_from_proc_meminfo():
     free = server_process.available_memory_bytes()
     assert free is not None and free > 0
+
+
+def test_a_server_outlives_no_starter_killed_without_cleanup(tmp_path):
+    """The starter dies by SIGKILL (no atexit, no fixture teardown): the reaper ends the server's group."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from setup.paths import PROJECT_ROOT
+
+    starter_code = ("import sys, time; from pathlib import Path; from benchmarks.server_process import ServerProcess; "
+                    "p = ServerProcess('Sleeper', [sys.executable, '-c', 'import time; time.sleep(600)'], "
+                    f"Path({str(tmp_path / 'sleeper.log')!r})).start(); print(p.pid, flush=True); time.sleep(600)")
+    starter = subprocess.Popen([sys.executable, "-c", starter_code], cwd=PROJECT_ROOT, stdout=subprocess.PIPE,
+                               text=True)
+    server_pid = int(starter.stdout.readline())
+    os.kill(server_pid, 0)  # running
+    starter.send_signal(signal.SIGKILL)
+    starter.wait(timeout=30)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and _alive(server_pid):
+        time.sleep(0.2)
+    assert not _alive(server_pid)
+
+
+def _alive(pid: int) -> bool:
+    from pathlib import Path
+
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
