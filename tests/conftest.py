@@ -67,19 +67,12 @@ def pytest_unconfigure(config) -> None:
         shutil.rmtree(os.environ.pop(RUN_TMP_ENV), ignore_errors=True)
 
 
-SERVERS_GROUP = "servers"
-
-
 def pytest_collection_modifyitems(items) -> None:
-    """Markers by folder: tests/integration/* are `integration`, tests/browser/* also `browser`. Both start
-    servers shared per session, so under pytest-xdist (`make test` runs `-n 2 --dist loadgroup`) they stay
-    together on one worker, in order, while the unit tests spread over both."""
+    """Markers by folder: tests/integration/* are `integration`, tests/browser/* also `browser`."""
     for item in items:
         parts = Path(str(item.fspath)).resolve().relative_to(TESTS).parts
         for marker in FOLDER_MARKERS.get(parts[0], ()):
             item.add_marker(marker)
-        if parts[0] in FOLDER_MARKERS:
-            item.add_marker(pytest.mark.xdist_group(SERVERS_GROUP))
 
 
 DEMO_PACING_RATE = 40.0  # the demo servers in tests carry the pacing model too (`--pacing-rate`)
