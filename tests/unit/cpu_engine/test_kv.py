@@ -136,3 +136,19 @@ def test_kv_cache_reuse_of_a_shared_prefix(runner, prompts):
     assert_same(second, alone(runner, prompts[1], max_new=6))
     assert_same(same, alone(runner, prompts[0], max_new=4))
     assert engine.kv.stats()["reusable"] > 0 and engine.kv.stats()["used"] == 0
+
+
+def test_reuse_after_the_cache_grew_during_a_pass(runner, prompts):
+    """A prompt past the first 256 positions grows the KV store inside a forward pass; a later request that
+    reuses its blocks writes them back between passes (this failed in CI with 'Inplace update to inference
+    tensor outside InferenceMode')."""
+    long_prompt = prompts[0] + prompts[1] * (300 // len(prompts[1]) + 1)
+    engine = make_engine(runner, tokens_per_block=8, reuse=True)
+    first = make_gen(runner, long_prompt, max_new=2)
+    drive(engine, {0: [first]})
+    assert engine.cache.capacity > 256
+    again = make_gen(runner, long_prompt, max_new=2)
+    trace = drive(engine, {0: [again]})
+    assert [e.error for step in trace.events for e in step if e.error] == []
+    assert again.kv_reused_blocks == (len(long_prompt) - 1) // 8
+    assert_same(again, first)

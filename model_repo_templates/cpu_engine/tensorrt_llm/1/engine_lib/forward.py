@@ -54,7 +54,11 @@ class Segment:
 
 
 class SlotCache:
-    """K and V per layer as [slots, kv_heads, capacity, head_dim]; capacity grows in `grain` steps."""
+    """K and V per layer as [slots, kv_heads, capacity, head_dim]; capacity grows in `grain` steps.
+
+    Every method runs in inference mode: the store grows inside forward passes (so its tensors are
+    inference tensors) and is also written between passes, when reused prefix blocks are restored.
+    """
 
     def __init__(self, layers: int, slots: int, kv_heads: int, head_dim: int, max_len: int, grain: int = 256):
         self.shape = (slots, kv_heads, 0, head_dim)
@@ -67,6 +71,7 @@ class SlotCache:
     def capacity(self) -> int:
         return self.k[0].shape[2] if self.k else 0
 
+    @torch.inference_mode()
     def reserve(self, length: int) -> None:
         """Make room for positions < length in every slot (copying what is there)."""
         if length <= self.capacity:
@@ -83,10 +88,12 @@ class SlotCache:
                 else:
                     store.append(new)
 
+    @torch.inference_mode()
     def read(self, slot: int, start: int, end: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """A copy of one slot's positions start..end-1, every layer."""
         return [(k[slot, :, start:end].clone(), v[slot, :, start:end].clone()) for k, v in zip(self.k, self.v, strict=True)]
 
+    @torch.inference_mode()
     def write(self, slot: int, start: int, blocks: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
         for (k, v), (bk, bv) in zip(zip(self.k, self.v, strict=True), blocks, strict=True):
             k[slot, :, start:start + bk.shape[1]] = bk
