@@ -47,7 +47,12 @@ class AdapterStream:
     The first attempt sends the weights unless the server is known to hold them. If the server
     answers that the task is not in its cache before any text arrived, the weights are sent again
     once. `lora_bytes_sent` counts the LoRA bytes of all attempts.
+
+    `image_report`, when the deployment sets it, returns what the image encoder found in this
+    request's images ("What the model saw"), or None.
     """
+
+    image_report = None
 
     def __init__(self, registry: AdapterBook, client, adapter: str | None, prompt: str, params,
                  extra: Mapping[str, object] | None = None):

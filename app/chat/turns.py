@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from app.chat.context import AppContext
 from app.chat.figures import figures_footer, measure
 from app.chat.messages import MSG_EMPTY_PROMPT, MSG_NO_REGENERATE, MSG_NO_TEXT_REPLY, MSG_PROMPT_TOO_LONG
+from app.chat.model_saw import image_reports, model_saw_block
 from app.chat.throttle import throttled
 from app.core.constants import (
     ADAPTER_TAG,
@@ -124,8 +125,9 @@ def open_stream(ctx: AppContext, history: list[dict], params: SamplingParams, sy
 CHECK_WAIT_SECONDS = 20.0  # how long a finished first reply with an adapter waits for its check
 
 
-def reply_text(stream, adapter: str | None, final: bool, note: str = "", figures: str = "") -> str:
-    """The reply as shown: its text ("(stopped)" when cancelled), a note, the figures line, the adapter tag."""
+def reply_text(stream, adapter: str | None, final: bool, note: str = "", figures: str = "", saw: str = "") -> str:
+    """The reply as shown: its text ("(stopped)" when cancelled), a note, what the model saw (folded), the
+    figures line, the adapter tag."""
     text = stream.text.strip() if final else stream.text.lstrip()
     if final and stream.cancelled:
         text = (text + " " + MSG_STOPPED).strip()
@@ -133,7 +135,7 @@ def reply_text(stream, adapter: str | None, final: bool, note: str = "", figures
         text = MSG_NO_TEXT_REPLY
     if note:
         text += "\n\n" + note
-    return text + figures + (ADAPTER_TAG.format(adapter=adapter) if adapter else "")
+    return text + saw + figures + (ADAPTER_TAG.format(adapter=adapter) if adapter else "")
 
 
 def check_note(ctx: AppContext, adapter: str | None) -> str:
@@ -160,7 +162,8 @@ def stream_reply(ctx: AppContext, session: str, history: list[dict], params: Sam
             history[-1] = {"role": "assistant", "content": text}
             yield history
         figures = figures_footer(measure(stream, started), adapter, ctx.deployment.kind)
-        history[-1] = {"role": "assistant", "content": reply_text(stream, adapter, final=True,
+        saw = model_saw_block(image_reports(stream))
+        history[-1] = {"role": "assistant", "content": reply_text(stream, adapter, final=True, saw=saw,
                                                                   note=check_note(ctx, adapter), figures=figures)}
         yield history
     except ChatError as exc:

@@ -115,7 +115,10 @@ class TritonEngineDeployment(TritonServed):
             prompt = prompts.build(turns, request.system_prompt)
         stop_words = [*prompts.stop_words(), *request.stop]
         extra = {"stop_words": stop_words or None, "min_length": request.min_tokens or None, **image_inputs}
-        return self.registry.stream(self.client, adapter, prompt, request.sampling, extra=extra)
+        stream = self.registry.stream(self.client, adapter, prompt, request.sampling, extra=extra)
+        if image_inputs:
+            stream.image_report = lambda: self.client.image_descriptions(image_inputs)
+        return stream
 
     # ---- adapters ----------------------------------------------------------------------------------
     def adapter_names(self) -> list[str]:

@@ -37,6 +37,7 @@ from app.core.errors import (
 )
 from app.core.sampling import SamplingParams
 from app.triton import transport as grpc_stream
+from app.triton.describe import can_describe, describe_pixels, encoder_name
 from app.triton.textstream import IncrementalText, StopWordTrim
 
 NUMPY_TYPES = {
@@ -303,6 +304,7 @@ class TritonChatClient:
         self.model = model
         self.stall_timeout = stall_timeout
         self._info: dict[str, ModelInfo] = {}
+        self._describes: dict[str, bool] = {}  # encoder model -> whether it says what it found
 
     def _admin(self) -> grpcclient.InferenceServerClient:
         return grpcclient.InferenceServerClient(self.url)
@@ -336,6 +338,20 @@ class TritonChatClient:
     def forget(self) -> None:
         """Drop cached model configs (after a server restart or redeploy)."""
         self._info.clear()
+        self._describes.clear()
+
+    def image_descriptions(self, extra: Mapping[str, object]) -> list[dict] | None:
+        """What the image encoder found in the pixels of a request's `extra` (None when it cannot say)."""
+        pixels = extra.get("image_input")
+        if not isinstance(pixels, np.ndarray):
+            return None
+        encoder = encoder_name(dict(self.model_info().parameters))
+        if encoder not in self._describes:
+            try:
+                self._describes[encoder] = can_describe(self.model_config(encoder))
+            except ChatError:  # no such model (an ensemble names it differently): nothing to show
+                self._describes[encoder] = False
+        return describe_pixels(self.url, encoder, pixels) if self._describes[encoder] else None
 
     def build_inputs(self, prompt: str, params: SamplingParams, extra: Mapping[str, object] | None = None,
                      info: ModelInfo | None = None) -> list:

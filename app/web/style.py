@@ -16,6 +16,11 @@ APP_CSS = """
     color: var(--body-text-color-subdued); font-size: var(--text-sm); font-weight: normal;
 }
 
+/* What the CPU encoder found in a reply's images: folded under the reply, quiet like the figures. */
+.model-saw { font-size: var(--text-sm); color: var(--body-text-color-subdued); margin-top: var(--spacing-md); }
+.model-saw summary { cursor: pointer; }
+.model-saw p { margin: var(--spacing-sm) 0 0 0; }
+
 /* A plan's commands: a monospace box whose long lines wrap where a shell would accept them. */
 .plan-box textarea { font-family: var(--font-mono); font-size: var(--text-sm); white-space: pre-wrap; }
 

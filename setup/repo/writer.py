@@ -16,6 +16,7 @@ from setup.repo.fill import FillError, fill, placeholders
 from setup.repo.releases import apply_release, release_edits
 
 ENGINES = {"tensorrtllm": None, "cpu": "cpu_engine"}  # engine -> overlay folder in the templates
+ENGINE_CONFIG_EXTRA = "config.extra.pbtxt"  # in an overlay model folder: text appended to that model's config
 STREAMING_MODELS = ("tensorrt_llm", "tensorrt_llm_bls")
 TEMPLATE_FILE = "template.yaml"  # optional: {base: <template>, defaults: {...}, checks: [...]}
 
@@ -147,6 +148,10 @@ def render_model(model: str, config: DeploymentConfig, specs: dict[str, Paramete
     """Filled and validated config.pbtxt text of one template model."""
     template = template or load_template(config.template)
     text = template.config_path(model).read_text()
+    overlay = ENGINES.get(config.engine)
+    extra = TEMPLATES_DIR / overlay / model / ENGINE_CONFIG_EXTRA if overlay else None
+    if extra is not None and extra.is_file():  # engine-only inputs/outputs, appended to the model's config
+        text += "\n" + extra.read_text()
     optional = {n for n in placeholders(text) if n in specs and not specs[n].required}
     try:
         filled = fill(text, _values_for(model, config, specs, template), optional)
@@ -207,7 +212,7 @@ def write_repository(config: DeploymentConfig, out: Path, force: bool = False) -
             for folder in sorted(p for p in (TEMPLATES_DIR / overlay).iterdir() if p.is_dir()):
                 if folder.name in template.models:
                     shutil.copytree(folder, staging / folder.name, dirs_exist_ok=True,
-                                    ignore=shutil.ignore_patterns("__pycache__"))
+                                    ignore=shutil.ignore_patterns("__pycache__", ENGINE_CONFIG_EXTRA))
         for model in staging.iterdir():
             (model / "1").mkdir(exist_ok=True)
     return out

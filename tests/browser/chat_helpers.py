@@ -24,6 +24,14 @@ def ask(page, text: str) -> None:
     page.keyboard.press("Enter")
 
 
+def ask_about_image(page, path, question: str, timeout: float = 240) -> str:
+    """Attach one picture, wait for its thumbnail, ask `question`; the settled reply."""
+    page.set_input_files("#chat-input input[type=file]", str(path))
+    page.wait_for_selector("#chat-input img", timeout=30_000)
+    ask(page, question)
+    return settled_reply(page, timeout=timeout)
+
+
 def settled_reply(page, quiet: float = 5.0, timeout: float = 240) -> str:
     """The last bot message once it is finished: its figures line is there (a reply that ended normally or was
     stopped) and nothing is pending; a reply without figures (an error said in its place) once it has not

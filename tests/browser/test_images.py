@@ -3,7 +3,7 @@
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from tests.browser.test_chat import settled_reply
+from tests.browser.chat_helpers import ask_about_image
 
 
 @pytest.fixture
@@ -18,11 +18,7 @@ def code_image(tmp_path):
 
 def test_uploaded_image_text_reaches_the_model(demo_page, code_image):
     page = demo_page
-    page.set_input_files("#chat-input input[type=file]", str(code_image))
-    page.wait_for_selector("#chat-input img", timeout=30_000)
-    page.fill("#chat-input textarea", "What is the secret code?")
-    page.keyboard.press("Enter")
-    reply = settled_reply(page, timeout=120)
+    reply = ask_about_image(page, code_image, "What is the secret code?", timeout=120)
     assert "4711" in reply
     assert page.locator("#chatbot .message.user img").count() >= 1  # the image shows in the history
 

@@ -61,6 +61,19 @@ def test_two_pictures_in_one_message_are_described_each(demo_app, pictures):
     assert "cat" in answer and any(word in answer for word in ("coffee", "espresso", "cup")), answer
 
 
+def test_what_the_model_saw_is_reported_after_the_reply(app_served, pictures):
+    """Engine topology: the encoder says what it found in each image of the request, as it gave it to the model."""
+    from app.chat.model_saw import image_reports
+
+    request = ReplyRequest([{"role": "user", "content": "What are the two pictures?"}], SamplingParams(max_tokens=8),
+                           images=[str(pictures["chelsea"]), str(pictures["sign"])])
+    stream = app_served[0].deployment.open_reply(request)
+    "".join(stream)
+    cat, sign = image_reports(stream)
+    assert cat["labels"][0]["group"] == "cat" and cat["description"].startswith("It shows a cat"), cat
+    assert sign["text"] == "OPEN DAILY 9-17" and 'Text: "OPEN DAILY 9-17"' in sign["description"], sign
+
+
 QUESTIONS = [
     (WHAT, "chelsea"), ("Describe this photo.", "coffee"), ("Who is in this picture?", "astronaut"),
     ("What colour is the circle?", "circle"), ("What does the sign say?", "sign"), ("Tell me about this image.", "rocket"),

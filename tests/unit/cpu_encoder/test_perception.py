@@ -69,3 +69,32 @@ def test_a_long_description_is_cut_before_the_closing_bracket(encoder):
 def test_stray_non_latin_ocr_is_dropped_from_photos(encoder):
     assert encoder.photo_text(np.ascontiguousarray(sign("OPEN 9-17")[:, :, ::-1])) == "OPEN 9-17"
     assert encoder.describe(np.ascontiguousarray(photo("rocket")[:, :, ::-1])).text == ""
+
+
+def test_an_image_seen_again_is_remembered_not_run_again(encoder):
+    from PIL import Image
+
+    pixels = _pixels([Image.fromarray(red_circle())])
+    first_table, first_seen = encoder.encode(pixels)
+    calls, hits = [], encoder.memo.hits
+    original = encoder.image_block
+    encoder.image_block = lambda bgr: calls.append(bgr) or original(bgr)
+    try:
+        table, seen = encoder.encode(pixels.copy())
+        encoder.encode(pixels[:, :, ::-1].copy())  # other pixels: run again
+    finally:
+        del encoder.image_block
+    assert encoder.memo.hits == hits + 1 and len(calls) == 1
+    np.testing.assert_array_equal(table, first_table)
+    assert seen[0].as_dict() == first_seen[0].as_dict()
+
+
+def test_memo_drops_the_least_recently_used(lib):
+    memo = lib.ocr.ImageMemo(size=2)
+    a, b, c = (np.full((3, 2, 2), v, np.float16) for v in (1, 2, 3))
+    for image in (a, b, a, c):  # a used again, so b is the oldest when c arrives
+        memo.get_or_make(image, lambda image=image: float(image[0, 0, 0]))
+    made = []
+    memo.get_or_make(b, lambda: made.append("b"))
+    memo.get_or_make(a, lambda: made.append("a"))
+    assert made == ["b", "a"]  # b was dropped by c; then a was dropped by b

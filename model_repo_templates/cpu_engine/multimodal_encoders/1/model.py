@@ -7,6 +7,10 @@ own input embeddings.
 The tensor contract is the backend's (IMAGE in; OUT_PROMPT_EMBEDDING_TABLE and
 OUT_PROMPT_VOCAB_SIZE out). A request without IMAGE gets an empty table, so text-only requests pass
 through the multimodal ensemble unchanged. GPU deployments run the model's own vision tower here.
+
+CPU only (config.extra.pbtxt): a request with DESCRIBE true also gets OUT_DESCRIPTION, one JSON
+string per image saying what the encoder found (the app's "What the model saw"). Recent images are
+remembered, so asking this after a reply does not run the encoder again.
 """
 
 import json
@@ -27,6 +31,11 @@ def _param(config, key):
     return "" if value.startswith("${") else value
 
 
+def _report(seen) -> dict:
+    """What one image gave, as plain data: the Perception's fields, or the OCR-only encoder's text."""
+    return seen.as_dict() if hasattr(seen, "as_dict") else {"description": f"Text: {seen}" if seen else "", "text": seen}
+
+
 class TritonPythonModel:
     def initialize(self, args):
         config = json.loads(args["model_config"])
@@ -41,7 +50,10 @@ class TritonPythonModel:
     def _one(self, request):
         tensor = pb_utils.get_input_tensor_by_name(request, "IMAGE")
         max_tokens = pb_utils.get_input_tensor_by_name(request, "max_tokens")
+        describe = pb_utils.get_input_tensor_by_name(request, "DESCRIBE")
+        describe = describe is not None and bool(describe.as_numpy().reshape(-1)[0])
         batch = 1 if max_tokens is None else max_tokens.as_numpy().shape[0]
+        reports = []
         if tensor is None or tensor.as_numpy().size == 0:
             tables = [np.zeros((0, self.encoder.hidden), np.float16)] * batch
         else:
@@ -54,18 +66,24 @@ class TritonPythonModel:
                 raise ValueError(f"At most {self.max_images} image(s) per request; got {pixels.shape[1]}.")
             tables = []
             for row in pixels:
+                hits = self.encoder.memo.hits
                 table, seen = self.encoder.encode(row)
                 said = [s.sentence() if hasattr(s, "sentence") else s for s in seen]
-                pb_utils.Logger.log_verbose(f"cpu encoder saw: {said}")
+                pb_utils.Logger.log_verbose(f"cpu encoder saw ({self.encoder.memo.hits - hits} remembered): {said}")
                 tables.append(table)
+                reports.append([json.dumps(_report(s)) for s in seen])
             batch = len(tables)
         rows = max(t.shape[0] for t in tables)
         out = np.zeros((batch, rows, self.encoder.hidden), np.float16)
         for i, table in enumerate(tables):
             out[i, : table.shape[0]] = table
         sizes = np.array([[t.shape[0]] for t in tables], dtype=np.int32)
-        return pb_utils.InferenceResponse([pb_utils.Tensor("OUT_PROMPT_EMBEDDING_TABLE", out),
-                                           pb_utils.Tensor("OUT_PROMPT_VOCAB_SIZE", sizes)])
+        outputs = [pb_utils.Tensor("OUT_PROMPT_EMBEDDING_TABLE", out), pb_utils.Tensor("OUT_PROMPT_VOCAB_SIZE", sizes)]
+        if describe:
+            width = max((len(r) for r in reports), default=0)
+            texts = np.array([r + [""] * (width - len(r)) for r in reports] or [[]], dtype=object)
+            outputs.append(pb_utils.Tensor("OUT_DESCRIPTION", texts))
+        return pb_utils.InferenceResponse(outputs)
 
     def execute(self, requests):
         responses = []

@@ -96,6 +96,17 @@ def test_cpu_overlay_brings_the_ocr_encoder(tmp_path):
     assert (out / "multimodal_encoders" / "1" / "encoder_lib" / "imagenet_classes.txt").is_file()
     assert "make_encoder" in (out / "multimodal_encoders" / "1" / "model.py").read_text()  # overlay replaced it
     assert (out / "tensorrt_llm" / "1" / "model.py").is_file()
+    encoders = parse_model_config((out / "multimodal_encoders" / "config.pbtxt").read_text(), "enc")
+    assert [i.name for i in encoders.input] == ["IMAGE", "max_tokens", "DESCRIBE"]  # the CPU-only extra appended
+    assert [o.name for o in encoders.output][-1] == "OUT_DESCRIPTION"
+    assert not (out / "multimodal_encoders" / "config.extra.pbtxt").exists()
+
+
+def test_gpu_encoder_has_no_describe_extra(tmp_path):
+    out = write_repository(mm_config(tmp_path), tmp_path / "repo")
+    encoders = parse_model_config((out / "multimodal_encoders" / "config.pbtxt").read_text(), "enc")
+    assert "DESCRIBE" not in {i.name for i in encoders.input}
+    assert "OUT_DESCRIPTION" not in {o.name for o in encoders.output}
 
 
 def test_prompt_table_size_must_match_batch_tokens_images(tmp_path):

@@ -41,11 +41,7 @@ class PerceptionEncoder(OcrEncoder):
 
     def description_ids(self, sentence: str) -> list[int]:
         """Exactly `tokens` ids for one description (cut before the closing bracket, or padded)."""
-        ids = self._ids(self.format.format(text=sentence))
-        if len(ids) > self.tokens:
-            keep = max(0, self.tokens - len(self.close_ids))
-            ids = ids[:keep] + self.close_ids[: self.tokens - keep]
-        return ids + [self.pad_id] * (self.tokens - len(ids))
+        return self.fit_block(self._ids(self.format.format(text=sentence)), self.close_ids)
 
     def image_block(self, bgr):
         """(exactly `tokens` ids, the Perception) for one uint8 BGR image."""

@@ -7,7 +7,9 @@ and looked up in the LLM's own input-embedding matrix. Each image yields exactly
 the rows line up with the fake ids the preprocessing step placed for it.
 """
 
+import hashlib
 import json
+from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +47,25 @@ def to_bgr_uint8(pixels, mean, std, rescale):
     return np.ascontiguousarray(rgb[:, :, ::-1])
 
 
+class ImageMemo:
+    """The blocks of the last few images, keyed by their pixels' bytes (least recently used dropped)."""
+
+    def __init__(self, size: int = 16):
+        self.size, self.hits = size, 0
+        self._items: OrderedDict = OrderedDict()
+
+    def get_or_make(self, pixels: np.ndarray, make):
+        key = hashlib.sha1(np.ascontiguousarray(pixels).tobytes()).hexdigest() + str(pixels.shape) + str(pixels.dtype)
+        if key in self._items:
+            self._items.move_to_end(key)
+            self.hits += 1
+            return self._items[key]
+        value = self._items[key] = make()
+        if len(self._items) > self.size:
+            self._items.popitem(last=False)
+        return value
+
+
 class OcrEncoder:
     def __init__(self, folder, hf_dir=None, ocr_engine=None):
         self.config = load_encoder_config(folder)
@@ -65,6 +86,7 @@ class OcrEncoder:
 
             ocr_engine = RapidOCR()
         self.ocr = ocr_engine
+        self.memo = ImageMemo()
 
     def _ids(self, text):
         return self.tokenizer.encode(text, add_special_tokens=False) if text else []
@@ -76,14 +98,18 @@ class OcrEncoder:
         words = [str(item[1]).strip() for item in result or [] if float(item[2]) >= min_score]
         return " ".join(w for w in words if w)
 
+    def fit_block(self, ids, close_ids):
+        """`ids` made exactly `tokens` long: cut before `close_ids` (kept, so the bracket still closes) or padded."""
+        if len(ids) > self.tokens:
+            keep = max(0, self.tokens - len(close_ids))
+            ids = ids[:keep] + close_ids[: self.tokens - keep]
+        return ids + [self.pad_id] * (self.tokens - len(ids))
+
     def text_ids(self, text):
         """Exactly `tokens` token ids for one image's text (cut or padded)."""
         shown = text or self.ocr_settings.get("empty_text", "(no readable text)")
         ids = self._ids(self.ocr_settings.get("text_format", "[Image text: {text}]").format(text=shown))
-        if len(ids) > self.tokens:
-            keep = max(0, self.tokens - len(self.close_ids))
-            ids = ids[:keep] + self.close_ids[: self.tokens - keep]
-        return ids + [self.pad_id] * (self.tokens - len(ids))
+        return self.fit_block(ids, self.close_ids)
 
     def image_block(self, bgr):
         """(exactly `tokens` ids, what was read) for one uint8 BGR image."""
@@ -91,10 +117,14 @@ class OcrEncoder:
         return self.text_ids(text), text
 
     def encode(self, images):
-        """[n, 3, H, W] normalised pixels -> (table [n * tokens, hidden] float16, what each image gave)."""
+        """[n, 3, H, W] normalised pixels -> (table [n * tokens, hidden] float16, what each image gave).
+
+        Recent images are remembered by their pixels, so asking again what one showed (the app's
+        "What the model saw") or a follow-up question about it does not run the parts again."""
         texts, ids = [], []
         for pixels in images:
-            block, seen = self.image_block(to_bgr_uint8(pixels, self.mean, self.std, self.rescale))
+            block, seen = self.memo.get_or_make(
+                pixels, lambda p=pixels: self.image_block(to_bgr_uint8(p, self.mean, self.std, self.rescale)))
             texts.append(seen)
             ids += block
         table = self.embeddings[np.asarray(ids, dtype=np.int64)] if ids else np.zeros((0, self.hidden), np.float32)
