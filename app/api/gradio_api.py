@@ -10,6 +10,7 @@ from pathlib import Path
 import gradio as gr
 from gradio.data_classes import FileData
 
+from app.api.messages import MSG_API_CANNOT_DESCRIBE, MSG_API_NO_IMAGES
 from app.chat.context import AppContext
 from app.chat.messages import BASE_MODEL_WORDS
 from app.chat.sampling import message_text, panel_sampling, sampling_params
@@ -46,7 +47,7 @@ def uploaded_paths(files: list | None) -> list[str]:
 
 
 def register(ctx: AppContext) -> None:
-    """Add the `generate` endpoint to the current Blocks."""
+    """Add the `generate` and `what_the_model_saw` endpoints to the current Blocks."""
 
     def generate(text: str, max_tokens: int = D["max_tokens"], temperature: float = D["temperature"],
                  top_p: float = D["top_p"], top_k: int = D["top_k"], seed: int = D["seed"],
@@ -80,4 +81,20 @@ def register(ctx: AppContext) -> None:
             if stream is not None:
                 stream.cancel()  # no-op when finished; frees the server when the caller went away
 
+    def what_the_model_saw(images: list[FileData]) -> list[dict]:
+        """What the deployment's image encoder finds in each image, as the chat's "What the model saw" shows it:
+        labels with confidences, faces, colours, shapes, text, and the description the model is given."""
+        try:
+            paths = uploaded_paths(images)
+            if not paths:
+                raise InvalidRequest(MSG_API_NO_IMAGES)
+            ctx.deployment.check_images(paths, "")
+            reports = ctx.deployment.describe_images(paths)
+            if reports is None:
+                raise InvalidRequest(MSG_API_CANNOT_DESCRIBE)
+            return reports
+        except ChatError as exc:
+            raise gr.Error(str(exc), print_exception=False) from None
+
     gr.api(generate, api_name="generate")
+    gr.api(what_the_model_saw, api_name="what_the_model_saw")

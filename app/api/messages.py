@@ -38,3 +38,6 @@ MSG_GUARD_BODY_TIMEOUT = ("The request body stopped arriving: nothing came for {
 MSG_GUARD_BUSY = ("The app is receiving its limit of {limit} large requests at once; try again in a moment.")
 MSG_GUARD_LOGINS = ("Too many failed logins from {client}: at most {limit} in {window:.0f} s. "
                     "Try again in {wait} s.")
+MSG_API_NO_IMAGES = "Send at least one image (gradio_client.handle_file(path))."
+MSG_API_CANNOT_DESCRIBE = ("This deployment's image encoder does not say what it finds in pictures; only the CPU "
+                           "demo's engine topology does (its encoder describes each picture in words).")

@@ -172,6 +172,10 @@ class OpenAICompatDeployment:
         body = {**self._body(request), "stream": True, "stream_options": {"include_usage": True}}
         return OpenAIStream(self.http, self.url + "/chat/completions", body, self.stall_timeout)
 
+    def describe_images(self, files) -> list[dict] | None:
+        """None: an OpenAI-compatible server does not say what its vision tower found."""
+        return None
+
     def check_images(self, files, text: str) -> None:
         check_image_count(len(files))
         for source in files:

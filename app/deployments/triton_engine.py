@@ -103,6 +103,10 @@ class TritonEngineDeployment(TritonServed):
         cleaned[last] = {**cleaned[last], "content": request.text}
         return cleaned, request.extra
 
+    def describe_images(self, files: Sequence[str | bytes]) -> list[dict] | None:
+        """What the deployment's image encoder finds in `files`, when its encoder says (the CPU demo's)."""
+        return self.client.image_descriptions(prepare_images(list(files), self.client.model_info(), "").extra)
+
     def open_reply(self, request: ReplyRequest):
         adapter = self.check_adapter(request.adapter)
         history = list(request.messages)

@@ -37,6 +37,10 @@ class TritonServed:
     def metrics_url(self) -> str | None:
         return self._metrics or metrics_url_for(self.client.url)
 
+    def describe_images(self, files) -> list[dict] | None:
+        """None: only the engine topology's image encoder can say what it found."""
+        return None
+
     def probe(self, adapter: str | None, prompt: str, tokens: int) -> Probe:
         """Greedy first tokens of `prompt` with `adapter` (None: the base model)."""
         params = replace(SamplingParams(), max_tokens=tokens, top_k=1, top_p=0.0, seed=0)

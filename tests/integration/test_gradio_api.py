@@ -2,6 +2,7 @@
 
 import pytest
 from gradio_client import Client
+from PIL import Image, ImageDraw, ImageFont
 
 
 def test_generate_streams_growing_reply(demo_app_url):
@@ -26,7 +27,6 @@ def test_bad_input_gets_its_message(app_url, kwargs, message):
 
 def test_generate_reads_an_uploaded_image(demo_app_url, tmp_path):
     from gradio_client import handle_file
-    from PIL import Image, ImageDraw, ImageFont
 
     image = Image.new("RGB", (900, 260), "white")
     ImageDraw.Draw(image).text((30, 90), "The secret code is 4711", fill="black",
@@ -38,3 +38,23 @@ def test_generate_reads_an_uploaded_image(demo_app_url, tmp_path):
                         api_name="/generate")
     updates = list(job)
     assert updates and "4711" in updates[-1]
+
+
+def test_what_the_model_saw_through_the_api(app_url, llmapi_app_served, tmp_path):
+    """The chat's folded 'What the model saw' as an endpoint: the engine topology's encoder answers per image;
+    the llmapi kind says in a sentence that its encoder does not describe pictures."""
+    from gradio_client import handle_file
+    from skimage import data
+
+    cat = tmp_path / "chelsea.png"
+    Image.fromarray(data.chelsea()).save(cat)
+    sign = tmp_path / "sign.png"
+    board = Image.new("RGB", (900, 200), "white")
+    ImageDraw.Draw(board).text((20, 60), "OPEN DAILY 9-17", fill="black", font=ImageFont.load_default(size=64))
+    board.save(sign)
+    reports = Client(app_url, verbose=False).predict(images=[handle_file(str(cat)), handle_file(str(sign))],
+                                                     api_name="/what_the_model_saw")
+    assert [r["labels"][0]["group"] for r in reports[:1]] == ["cat"] and reports[1]["text"] == "OPEN DAILY 9-17"
+    with pytest.raises(Exception, match="does not say what it finds in pictures"):
+        Client(llmapi_app_served[1], verbose=False).predict(images=[handle_file(str(cat))],
+                                                            api_name="/what_the_model_saw")
