@@ -21,10 +21,10 @@ from app.core.sampling import SamplingParams
 
 def _api_args(request: BenchRequest, p: SamplingParams) -> dict[str, object]:
     """Keyword arguments of the app's `generate(text, max_tokens, temperature, top_p, top_k, seed,
-    repetition_penalty, system_prompt)` endpoint."""
+    repetition_penalty, system_prompt, presence_penalty, frequency_penalty)` endpoint."""
     return {"text": request.prompt, "max_tokens": request.max_tokens, "temperature": p.temperature,
             "top_p": p.top_p, "top_k": p.top_k, "seed": p.seed, "repetition_penalty": p.repetition_penalty,
-            "system_prompt": ""}
+            "system_prompt": "", "presence_penalty": p.presence_penalty, "frequency_penalty": p.frequency_penalty}
 
 
 class SseApiSender(HttpSessionSender):

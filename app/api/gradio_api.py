@@ -52,9 +52,12 @@ def register(ctx: AppContext) -> None:
     def generate(text: str, max_tokens: int = D["max_tokens"], temperature: float = D["temperature"],
                  top_p: float = D["top_p"], top_k: int = D["top_k"], seed: int = D["seed"],
                  repetition_penalty: float = D["repetition_penalty"], system_prompt: str = "",
-                 adapter: str = "", images: list[FileData] | None = None, decoding: str = "") -> Iterator[str]:
+                 adapter: str = "", images: list[FileData] | None = None, decoding: str = "",
+                 presence_penalty: float = D["presence_penalty"],
+                 frequency_penalty: float = D["frequency_penalty"]) -> Iterator[str]:
         """Stream the reply to one user message; each update is the whole reply so far.
 
+        `presence_penalty` / `frequency_penalty` (OpenAI's meaning, generated tokens only) discourage repeats.
         `adapter` names a LoRA adapter of the adapters folder; empty for the base model.
         `images` are image files sent with the message (up to the deployment's max_num_images).
         `decoding` is the chat panel's choice: "greedy" (top-k and top-p ignored) or "sample" (always samples;
@@ -66,7 +69,8 @@ def register(ctx: AppContext) -> None:
         try:
             text = validate_user_text(message_text(text))
             values = dict(max_tokens=max_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
-                          repetition_penalty=repetition_penalty, seed=seed)
+                          repetition_penalty=repetition_penalty, seed=seed, presence_penalty=presence_penalty,
+                          frequency_penalty=frequency_penalty)
             params = panel_sampling(decoding, **values) if decoding else sampling_params(**values)
             paths = uploaded_paths(images)
             if paths:

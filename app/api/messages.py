@@ -12,7 +12,6 @@ MSG_API_REMOTE_IMAGE = ("messages[{index}]: send images inline as data:image/...
 MSG_API_BAD_BASE64 = "messages[{index}]: the image's data URL does not hold valid base64."
 MSG_API_LAST_NOT_USER = "The last message must be the user's (role 'user')."
 MSG_API_N = "n must be 1: this app returns one choice per request."
-MSG_API_PENALTY = "{name} is not supported by this deployment; use repetition_penalty (0.5 to 2.0) instead."
 MSG_API_STOP = ("stop must be a non-empty string or a list of at most {limit} non-empty strings, "
                 "each at most {chars} characters long.")
 MSG_API_MODEL_NAME = ("model must be the base model's or an adapter's name (see GET /v1/models), "

@@ -5,8 +5,10 @@ plain sentence (InvalidRequest), the way the chat panel does.
 
 Sampling follows OpenAI's meaning of the fields: temperature and top_p default to 1.0 (sampling),
 temperature 0 is greedy, and a request without `seed` gets a fresh one (TensorRT-LLM would otherwise
-repeat the same reply for the same prompt). `top_k` and `repetition_penalty` are accepted as
-extensions, as vLLM and trtllm-serve accept them, and so is `min_tokens`.
+repeat the same reply for the same prompt). `presence_penalty` and `frequency_penalty` have OpenAI's
+meaning; left out, they are the app's defaults (app.core.sampling: presence 0.5, which keeps small
+greedy models out of loops), so the API replies as the chat does. `top_k` and `repetition_penalty` are
+accepted as extensions, as vLLM and trtllm-serve accept them, and so is `min_tokens`.
 """
 
 from __future__ import annotations
@@ -33,7 +35,6 @@ from app.api.messages import (
     MSG_API_N,
     MSG_API_NO_MESSAGES,
     MSG_API_NOT_AN_OBJECT,
-    MSG_API_PENALTY,
     MSG_API_REMOTE_IMAGE,
     MSG_API_STOP,
     MSG_API_STREAM_OPTIONS,
@@ -200,12 +201,10 @@ def _stop_words(value: object) -> list[str]:
 
 
 def _sampling(body: dict) -> SamplingParams:
-    for name in ("frequency_penalty", "presence_penalty"):
-        if body.get(name) not in (None, 0, 0.0):
-            raise InvalidRequest(MSG_API_PENALTY.format(name=name))
     if body.get("n") not in (None, 1):
         raise InvalidRequest(MSG_API_N)
-    raw = {name: body[name] for name in ("top_k", "repetition_penalty", "seed") if body.get(name) is not None}
+    fields = ("top_k", "repetition_penalty", "seed", "presence_penalty", "frequency_penalty")
+    raw = {name: body[name] for name in fields if body.get(name) is not None}
     raw["max_tokens"] = next((body[k] for k in ("max_completion_tokens", "max_tokens") if body.get(k) is not None),
                              SAMPLING_LIMITS["max_tokens"][0])
     for name, default in OPENAI_DEFAULTS.items():

@@ -205,7 +205,8 @@ def _openai_body(request: BenchRequest, p: SamplingParams, model: str = "", imag
         content = [{"type": "image_url", "image_url": {"url": image_url}}, {"type": "text", "text": request.prompt}]
     body = {"model": model, "messages": [{"role": "user", "content": content}], "max_tokens": request.max_tokens,
             "stream": True, "stream_options": {"include_usage": True}, "seed": p.seed,
-            "repetition_penalty": p.repetition_penalty}
+            "repetition_penalty": p.repetition_penalty, "presence_penalty": p.presence_penalty,
+            "frequency_penalty": p.frequency_penalty}
     if request.min_tokens:
         body["min_tokens"] = request.min_tokens
     if greedy:

@@ -49,7 +49,8 @@ WHOLE_DISTRIBUTION = 1.0  # top-p that keeps every token: sampling shaped by tem
 
 
 def panel_sampling(mode: str, max_tokens: object, temperature: object, top_k: object, top_p: object,
-                   repetition_penalty: object, seed: object | None) -> SamplingParams:
+                   repetition_penalty: object, seed: object | None, presence_penalty: object = None,
+                   frequency_penalty: object = None) -> SamplingParams:
     """The panel's settings as the server reads them. TensorRT-LLM decodes greedily unless top-k > 1 or
     top-p > 0, whatever the temperature, so "greedy" sends top-k 1 and "sample" always sends a setting that
     samples (top-k 0 or 1 means off; top-p 0 becomes the whole distribution). No seed: a fresh one per reply,
@@ -57,9 +58,11 @@ def panel_sampling(mode: str, max_tokens: object, temperature: object, top_k: ob
     if mode not in DECODING_MODES:
         raise InvalidRequest(f"Decoding must be one of {', '.join(DECODING_MODES)}, got {mode!r}.")
     fresh_seed = seed is None or (isinstance(seed, str) and not seed.strip())
+    penalties = {name: value for name, value in (("presence_penalty", presence_penalty),
+                                                 ("frequency_penalty", frequency_penalty)) if value is not None}
     params = sampling_params(max_tokens=max_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
                              repetition_penalty=repetition_penalty,
-                             seed=secrets.randbelow(2**31) if fresh_seed else seed)
+                             seed=secrets.randbelow(2**31) if fresh_seed else seed, **penalties)
     if mode == GREEDY:
         return replace(params, top_k=1, top_p=0.0)
     top_k = params.top_k if params.top_k > 1 else 0

@@ -13,6 +13,11 @@ SAMPLING_LIMITS = {
     "top_k": (0, 0, 1000),
     "top_p": (0.0, 0.0, 1.0),
     "repetition_penalty": (1.0, 0.5, 2.0),
+    # OpenAI's meaning, on generated tokens only (a code copied from the prompt is not penalised): presence
+    # subtracts once from every token already generated, frequency once per time it was generated. 0.5 keeps
+    # the greedy demo model out of loops (measured on the ten questions of tests/integration/test_cpu_perception.py).
+    "presence_penalty": (0.5, -2.0, 2.0),
+    "frequency_penalty": (0.0, -2.0, 2.0),
     "seed": (0, 0, 2**63 - 1),
 }
 
@@ -26,6 +31,8 @@ class SamplingParams:
     top_k: int = SAMPLING_LIMITS["top_k"][0]
     top_p: float = SAMPLING_LIMITS["top_p"][0]
     repetition_penalty: float = SAMPLING_LIMITS["repetition_penalty"][0]
+    presence_penalty: float = SAMPLING_LIMITS["presence_penalty"][0]
+    frequency_penalty: float = SAMPLING_LIMITS["frequency_penalty"][0]
     seed: int = SAMPLING_LIMITS["seed"][0]
 
     def __post_init__(self) -> None:

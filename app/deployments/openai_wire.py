@@ -69,8 +69,8 @@ def messages_body(request: ReplyRequest, system_prompt: str) -> list[dict]:
 
 
 def sampling_fields(p: SamplingParams, min_tokens: int = 0) -> dict[str, object]:
-    """The sampling panel as OpenAI fields (temperature 0 is greedy) plus top_k, repetition_penalty and
-    min_tokens where they differ from the server's defaults."""
+    """The sampling panel as OpenAI fields (temperature 0 is greedy; presence and frequency penalties when set)
+    plus top_k, repetition_penalty and min_tokens where they differ from the server's defaults."""
     body: dict[str, object] = {"max_tokens": p.max_tokens, "seed": p.seed}
     if p.top_k <= 1 and p.top_p == 0:
         body["temperature"] = 0.0
@@ -80,6 +80,9 @@ def sampling_fields(p: SamplingParams, min_tokens: int = 0) -> dict[str, object]
             body["top_k"] = p.top_k
     if p.repetition_penalty != 1.0:
         body["repetition_penalty"] = p.repetition_penalty
+    for name in ("presence_penalty", "frequency_penalty"):
+        if getattr(p, name):
+            body[name] = getattr(p, name)
     if min_tokens:
         body["min_tokens"] = min_tokens
     return body

@@ -54,6 +54,7 @@ def sampling_inputs(params: SamplingParams) -> dict[str, object]:
         "max_tokens": int(params.max_tokens), "temperature": float(params.temperature),
         "top_k": int(params.top_k), "top_p": float(params.top_p),
         "repetition_penalty": float(params.repetition_penalty), "random_seed": int(params.seed),
+        "presence_penalty": float(params.presence_penalty), "frequency_penalty": float(params.frequency_penalty),
     }
 
 

@@ -31,6 +31,9 @@ DECODING_CHOICES = [("Greedy", "greedy"), ("Sample", "sample")]
 DECODING_INFO = ("Greedy: always the likeliest token, so Regenerate gives the same reply (what the server does when "
                  "no sampling is asked for). Sample: random draws shaped by temperature, top-k and top-p.")
 TEMPERATURE_INFO = "Randomness of sampling: lower is more focused."
+PRESENCE_INFO = ("Subtracted once from every token the reply already used (OpenAI's meaning): keeps small models out "
+                 "of loops; text copied from the prompt is not penalised.")
+FREQUENCY_INFO = "Subtracted for each time the reply already used a token; above 0 discourages repeated words."
 TOP_K_INFO = "Sample from the k likeliest tokens (0 = no limit)."
 TOP_P_INFO = "Sample from the smallest set of tokens with this probability (0 or 1 = no limit)."
 SEED_INFO = "Empty: a new seed for each reply. A number: the same seed and settings give the same reply."

@@ -23,6 +23,8 @@ from app.web.labels import (
     DECODING_CHOICES,
     DECODING_INFO,
     DECODING_LABEL,
+    FREQUENCY_INFO,
+    PRESENCE_INFO,
     REGENERATE,
     SEED_INFO,
     SEED_PLACEHOLDER,
@@ -96,18 +98,21 @@ def build(ctx: AppContext, app: gr.Blocks | None = None) -> None:
         seed = gr.Textbox(value="", label="Seed", info=SEED_INFO, placeholder=SEED_PLACEHOLDER, elem_id="seed",
                           interactive=False, max_lines=1)  # a text box: a Number cannot be left empty
         repetition_penalty = slider("repetition_penalty", "Repetition penalty", 0.01, "Above 1 discourages repeats.")
+        presence_penalty = slider("presence_penalty", "Presence penalty", 0.05, PRESENCE_INFO)
+        frequency_penalty = slider("frequency_penalty", "Frequency penalty", 0.05, FREQUENCY_INFO)
         system_prompt = gr.Textbox(value=ctx.config.system_prompt, label="System prompt", lines=2,
                                    elem_id="system-prompt")
         history_mode = gr.Radio(list(HISTORY_MODES), value="same adapter", label="History sent with each message",
                                 info=" / ".join(f"{k}: {v}" for k, v in HISTORY_MODES.items()), elem_id="history-mode")
     history.build_files()
     settings_inputs = [decoding, max_tokens, temperature, top_k, top_p, repetition_penalty, seed, system_prompt,
-                       adapter, history_mode]
+                       adapter, history_mode, presence_penalty, frequency_penalty]
 
     def reply_settings(mode, max_tokens, temperature, top_k, top_p, repetition_penalty, seed, system, adapter_name,
-                       history_mode) -> ReplySettings:
+                       history_mode, presence, frequency) -> ReplySettings:
         def sampling():
-            return panel_sampling(mode, max_tokens, temperature, top_k, top_p, repetition_penalty, seed)
+            return panel_sampling(mode, max_tokens, temperature, top_k, top_p, repetition_penalty, seed,
+                                  presence, frequency)
         sampling()  # refuse bad values now, not in the middle of the run
         return ReplySettings(sampling, system or None, adapter_of(adapter_name), history_mode)
 
@@ -120,12 +125,12 @@ def build(ctx: AppContext, app: gr.Blocks | None = None) -> None:
             yield gr.skip(), conversation, *(controls(False) if not running else (gr.skip(), gr.skip()))
 
     def on_send(message: dict, shown: list, mode, max_tokens, temperature, top_k, top_p, repetition_penalty, seed,
-                system, adapter_name, history_mode, request: gr.Request):
+                system, adapter_name, history_mode, presence, frequency, request: gr.Request):
         text, files = (message or {}).get("text", ""), (message or {}).get("files", [])
         try:
             check_new_turn(ctx, text, files)
             chosen = reply_settings(mode, max_tokens, temperature, top_k, top_p, repetition_penalty, seed, system,
-                                    adapter_name, history_mode)
+                                    adapter_name, history_mode, presence, frequency)
             queued = Queued(text.strip(), tuple(files), chosen)
             start = ctx.outbox.offer(request.session_hash, queued)
         except ChatError as exc:
@@ -138,11 +143,11 @@ def build(ctx: AppContext, app: gr.Blocks | None = None) -> None:
         yield from replies(request.session_hash, shown or [], queued, chosen, emptied)
 
     def on_regenerate(shown: list, mode, max_tokens, temperature, top_k, top_p, repetition_penalty, seed, system,
-                      adapter_name, history_mode, request: gr.Request):
+                      adapter_name, history_mode, presence, frequency, request: gr.Request):
         try:
             earlier = without_last_reply(without_pending(shown or []))
             chosen = reply_settings(mode, max_tokens, temperature, top_k, top_p, repetition_penalty, seed, system,
-                                    adapter_name, history_mode)
+                                    adapter_name, history_mode, presence, frequency)
         except ChatError as exc:
             yield refuse(str(exc), 4)
             return

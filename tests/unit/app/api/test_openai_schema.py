@@ -92,7 +92,8 @@ BAD = [
     (body(messages=[{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]),
      "The last message must be the user's"),
     (body(n=2), "n must be 1"),
-    (body(frequency_penalty=0.5), "frequency_penalty is not supported"),
+    (body(frequency_penalty=2.5), "frequency penalty must be between -2.0 and 2.0"),
+    (body(presence_penalty="lots"), "presence penalty must be a number"),
     (body(stop=["a", "b", "c", "d", "e"]), "at most 4 non-empty strings"),
     (body(stop=[""]), "at most 4 non-empty strings"),
     (body(stream="yes"), "stream must be true or false"),
@@ -149,3 +150,13 @@ def test_completion_and_models_bodies():
     models = models_body(SERVED, ["french", "pirate"])
     assert [m["id"] for m in models["data"]] == [SERVED, "french", "pirate"]
     assert models["data"][1]["parent"] == SERVED
+
+
+def test_penalties_have_openai_meaning_and_the_app_defaults_when_left_out():
+    from app.core.sampling import SAMPLING_LIMITS
+
+    given = parse_chat_request(body(presence_penalty=-0.5, frequency_penalty=1.25), "m").params
+    assert (given.presence_penalty, given.frequency_penalty) == (-0.5, 1.25)
+    left_out = parse_chat_request(body(), "m").params
+    assert left_out.presence_penalty == SAMPLING_LIMITS["presence_penalty"][0] == 0.5
+    assert left_out.frequency_penalty == 0.0
