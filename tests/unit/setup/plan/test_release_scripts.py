@@ -18,7 +18,8 @@ from setup.plan.steps import flag_args
 from tests.build_standins import CONVERT, TRTLLM_BUILD_011, TRTLLM_BUILD_019, VISUAL, make_checkpoint
 
 TREES = yaml.safe_load((Path(__file__).parents[3] / "data" / "upstream" / "trtllm_trees.yaml").read_text())
-FAMILIES = {"llama": {"tp": 2}, "llava-1.5": {}, "blip2-opt": {}, "cogvlm": {}, "qwen2-vl": {}, "mllama": {}}
+FAMILIES = {"llama": {"tp": 2}, "llava-1.5": {}, "blip2-opt": {}, "cogvlm": {}, "qwen2-vl": {}, "mllama": {},
+            "internlm-xcomposer2": {}}
 TOO_NEW = {("qwen2-vl", "0.11"), ("qwen2-vl", "0.15"), ("mllama", "0.11")}  # the family's min_version
 
 
