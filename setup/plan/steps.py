@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from setup.catalog import messages as M
-from setup.catalog.builds import EngineSpec, Family, TrtllmVersion
+from setup.catalog.builds import EngineSpec, Family, TrtllmVersion, by_era
 from setup.catalog.checkpoint import hidden_size
 from setup.paths import TEMPLATES_DIR
 from setup.plan.checks import MAIN_ENGINES, TRUE_WORDS, wants_paged_context
@@ -17,7 +17,7 @@ from setup.plan.scripts import ScriptFinder
 from setup.plan.types import Step
 from setup.repo.writer import load_template, template_defaults
 
-STEP_WEIGHTS = {"check": 0.1, "convert": 2.0, "build": 5.0, "visual": 2.0, "lora": 0.5, "repository": 0.3, "launch": 1.0}
+STEP_WEIGHTS = {"check": 0.1, "convert": 2.0, "adapter": 0.1, "build": 5.0, "visual": 2.0, "lora": 0.5, "repository": 0.3, "launch": 1.0}
 DEFAULT_MM_POOL_BYTES = 300_000_000  # the backend doc's example pool for multimodal deployments
 
 
@@ -59,7 +59,7 @@ class StepBuilder:
 
     def steps(self, d: dict) -> list[Step]:
         """Every step in order; `d` holds the derived values (a partial-LoRA adapter is added to it)."""
-        steps = [self._convert_step()]
+        steps = [self._convert_step(), *self._adapter_config_step()]
         steps += [self._build_step(e, d) for e in self.family.engines]
         if self.family.is_multimodal:
             steps.append(self._visual_step(d))
@@ -111,10 +111,23 @@ class StepBuilder:
         cwd = None
         if conv.get("writes_adapter_to_cwd") and not c.lora_dir:
             cwd = str(self.adapter_out)
-            outputs.append(str(self.adapter_out / "adapter_config.json"))
+            written = "adapter_model.bin" if self._adapter_config_source() else "adapter_config.json"
+            outputs.append(str(self.adapter_out / written))
         return Step("convert", "convert", "Convert the checkpoint", tuple(argv),
                     inputs=(str(Path(c.checkpoint).resolve()),), outputs=tuple(dict.fromkeys(outputs)), cwd=cwd,
                     weight=STEP_WEIGHTS["convert"])
+
+    def _adapter_config_source(self) -> str | None:
+        """The release's adapter_config.json to copy beside a converted adapter (the Njuapp fork), else None."""
+        return by_era(self.family.convert.get("adapter_config_from"), self.era)
+
+    def _adapter_config_step(self) -> list[Step]:
+        source = self._adapter_config_source()
+        if not source or self.c.lora_dir or not self.family.convert.get("writes_adapter_to_cwd"):
+            return []
+        src, dst = self._script(source), self.adapter_out / "adapter_config.json"
+        return [Step("adapter-config", "adapter", "Copy the fork's adapter_config.json beside the converted adapter",
+                     ("cp", src, str(dst)), inputs=(src,), outputs=(str(dst),), weight=STEP_WEIGHTS["adapter"])]
 
     def _limit_args(self, engine: EngineSpec, fixed: dict, d: dict) -> list[str]:
         args: list[str] = []

@@ -48,10 +48,16 @@ def test_steps_and_flags_per_release(tmp_path, version):
     plan = plan_for(tmp_path, version)
     out, by_id = tmp_path / "out", steps(plan)
     adapter = out / "lora_adapter"
-    assert [s.phase for s in plan.steps] == ["check", "convert", "build", "visual", "lora", "repository", "launch"]
+    fork = version == "0.11"  # the fork's conversion writes adapter_model.bin; its adapter_config.json is copied
+    assert [s.phase for s in plan.steps] == ["check", "convert", *(["adapter"] if fork else []), "build", "visual",
+                                             "lora", "repository", "launch"]
     convert = by_id["convert"]
     assert convert.argv[1] == f"/opt/trtllm/{convert_script}"
-    assert convert.cwd == str(adapter) and str(adapter / "adapter_config.json") in convert.outputs
+    written = "adapter_model.bin" if fork else "adapter_config.json"
+    assert convert.cwd == str(adapter) and str(adapter / written) in convert.outputs
+    if fork:
+        assert by_id["adapter-config"].argv == ("cp", "/opt/trtllm/examples/multimodal/adapter_config.json",
+                                                str(adapter / "adapter_config.json"))
     build = by_id["build-llm"].argv
     assert value(build, "--lora_plugin") == "float16" and value(build, "--lora_dir") == str(adapter)
     assert value(build, "--max_lora_rank") == "256" and value(build, "--max_multimodal_len") == "58800"
