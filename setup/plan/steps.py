@@ -235,6 +235,8 @@ class StepBuilder:
             params["max_num_images"] = d["max_num_images"]
         elif fam.is_multimodal:  # the visual engine runs inside preprocessing, which takes the engine file
             params["vit_plan_dir"] = str(self.visual_out / era.visual_engine_file)
+            if d.get("lora") and not era.lora_prefetch:  # nothing loads the adapter at start: preprocessing sends it
+                params["lora_weights_dir"] = str(self.out / "lora" / "1")
         if fam.is_multimodal:
             params["multimodal_family"] = fam.id  # the app reads it to prepare images for this family
             if fam.triton.get("hf_model_path"):

@@ -82,6 +82,8 @@ FROM_VISION_PREPROCESS = {
     "OUT_PROMPT_EMBEDDING_TABLE": "prompt_embedding_table",
     "OUT_PROMPT_VOCAB_SIZE": "prompt_vocab_size",
     "OUT_LORA_TASK_ID": "lora_task_id",
+    "OUT_LORA_WEIGHTS": "lora_weights",  # the first request only (releases without lora_prefetch_dir)
+    "OUT_LORA_CONFIG": "lora_config",
 }
 # tensorrt_llm outputs returned as they are (the perf metrics only when return_perf_metrics asks for them)
 PASSTHROUGH = (

@@ -6,7 +6,10 @@ image marker (`<ImageHere>`). The prompt is split at the marker; the text before
 tokenizer's special tokens (BOS), the text after it without; between them go the image's fake ids
 vocab_size .. vocab_size + T - 1 (T = 1225 = 35 x 35 patches of 14 pixels), and the engine's T rows become
 the request's prompt table. Partial LoRA is part of the model, so every request gets a LoRA task id: the
-client's `lora_task_id`, else the `lora_task_id` parameter (the task the adapter was loaded under).
+client's `lora_task_id`, else the `lora_task_id` parameter (the task the adapter was loaded under). Releases
+without `lora_prefetch_dir` (before 0.19) load nothing at start: with `lora_weights_dir` (the folder of
+model.lora_weights.npy / model.lora_config.npy) the first request of this instance carries the weights, which
+the LoRA cache then keeps; a client's own lora_weights / lora_config pass through.
 
 TensorRT and PyTorch are imported only when the model is loaded on a GPU; the helpers below the imports
 take plain numpy arrays and lists, so they are tested without either.
@@ -110,6 +113,15 @@ def lora_task(client_value, default):
     return np.array([[int(default)]], dtype=np.uint64)
 
 
+def adapter_tensors(folder):
+    """(weights [1, N, D], config [1, N, 3]) of a converted adapter folder (hf_lora_convert.py's two files)."""
+    weights = np.load(Path(folder) / "model.lora_weights.npy")
+    config = np.load(Path(folder) / "model.lora_config.npy")
+    weights = weights if weights.ndim == 3 else weights[None]
+    config = config if config.ndim == 3 else config[None]
+    return weights.astype(np.float16, copy=False), config.astype(np.int32, copy=False)
+
+
 class VisualEngine:
     """The serialized visual engine (one input, one output), run with TensorRT on the current CUDA stream."""
 
@@ -152,6 +164,7 @@ class TritonPythonModel:
         self.marker = _param(config, "image_marker", "<ImageHere>")
         self.tokens = int(_param(config, "tokens_per_image", "1225"))
         self.default_task = _param(config, "lora_task_id")
+        self.lora_weights_dir = _param(config, "lora_weights_dir")
         self.tokenizer = AutoTokenizer.from_pretrained(_param(config, "tokenizer_dir"), trust_remote_code=True)
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
@@ -196,6 +209,20 @@ class TritonPythonModel:
                 bias[0, token] += weight
         return bias
 
+    lora_weights_dir = ""  # set by initialize; the adapter goes with the first request, once
+    lora_sent = False
+
+    def _lora_tensors(self, request):
+        """The client's lora_weights / lora_config, else the adapter's on this instance's first request."""
+        weights, config = _optional(request, "LORA_WEIGHTS"), _optional(request, "LORA_CONFIG")
+        if weights is not None and config is not None:
+            return {"OUT_LORA_WEIGHTS": weights, "OUT_LORA_CONFIG": config}
+        if not self.lora_weights_dir or self.lora_sent:
+            return {}
+        weights, config = adapter_tensors(self.lora_weights_dir)
+        self.lora_sent = True
+        return {"OUT_LORA_WEIGHTS": weights, "OUT_LORA_CONFIG": config}
+
     def _one(self, request):
         queries = _optional(request, "QUERY")
         if queries.shape[0] != 1:
@@ -223,6 +250,7 @@ class TritonPythonModel:
             "OUT_PROMPT_VOCAB_SIZE": np.array([[self.tokens]], dtype=np.int32),
             "OUT_LORA_TASK_ID": lora_task(_optional(request, "LORA_TASK_ID"), self.default_task),
         }
+        tensors.update(self._lora_tensors(request))
         extra_id = _optional(request, "PROMPT_TABLE_EXTRA_ID")
         if extra_id is not None:
             tensors["OUT_PROMPT_TABLE_EXTRA_IDS"] = np.where(

@@ -75,6 +75,7 @@ def test_steps_and_flags_per_release(tmp_path, version):
     assert values["triton_max_batch_size"] == "32" and values["lora_task_id"] == "1"
     assert values["lora_cache_max_adapter_size"] == "256" and values["lora_cache_host_memory_bytes"] == "2147483648"
     assert ("lora_prefetch_dir" in values) == prefetch
+    assert values.get("lora_weights_dir") == (None if prefetch else str(out / "lora" / "1"))  # sent once instead
     assert "multimodal_model_path" not in values  # no multimodal_encoders model in this layout
     launch = by_id["launch"].argv
     assert value(launch, "--engine-models") == "tensorrt_llm" and "--multimodal-gpu0-cuda-mem-pool-bytes" not in launch

@@ -108,6 +108,20 @@ def test_one_request_end_to_end(pre):
     assert set(extra[3:-1].tolist()) == {5} and extra[:3].tolist() == [0, 0, 0]
 
 
+def test_the_adapter_goes_with_the_first_request_only(pre, tmp_path):
+    np.save(tmp_path / "model.lora_weights.npy", np.ones((1, 4, 6), np.float16))
+    np.save(tmp_path / "model.lora_config.npy", np.zeros((1, 4, 3), np.int32))
+    instance = model(pre)
+    instance.lora_weights_dir = str(tmp_path)
+    first, second = (dict(instance._one(request()).tensors) for _ in range(2))
+    assert first["OUT_LORA_WEIGHTS"].value.shape == (1, 4, 6) and first["OUT_LORA_CONFIG"].value.shape == (1, 4, 3)
+    assert "OUT_LORA_WEIGHTS" not in second and second["OUT_LORA_TASK_ID"].value.tolist() == [[1]]
+    client = dict(instance._one(request(LORA_WEIGHTS=np.zeros((1, 2, 6), np.float16),
+                                        LORA_CONFIG=np.zeros((1, 2, 3), np.int32))).tensors)
+    assert client["OUT_LORA_WEIGHTS"].value.shape == (1, 2, 6)  # a client's own weights pass through
+    assert "OUT_LORA_WEIGHTS" not in dict(model(pre)._one(request()).tensors)  # 0.19+: prefetched, never sent
+
+
 def test_bad_requests_get_an_error_each(pre):
     instance = model(pre)
     responses = instance.execute([request(image=False), request("no marker"), request()])

@@ -107,8 +107,10 @@ def test_ensemble_routes_the_table_and_the_lora_task_from_preprocessing(repo):
     assert set(steps) == {"preprocessing", "tensorrt_llm", "postprocessing"}
     pre, llm = steps["preprocessing"], steps["tensorrt_llm"]
     assert pre.input_map["IMAGE_INPUT"] == "image_input" and pre.input_map["LORA_TASK_ID"] == "lora_task_id"
+    assert pre.input_map["LORA_WEIGHTS"] == "lora_weights" and pre.input_map["LORA_CONFIG"] == "lora_config"
     for key, target in (("prompt_embedding_table", "OUT_PROMPT_EMBEDDING_TABLE"),
-                        ("prompt_vocab_size", "OUT_PROMPT_VOCAB_SIZE"), ("lora_task_id", "OUT_LORA_TASK_ID")):
+                        ("prompt_vocab_size", "OUT_PROMPT_VOCAB_SIZE"), ("lora_task_id", "OUT_LORA_TASK_ID"),
+                        ("lora_weights", "OUT_LORA_WEIGHTS"), ("lora_config", "OUT_LORA_CONFIG")):
         assert llm.input_map[key] == pre.output_map[target]
     assert params(config)["multimodal_family"] == "internlm-xcomposer2"
 
@@ -122,7 +124,7 @@ def test_drift_against_the_text_templates():
     text_bls, bls = inputs("inflight_batcher_llm", "tensorrt_llm_bls"), inputs(TEMPLATE, "tensorrt_llm_bls")
     assert set(bls) - set(text_bls) == {"image_input"} and {k: bls[k] for k in text_bls} == text_bls
     text_pre, pre = inputs("inflight_batcher_llm", "preprocessing"), inputs(TEMPLATE, "preprocessing")
-    assert set(pre) - set(text_pre) == {"IMAGE_INPUT", "LORA_TASK_ID"}
+    assert set(pre) - set(text_pre) == {"IMAGE_INPUT", "LORA_TASK_ID", "LORA_WEIGHTS", "LORA_CONFIG"}
     assert set(text_pre) - set(pre) == {"IMAGE_BYTES", "IMAGE_URL", "VIDEO_BYTES"}  # upstream kinds: pixels only here
     assert {k: text_pre[k] for k in pre if k in text_pre} == {k: pre[k] for k in pre if k in text_pre}
     text_ens, ens = inputs("inflight_batcher_llm", "ensemble"), inputs(TEMPLATE, "ensemble")
