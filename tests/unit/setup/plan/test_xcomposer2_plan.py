@@ -108,3 +108,26 @@ def test_given_adapter_folder_is_used_as_is(tmp_path):
     plan = plan_for(tmp_path, "0.19", lora_dir=str(lora))
     assert steps(plan)["convert"].cwd is None
     assert Path(value(steps(plan)["build-llm"].argv, "--lora_dir")) == lora.resolve()
+
+
+@pytest.mark.parametrize("era", ["0.19", "0.20"])
+def test_build_runs_with_standins_and_writes_the_repository_last(tmp_path, era):
+    """`setup build` without a GPU: stand-in tools (tests/build_standins.py) write what the real ones write; the
+    convert stand-in leaves the adapter in its working folder, as upstream's internlm2 conversion does."""
+    from setup.build.runner import Runner
+    from setup.repo.writer import parse_model_config
+    from tests.build_standins import make_trtllm
+
+    tools = make_trtllm(tmp_path / "trtllm", era)
+    plan = make_plan(PlanConfig(family="internlm-xcomposer2", checkpoint=str(make_checkpoint(tmp_path / "ckpt")),
+                                out=str(tmp_path / "out"), trtllm_version=era, **tools))
+    build = [s for s in plan.steps if s.phase != "launch"]
+    assert build[-1].phase == "repository"
+    runner = Runner(build, plan.out, plan.out / "logs" / "build.log")
+    assert runner.run(), runner.message + (plan.out / "logs" / "build.log").read_text()[-2000:]
+    assert (plan.out / "lora_adapter" / "adapter_model.bin").is_file()
+    assert (plan.out / "lora" / "1" / "model.lora_weights.npy").is_file()
+    repo = plan.out / "triton_repo"
+    pre = parse_model_config((repo / "preprocessing" / "config.pbtxt").read_text(), "preprocessing")
+    assert pre.parameters["vit_plan_dir"].string_value == str(plan.out / "visual_engine" / "model.engine")
+    assert not (repo / "multimodal_encoders").exists()
