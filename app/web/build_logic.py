@@ -61,7 +61,7 @@ TRITON_FIELDS = (
 )
 DERIVED_NOTE = {"lora_cache_optimal_adapter_size", "lora_cache_max_adapter_size", "lora_cache_host_memory_bytes",
                 "lora_prefetch_dir"}
-ENGINE_DERIVED = {"triton_max_batch_size": " Left empty, the engine's max batch size."}
+ENGINE_DERIVED = {"triton_max_batch_size": " Left empty, the plan uses the engine's max batch size."}
 
 
 def triton_field_help(name: str) -> str:
@@ -69,6 +69,8 @@ def triton_field_help(name: str) -> str:
     spec = parameter_specs()[name]
     default = "the backend's own" if spec.default is None else str(spec.default).lower() \
         if isinstance(spec.default, bool) else str(spec.default)
+    if name in ENGINE_DERIVED:
+        default = "the engine's max batch size, or the family's own"
     text = f"{spec.help} Default: {default}."
     if name in DERIVED_NOTE:
         text += " Left empty, it is derived from the adapters folder."
