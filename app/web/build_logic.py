@@ -14,7 +14,7 @@ from setup.build.registry import EngineRegistry, installed_trtllm_version
 from setup.catalog.builds import families, get_family, resolve_version
 from setup.plan.config import ConfigError, PlanConfig
 from setup.plan.planner import Plan, PlanError, make_plan, triton_support
-from setup.repo.writer import parameter_specs
+from setup.repo.writer import RepoError, family_deployment, parameter_specs
 
 VERSIONS = ("0.11", "0.12", "0.15", "0.19")
 MSG_DISABLED = ("The Build page is disabled: the app listens on {host}, not only on this machine, and no "
@@ -39,6 +39,7 @@ class TritonField:
 
 
 TRITON_FIELDS = (
+    TritonField("triton_max_batch_size", "Triton max batch size", "number"),
     TritonField("batching_strategy", "Batching strategy", "choice", ("inflight_fused_batching", "inflight_batching")),
     TritonField("batch_scheduler_policy", "Batch scheduler policy", "choice",
                 ("guaranteed_no_evict", "max_utilization")),
@@ -60,6 +61,7 @@ TRITON_FIELDS = (
 )
 DERIVED_NOTE = {"lora_cache_optimal_adapter_size", "lora_cache_max_adapter_size", "lora_cache_host_memory_bytes",
                 "lora_prefetch_dir"}
+ENGINE_DERIVED = {"triton_max_batch_size": " Left empty, the plan uses the engine's max batch size."}
 
 
 def triton_field_help(name: str) -> str:
@@ -67,15 +69,32 @@ def triton_field_help(name: str) -> str:
     spec = parameter_specs()[name]
     default = "the backend's own" if spec.default is None else str(spec.default).lower() \
         if isinstance(spec.default, bool) else str(spec.default)
+    if name in ENGINE_DERIVED:
+        default = "the engine's max batch size, or the family's own"
     text = f"{spec.help} Default: {default}."
     if name in DERIVED_NOTE:
         text += " Left empty, it is derived from the adapters folder."
+    text += ENGINE_DERIVED.get(name, "")
     return text
 
 
-def triton_field_default(name: str):
-    default = parameter_specs()[name].default
-    return default
+def triton_defaults(family_id: str | None) -> dict:
+    """What each Triton field starts at for a family: the parameter's own default, then what the family's
+    template and Triton section set (InternLM-XComposer2: LoRA cache 256, batch 32, max_utilization, ...).
+    Fields the plan derives from the engine (the Triton batch) start empty unless the family sets them."""
+    specs = parameter_specs()
+    values = {f.name: None if f.name in ENGINE_DERIVED else specs[f.name].default for f in TRITON_FIELDS}
+    try:
+        _, family_values = family_deployment(family_id) if family_id else (None, {})
+    except RepoError:  # not served by these templates: the parameters' own defaults
+        family_values = {}
+    values.update({k: v for k, v in family_values.items() if k in values})
+    return values
+
+
+def triton_field_default(name: str, family_id: str | None = None):
+    """The value a Triton field starts at (for `family_id`, its family's own serving defaults)."""
+    return triton_defaults(family_id)[name]
 
 
 def access_allowed(host: str, auth) -> bool:
@@ -128,7 +147,7 @@ def family_defaults(family_id: str) -> dict:
 
 def form_to_config(form: dict, triton: dict) -> PlanConfig:
     """Widget values -> PlanConfig; Triton values equal to their default are left out (the plan stays short)."""
-    specs = parameter_specs()
+    defaults = triton_defaults(form.get("family"))
     kept = {}
     for name, value in triton.items():
         if value is None or value == "":
@@ -136,7 +155,7 @@ def form_to_config(form: dict, triton: dict) -> PlanConfig:
         if isinstance(value, float) and value.is_integer() and name not in ("kv_cache_free_gpu_mem_fraction",
                                                                             "lora_cache_gpu_memory_fraction"):
             value = int(value)
-        if specs[name].default is not None and str(value).lower() == str(specs[name].default).lower():
+        if defaults.get(name) is not None and str(value).lower() == str(defaults[name]).lower():
             continue
         kept[name] = value
     values = {k: v for k, v in form.items() if v is not None and v != ""}
@@ -226,7 +245,8 @@ def form_values(config: PlanConfig, fields: tuple[str, ...]) -> list:
     shows what a resumed job runs."""
     values = [getattr(config, name) for name in fields]
     triton = config.triton or {}
-    return values + [triton.get(f.name, triton_field_default(f.name)) for f in TRITON_FIELDS]
+    defaults = triton_defaults(config.family)
+    return values + [triton.get(f.name, defaults[f.name]) for f in TRITON_FIELDS]
 
 
 def registry_markdown(registry: EngineRegistry) -> str:
@@ -328,11 +348,13 @@ def deploy_plan(plan: Plan, log_path: Path | None = None):
 
     if not plan.deployment:
         raise RuntimeError(MSG_DEPLOY_NOT_SERVED)
-    names = ("tensorrt_llm", "multimodal_encoders") if plan.family.is_multimodal else ("tensorrt_llm",)
+    launch = next((s for s in plan.steps if s.phase == "launch"), None)  # the models ranks above 0 load
+    names = tuple(launch.argv[list(launch.argv).index("--engine-models") + 1].split(",")) if launch else ("tensorrt_llm",)
     options = LaunchOptions(model_repo=plan.out / "triton_repo", http_port=plan.config.http_port,
                             grpc_port=plan.config.grpc_port, metrics_port=plan.config.metrics_port,
                             world_size=plan.derived["world_size"], engine_model_names=names)
     check_ports_free(options, port_flag=None)
-    repo = write_repository(DeploymentConfig(**plan.deployment), options.model_repo, force=True)
+    config = DeploymentConfig(**plan.deployment, trtllm_version=plan.version.text)
+    repo = write_repository(config, options.model_repo, force=True)
     return start_triton(find_tritonserver(), replace(options, model_repo=repo),
                         log_path or plan.out / "logs" / "triton.log", 600, port_flag=None)

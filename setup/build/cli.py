@@ -16,7 +16,7 @@ from setup.catalog.builds import families
 from setup.plan.config import INT_FIELDS, ConfigError, PlanConfig
 from setup.plan.planner import Plan, PlanError, make_plan
 from setup.plan.preflight import preflight
-from setup.repo.writer import DeploymentConfig
+from setup.repo.writer import DeploymentConfig, family_deployment
 
 MSG_NO_VERSION = "Give the TensorRT-LLM version (--trtllm-version, e.g. 0.19)."
 MSG_BAD_SET = "--{flag} takes KEY=VALUE, got '{value}'."
@@ -33,6 +33,9 @@ def _key_value(text: str) -> tuple[str, str]:
 
 def add_repo_flags(repo: argparse.ArgumentParser) -> None:
     """Let `repo` take its whole config on the command line (what the plan's repository step runs)."""
+    repo.add_argument("--family", choices=list(families()), help="Model family: its Triton template and serving "
+                      "defaults (e.g. internlm-xcomposer2: template internlm_xcomposer2, LoRA cache 256, batch 32); "
+                      "--template, --config and --set win over them.")
     repo.add_argument("--template", help="Template folder in model_repo_templates (default inflight_batcher_llm).")
     repo.add_argument("--engine", help="tensorrtllm (GPU) or cpu.")
     repo.add_argument("--set", dest="set_values", type=_key_value, action="append", default=[], metavar="KEY=VALUE",
@@ -46,6 +49,11 @@ def add_repo_flags(repo: argparse.ArgumentParser) -> None:
 
 def repo_config_from_args(args: argparse.Namespace) -> DeploymentConfig:
     config = DeploymentConfig.from_yaml(args.config) if args.config else DeploymentConfig()
+    if getattr(args, "family", None):
+        template, defaults = family_deployment(args.family)
+        if not (args.config and "template" in _yaml_keys(args.config)):
+            config.template = template
+        config.parameters = {**defaults, **config.parameters}
     if getattr(args, "template", None):
         config.template = args.template
     if getattr(args, "engine", None):

@@ -8,15 +8,16 @@ import sys
 from pathlib import Path
 
 from setup.catalog import messages as M
-from setup.catalog.builds import EngineSpec, Family, TrtllmVersion
+from setup.catalog.builds import EngineSpec, Family, TrtllmVersion, by_era
 from setup.catalog.checkpoint import hidden_size
 from setup.paths import TEMPLATES_DIR
 from setup.plan.checks import MAIN_ENGINES, TRUE_WORDS, wants_paged_context
 from setup.plan.config import PlanConfig
 from setup.plan.scripts import ScriptFinder
 from setup.plan.types import Step
+from setup.repo.writer import load_template, template_defaults
 
-STEP_WEIGHTS = {"check": 0.1, "convert": 2.0, "build": 5.0, "visual": 2.0, "lora": 0.5, "repository": 0.3, "launch": 1.0}
+STEP_WEIGHTS = {"check": 0.1, "convert": 2.0, "adapter": 0.1, "build": 5.0, "visual": 2.0, "lora": 0.5, "repository": 0.3, "launch": 1.0}
 DEFAULT_MM_POOL_BYTES = 300_000_000  # the backend doc's example pool for multimodal deployments
 
 
@@ -58,7 +59,7 @@ class StepBuilder:
 
     def steps(self, d: dict) -> list[Step]:
         """Every step in order; `d` holds the derived values (a partial-LoRA adapter is added to it)."""
-        steps = [self._convert_step()]
+        steps = [self._convert_step(), *self._adapter_config_step()]
         steps += [self._build_step(e, d) for e in self.family.engines]
         if self.family.is_multimodal:
             steps.append(self._visual_step(d))
@@ -110,10 +111,23 @@ class StepBuilder:
         cwd = None
         if conv.get("writes_adapter_to_cwd") and not c.lora_dir:
             cwd = str(self.adapter_out)
-            outputs.append(str(self.adapter_out / "adapter_config.json"))
+            written = "adapter_model.bin" if self._adapter_config_source() else "adapter_config.json"
+            outputs.append(str(self.adapter_out / written))
         return Step("convert", "convert", "Convert the checkpoint", tuple(argv),
                     inputs=(str(Path(c.checkpoint).resolve()),), outputs=tuple(dict.fromkeys(outputs)), cwd=cwd,
                     weight=STEP_WEIGHTS["convert"])
+
+    def _adapter_config_source(self) -> str | None:
+        """The release's adapter_config.json to copy beside a converted adapter (the Njuapp fork), else None."""
+        return by_era(self.family.convert.get("adapter_config_from"), self.era)
+
+    def _adapter_config_step(self) -> list[Step]:
+        source = self._adapter_config_source()
+        if not source or self.c.lora_dir or not self.family.convert.get("writes_adapter_to_cwd"):
+            return []
+        src, dst = self._script(source), self.adapter_out / "adapter_config.json"
+        return [Step("adapter-config", "adapter", "Copy the fork's adapter_config.json beside the converted adapter",
+                     ("cp", src, str(dst)), inputs=(src,), outputs=(str(dst),), weight=STEP_WEIGHTS["adapter"])]
 
     def _limit_args(self, engine: EngineSpec, fixed: dict, d: dict) -> list[str]:
         args: list[str] = []
@@ -216,18 +230,37 @@ class StepBuilder:
             params.update(d["lora"]["cache"])
             if era.lora_prefetch:
                 params["lora_prefetch_dir"] = str(self.out / "lora")
-        if fam.is_multimodal:
+        if fam.is_multimodal and self._has_encoder_model():
             params["multimodal_model_path"] = str(self.visual_out)  # our templates' name in every release
             params["max_num_images"] = d["max_num_images"]
+        elif fam.is_multimodal:  # the visual engine runs inside preprocessing, which takes the engine file
+            params["vit_plan_dir"] = str(self.visual_out / era.visual_engine_file)
+            if d.get("lora") and not era.lora_prefetch:  # nothing loads the adapter at start: preprocessing sends it
+                params["lora_weights_dir"] = str(self.out / "lora" / "1")
+        if fam.is_multimodal:
             params["multimodal_family"] = fam.id  # the app reads it to prepare images for this family
             if fam.triton.get("hf_model_path"):
                 params["hf_model_path"] = str(Path(c.checkpoint).resolve())
+        # a template's own serving values (its template.yaml defaults) win over the derived ones, within the engine
+        own = template_defaults(self._template)
+        for key in [k for k in params if k in own]:
+            params[key] = own[key]
+        if "triton_max_batch_size" in own:
+            params["triton_max_batch_size"] = min(int(own["triton_max_batch_size"]), int(d["max_batch_size"]))
         params.update(fam.triton.get("parameters") or {})
         params.update({k: v for k, v in (c.triton or {}).items() if v not in (None, "")})
         return params
 
+    @property
+    def _template(self) -> str:
+        return self.family.triton.get("template", "inflight_batcher_llm")
+
+    def _has_encoder_model(self) -> bool:
+        """Whether the family's template has a multimodal_encoders model (else preprocessing runs the visual engine)."""
+        return (TEMPLATES_DIR / self._template).is_dir() and "multimodal_encoders" in load_template(self._template).models
+
     def _repository_step(self, d: dict) -> Step:
-        template = self.family.triton.get("template", "inflight_batcher_llm")
+        template = self._template
         params = self._deployment_parameters(d)
         self.deployment = {"template": template, "engine": "tensorrtllm", "parameters": params}
         if not (TEMPLATES_DIR / template).is_dir():
@@ -250,12 +283,13 @@ class StepBuilder:
 
     def _launch_step(self, d: dict) -> Step:
         c = self.c
-        names = ["tensorrt_llm"] + (["multimodal_encoders"] if self.family.is_multimodal else [])
+        encoder = self.family.is_multimodal and self._has_encoder_model()
+        names = list(self.family.triton.get("engine_models") or ["tensorrt_llm"] + (["multimodal_encoders"] if encoder else []))
         argv = [sys.executable, "-m", "setup", "launch", "--repo", str(self.out / "triton_repo"),
                 "--world-size", str(d["world_size"]), "--engine-models", ",".join(names),
                 "--http-port", str(c.http_port), "--grpc-port", str(c.grpc_port), "--metrics-port", str(c.metrics_port),
                 "--log-file", str(self.out / "logs" / "triton.log")]
-        if self.family.is_multimodal:
+        if encoder:  # GPU tensors pass between models: the encoder's table to tensorrt_llm
             argv += ["--multimodal-gpu0-cuda-mem-pool-bytes", str(self._pool_bytes(d))]
         return Step("launch", "launch", "Launch Triton", tuple(argv), inputs=(str(self.out / "triton_repo"),),
                     weight=STEP_WEIGHTS["launch"], service=True)

@@ -101,6 +101,33 @@ def load_template(name: str, _seen: tuple[str, ...] = ()) -> TemplateSet:
     return TemplateSet(name=name, models=models, defaults=defaults, checks=checks)
 
 
+def template_defaults(name: str) -> dict[str, object]:
+    """The deployment parameters a template sets itself (its template.yaml `defaults`, base first)."""
+    specs = parameter_specs()
+    return {k: v for k, v in load_template(name).defaults.items() if k in specs}
+
+
+def family_deployment(family_id: str) -> tuple[str, dict[str, object]]:
+    """(template, parameters) a family's repository is written with: its template's defaults, then the family's
+    own Triton parameters (what `repo --family` and the Build page start from)."""
+    from setup.catalog.builds import families
+    from setup.repo import messages as M
+
+    known = families()
+    if family_id not in known:
+        raise RepoError(M.MSG_FAMILY_UNKNOWN.format(family=family_id, known=", ".join(known)))
+    family = known[family_id]
+    triton = family.triton
+    if triton.get("refused") or not triton.get("since"):
+        raise RepoError(M.MSG_FAMILY_NOT_SERVED.format(family=family.name,
+                                                       note=triton.get("refused") or triton.get("note", "")))
+    template = str(triton.get("template", "inflight_batcher_llm"))
+    parameters = {**template_defaults(template), **(triton.get("parameters") or {})}
+    if family.is_multimodal:
+        parameters["multimodal_family"] = family.id
+    return template, parameters
+
+
 def _validate(config: DeploymentConfig, specs: dict[str, ParameterSpec], template: TemplateSet) -> None:
     if config.engine not in ENGINES:
         raise RepoError(f"engine must be one of {', '.join(ENGINES)}, got '{config.engine}'.")
@@ -179,8 +206,9 @@ def dry_run(config: DeploymentConfig) -> None:
 
 def _run_checks(config: DeploymentConfig, specs: dict[str, ParameterSpec], template: TemplateSet) -> None:
     from setup.repo.multimodal_checks import check_multimodal
+    from setup.repo.xcomposer2_checks import check_xcomposer2
 
-    checks = {"multimodal": check_multimodal}
+    checks = {"multimodal": check_multimodal, "xcomposer2": check_xcomposer2}
     for name in template.checks:
         if name not in checks:
             raise RepoError(f"Template '{template.name}' asks for an unknown check '{name}'.")

@@ -49,9 +49,9 @@ class BuildService:
         self.llmapi = logic.Deployment()  # Triton on an llmapi repository started from the page
 
 
-def _triton_widget(field: logic.TritonField):
+def _triton_widget(field: logic.TritonField, family_id: str):
     info = logic.triton_field_help(field.name)
-    default = logic.triton_field_default(field.name)
+    default = logic.triton_field_default(field.name, family_id)
     elem_id = f"triton-{field.name.replace('_', '-')}"
     if field.kind == "choice":
         return gr.Dropdown(list(field.choices), value=default, label=field.label, info=info, elem_id=elem_id)
@@ -114,7 +114,7 @@ def build(ctx: AppContext, service: BuildService | None = None, tabs: gr.Tabs | 
                 tokenizer = gr.Textbox(label="Tokenizer folder", info=helps["tokenizer_dir"], elem_id="build-tokenizer")
                 vila = gr.Textbox(label="VILA repository", info=helps["vila_path"], elem_id="build-vila-path")
         with gr.Accordion("Triton deployment parameters", open=False):
-            triton_widgets = [_triton_widget(f) for f in logic.TRITON_FIELDS]
+            triton_widgets = [_triton_widget(f, first) for f in logic.TRITON_FIELDS]
         form_inputs = [family, checkpoint, version, out, dtype, tp, pp, batch, input_len, seq_len, images, lora_dir,
                        lora_rank, trtllm_root, tokenizer, vila]
         all_inputs = form_inputs + triton_widgets
@@ -152,8 +152,10 @@ def build(ctx: AppContext, service: BuildService | None = None, tabs: gr.Tabs | 
 
     def on_family(family_id, version_text):
         d = logic.family_defaults(family_id)
+        triton = logic.triton_defaults(family_id)  # the family's serving defaults (XComposer2: LoRA cache 256, ...)
         return (gr.Dropdown(choices=d["dtypes"], value=d["dtype"]), d["max_batch_size"], d["max_input_len"],
-                d["max_seq_len"], d["max_num_images"], logic.family_markdown(family_id, version_text))
+                d["max_seq_len"], d["max_num_images"], logic.family_markdown(family_id, version_text),
+                *(triton[f.name] for f in logic.TRITON_FIELDS))
 
     def on_show(request: gr.Request, *values):
         require_access(ctx, request)
@@ -262,7 +264,8 @@ def build(ctx: AppContext, service: BuildService | None = None, tabs: gr.Tabs | 
 
     private = {"api_visibility": "private"}
     # .input: a person picking a family gets its defaults; a resumed job's form keeps its own values.
-    family.input(on_family, [family, version], [dtype, batch, input_len, seq_len, images, family_info], **private)
+    family.input(on_family, [family, version], [dtype, batch, input_len, seq_len, images, family_info,
+                                                *triton_widgets], **private)
     version.change(logic.family_markdown, [family, version], family_info, **private)
     show.click(on_show, all_inputs, [summary, script, export], **private)
     run.click(on_run, all_inputs, [jobs, summary, script], **private)

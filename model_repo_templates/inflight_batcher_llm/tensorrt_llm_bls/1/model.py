@@ -2,7 +2,9 @@
 
 In the multimodal layout (`multimodal_encoders_name` set) a request with `image_input` also goes
 through the encoder model, whose prompt-table rows and vocab size reach tensorrt_llm together with
-the fake ids preprocessing puts where the images are. One kind of image input per request.
+the fake ids preprocessing puts where the images are. One kind of image input per request. In the InternLM-XComposer2
+layout (`vision_in_preprocessing` true) preprocessing takes the image itself and returns the table and the
+Partial-LoRA task id with the ids.
 
 Each returned sequence (`num_return_sequences`) is its own stream of responses, told apart by
 `sequence_index`, as from tensorrt_llm. Streamed text is always valid UTF-8: deltas hold back a
@@ -74,6 +76,14 @@ FROM_PREPROCESS = {
     "OUT_END_ID": "end_id",
     "OUT_PAD_ID": "pad_id",
     "OUT_PROMPT_TABLE_EXTRA_IDS": "prompt_table_extra_ids",
+}
+# preprocessing outputs of layouts whose preprocessing runs the visual engine itself (vision_in_preprocessing)
+FROM_VISION_PREPROCESS = {
+    "OUT_PROMPT_EMBEDDING_TABLE": "prompt_embedding_table",
+    "OUT_PROMPT_VOCAB_SIZE": "prompt_vocab_size",
+    "OUT_LORA_TASK_ID": "lora_task_id",
+    "OUT_LORA_WEIGHTS": "lora_weights",  # the first request only (releases without lora_prefetch_dir)
+    "OUT_LORA_CONFIG": "lora_config",
 }
 # tensorrt_llm outputs returned as they are (the perf metrics only when return_perf_metrics asks for them)
 PASSTHROUGH = (
@@ -163,6 +173,8 @@ class Sequence:
 
 
 class TritonPythonModel:
+    vision_in_preprocessing = False  # set by initialize from the config
+
     def initialize(self, args):
         config = json.loads(args["model_config"])
         self.decoupled = pb_utils.using_decoupled_model_transaction_policy(config)
@@ -171,6 +183,8 @@ class TritonPythonModel:
         self.llm_name = _param(config, "tensorrt_llm_model_name", "tensorrt_llm")
         self.draft_name = _param(config, "tensorrt_llm_draft_model_name")
         self.encoders_name = _param(config, "multimodal_encoders_name")
+        # InternLM-XComposer2 layout: preprocessing takes the image and returns the prompt table itself
+        self.vision_in_preprocessing = _param(config, "vision_in_preprocessing", "false").lower() in ("true", "1")
         # the release's names for renamed engine inputs (random_seed -> seed, min_length -> min_tokens from 0.20)
         self.engine_names = json.loads(_param(config, "engine_input_names", "{}"))
         if self.draft_name:
@@ -212,7 +226,7 @@ class TritonPythonModel:
                 images[name] = value
         if len(images) > 1:
             raise ValueError(f"Send one kind of image input per request; this request has {' and '.join(images)}.")
-        if images and not self.encoders_name:
+        if images and not (self.encoders_name or self.vision_in_preprocessing):
             raise ValueError("This deployment is text-only: it takes no images.")
         if images and _get(request, "prompt_embedding_table") is not None:
             raise ValueError("Send either images or a prompt_embedding_table, not both.")
@@ -245,13 +259,14 @@ class TritonPythonModel:
         max_tokens = _get(request, "max_tokens")
         if max_tokens is None or max_tokens.size != 1 or int(max_tokens.reshape(-1)[0]) <= 0:
             raise ValueError("max_tokens must be a single value greater than 0.")
+        wanted = {**FROM_PREPROCESS, **(FROM_VISION_PREPROCESS if self.vision_in_preprocessing else {})}
         result = pb_utils.InferenceRequest(
-            model_name="preprocessing", inputs=inputs, requested_output_names=list(FROM_PREPROCESS)
+            model_name="preprocessing", inputs=inputs, requested_output_names=list(wanted)
         ).exec()
         if result.has_error():
             raise ValueError(result.error().message())
         outputs = {}
-        for name, target in FROM_PREPROCESS.items():
+        for name, target in wanted.items():
             tensor = pb_utils.get_output_tensor_by_name(result, name)
             if tensor is not None:  # OUT_PROMPT_TABLE_EXTRA_IDS only when an extra id was sent
                 outputs[target] = tensor.as_numpy()
@@ -299,7 +314,7 @@ class TritonPythonModel:
             value = _get(request, name)
             if value is not None:
                 llm_inputs[self.engine_names.get(target, target)] = value
-        if images:
+        if images and not self.vision_in_preprocessing:
             llm_inputs.update(self._encode_images(images, _get(request, "max_tokens")))
         return llm_inputs, pb_utils.InferenceRequest(
             model_name=self.llm_name,

@@ -27,7 +27,7 @@ ISSUE_FIELDS = {"batching_strategy", "batch_scheduler_policy", "kv_cache_free_gp
                 "max_queue_delay_microseconds", "exclude_input_in_output", "lora_cache_optimal_adapter_size",
                 "lora_cache_max_adapter_size", "lora_cache_gpu_memory_fraction", "lora_cache_host_memory_bytes",
                 "lora_prefetch_dir", "preprocessing_instance_count", "postprocessing_instance_count",
-                "bls_instance_count"}
+                "bls_instance_count", "triton_max_batch_size"}  # the Triton batch: #22 (XComposer2 serves 32)
 
 
 def test_triton_fields_cover_the_issue_with_help_and_default():

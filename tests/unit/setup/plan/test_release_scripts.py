@@ -18,7 +18,12 @@ from setup.plan.steps import flag_args
 from tests.build_standins import CONVERT, TRTLLM_BUILD_011, TRTLLM_BUILD_019, VISUAL, make_checkpoint
 
 TREES = yaml.safe_load((Path(__file__).parents[3] / "data" / "upstream" / "trtllm_trees.yaml").read_text())
-FAMILIES = {"llama": {"tp": 2}, "llava-1.5": {}, "blip2-opt": {}, "cogvlm": {}, "qwen2-vl": {}, "mllama": {}}
+FAMILIES = {"llama": {"tp": 2}, "llava-1.5": {}, "blip2-opt": {}, "cogvlm": {}, "qwen2-vl": {}, "mllama": {},
+            "internlm-xcomposer2": {}}
+# Files a family's plan takes from a fork's checkout at releases before upstream has the family (the Njuapp
+# fork commits InternLM-XComposer2's adapter_config.json in examples/multimodal; its conversion writes no config).
+FORK_FILES = {("internlm-xcomposer2", "0.11"): ["examples/multimodal/adapter_config.json"],
+              ("internlm-xcomposer2", "0.15"): ["examples/multimodal/adapter_config.json"]}
 TOO_NEW = {("qwen2-vl", "0.11"), ("qwen2-vl", "0.15"), ("mllama", "0.11")}  # the family's min_version
 
 
@@ -31,6 +36,11 @@ def checkout(root: Path, release: str) -> Path:
 
 def plan(tmp_path, family, release, root=None, **fields):
     ckpt = make_checkpoint(tmp_path / "ckpt")
+    if root is None:
+        root = checkout(tmp_path / "trtllm", release)
+        for relative in FORK_FILES.get((family, release), ()):
+            (root / relative).parent.mkdir(parents=True, exist_ok=True)
+            (root / relative).write_text("{}")
     return make_plan(PlanConfig(family=family, checkpoint=str(ckpt), out=str(tmp_path / "out"), trtllm_version=release,
                                 trtllm_root=str(root or checkout(tmp_path / "trtllm", release)), **fields))
 
