@@ -27,7 +27,7 @@ def ask(page, text: str) -> None:
 def ask_about_image(page, path, question: str, timeout: float = 240) -> str:
     """Attach one picture, wait for its thumbnail, ask `question`; the settled reply."""
     page.set_input_files("#chat-input input[type=file]", str(path))
-    page.wait_for_selector("#chat-input img", timeout=30_000)
+    page.wait_for_selector("#chat-input img")
     ask(page, question)
     return settled_reply(page, timeout=timeout)
 
@@ -50,7 +50,7 @@ def settled_reply(page, quiet: float = 5.0, timeout: float = 240) -> str:
     raise AssertionError(f"reply did not settle: {last!r}")
 
 
-def wait_until(condition, timeout: float = 60, step: float = 0.05, what: str = "condition"):
+def wait_until(condition, timeout: float = 90, step: float = 0.05, what: str = "condition"):
     """Poll `condition()` until it returns something truthy; that value, else AssertionError after `timeout`."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

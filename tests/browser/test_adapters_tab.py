@@ -30,7 +30,7 @@ def adapters_page(tmp_path, browser_context):
     grant_access(browser_context, ctx, url)
     page = browser_context.new_page()
     page.goto(url)
-    page.wait_for_selector("#adapter-table", timeout=30_000)
+    page.wait_for_selector("#adapter-table")
     yield page, folder, tmp_path / "work" / "mine"
     page.close()
     blocks.close()
@@ -51,7 +51,7 @@ def test_remove_list_follows_an_add_and_removing_asks_first(adapters_page):
     assert page.input_value("#check-adapter-name input") == ""
     page.get_by_label("Add from a folder on the server").fill(str(mine))
     page.click("#add-adapter-folder")
-    page.wait_for_selector("#adapter-message:has-text('Added mine')", timeout=30_000)
+    page.wait_for_selector("#adapter-message:has-text('Added mine')")
     assert "mine" in page.inner_text("#adapter-table")
     assert _options(page, "remove-adapter-name") == ["mine", "pirate"]  # no Refresh needed
     assert page.input_value("#remove-adapter-name input") == ""

@@ -37,7 +37,7 @@ def test_benchmark_tab_draws_its_charts(browser_context, pages_url, tmp_path):
     page = browser_context.new_page()
     try:
         page.goto(pages_url)
-        page.wait_for_selector("#bench-run", timeout=30_000)
+        page.wait_for_selector("#bench-run")
         page.fill("#bench-output-len input[type=number]", "5")
         page.click("#bench-run")
         page.wait_for_selector("#bench-status:has-text('Done:')", timeout=60_000)
@@ -55,7 +55,7 @@ def test_server_tab_shows_live_metrics(browser_context, pages_url):
     try:
         page.goto(pages_url)
         page.get_by_role("tab", name="Server").click()
-        page.wait_for_selector("#server-summary:has-text('models: pacing')", timeout=30_000)
+        page.wait_for_selector("#server-summary:has-text('models: pacing')")
         page.wait_for_selector("#server-load canvas, #server-load svg", timeout=20_000)
         assert "in flight" in page.inner_text("#server-summary")
     finally:

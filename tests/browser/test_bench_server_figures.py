@@ -20,7 +20,7 @@ def _open(browser_context, served, tab: str = "Benchmark"):
     grant_access(browser_context, ctx, url)
     page = browser_context.new_page()
     page.goto(url)
-    page.wait_for_selector("#bench-run", timeout=30_000)
+    page.wait_for_selector("#bench-run")
     if tab != "Benchmark":
         page.get_by_role("tab", name=tab).click()
     return page
@@ -70,7 +70,7 @@ def test_benchmark_problems_are_messages_not_an_error_over_the_tab(browser_conte
     try:
         page.fill("#bench-model textarea, #bench-model input", "no-such-model")
         page.click("#bench-run")
-        page.wait_for_selector("#bench-status:has-text('no-such-model')", timeout=30_000)
+        page.wait_for_selector("#bench-status:has-text('no-such-model')")
         assert page.inner_text("#bench-status").startswith("⚠️")
         page.wait_for_selector(".toast-body:has-text('no-such-model')", timeout=10_000)
         assert _errors_shown(page) == 0
@@ -83,7 +83,7 @@ def test_benchmark_problems_are_messages_not_an_error_over_the_tab(browser_conte
         page.set_input_files("#bench-image input[type=file]", str(image))
         page.wait_for_selector("#bench-image img", timeout=10_000)
         page.click("#bench-run")  # the pacing model takes no images: said before any request is sent
-        page.wait_for_selector("#bench-status:has-text('image')", timeout=30_000)
+        page.wait_for_selector("#bench-status:has-text('image')")
         assert page.inner_text("#bench-status").startswith("⚠️") and _errors_shown(page) == 0
     finally:
         page.close()
@@ -112,7 +112,7 @@ def test_benchmark_stop_cuts_the_run_short(browser_context, pages_url):  # noqa:
 def test_server_tab_shows_what_the_users_live_through(browser_context, pages_url):  # noqa: F811
     page = _open(browser_context, pages_url, tab="Server")
     try:
-        page.wait_for_selector("#server-users:has-text('0 replies in progress')", timeout=30_000)
+        page.wait_for_selector("#server-users:has-text('0 replies in progress')")
         # two chats through the app's own API, each 60 words at 20 words/s
         page.evaluate("""() => { window.replies = [0, 1].map(() => fetch('/v1/chat/completions', {method: 'POST',
             headers: {'Content-Type': 'application/json'},

@@ -39,7 +39,7 @@ def build_page(tmp_path, monkeypatch, browser_context):
     grant_access(browser_context, ctx, url)
     page = browser_context.new_page()
     page.goto(url)
-    page.wait_for_selector("#build-family input", timeout=30_000)
+    page.wait_for_selector("#build-family input")
     yield page, page_service, tools["trtllm_root"], make_checkpoint(tmp_path / "ckpt")
     page_service.deployment.stop()
     page.close()
@@ -67,7 +67,7 @@ def test_plan_before_the_download_with_lines_that_wrap(build_page, tmp_path, wid
     page.set_viewport_size({"width": width, "height": 1000})
     _fill(page, str(tmp_path / "llava not downloaded yet"), str(tmp_path / "out"), root)
     page.click("#build-show-plan")
-    page.wait_for_selector("#build-summary:has-text('does not exist yet')", timeout=30_000)
+    page.wait_for_selector("#build-summary:has-text('does not exist yet')")
     assert "llava-hf/llava-1.5-7b-hf" in page.inner_text("#build-summary")  # whose shapes the plan used
     # The whole plan is in the box (also the last command), readable after the box's own scroll, and every
     # command line wraps inside it: nothing runs past its right edge or needs a sideways scroll.
@@ -94,7 +94,7 @@ def test_a_cancelled_job_resumes_after_a_reload_without_the_form(build_page, tmp
     page.wait_for_function("seen => document.querySelector('#build-log textarea').value !== seen", arg=seen,
                            timeout=120_000)  # another update of the box after it overflowed
     page.wait_for_function("""() => { const t = document.querySelector('#build-log textarea');
-        return t.scrollHeight - t.scrollTop - t.clientHeight <= 2; }""", timeout=30_000)  # the newest line in view
+        return t.scrollHeight - t.scrollTop - t.clientHeight <= 2; }""")  # the newest line in view
     page.click("#build-cancel")
     _wait_status(page, "cancelled", timeout=60)
 

@@ -43,8 +43,8 @@ def shown_plan(page, must_contain: str) -> str:
     page.wait_for_function("text => document.querySelector('#build-plan textarea').value.includes(text)",
                            arg=must_contain, timeout=60_000)
     shown = page.input_value("#build-plan textarea")
-    page.wait_for_selector("#build-export:not([disabled])", timeout=30_000)
-    with page.expect_download(timeout=30_000) as download:
+    page.wait_for_selector("#build-export:not([disabled])")
+    with page.expect_download() as download:
         page.click("#build-export")
     assert Path(download.value.path()).read_text().strip() == shown.strip()
     fit = page.evaluate("""() => { const t = document.querySelector('#build-plan textarea');
@@ -59,7 +59,7 @@ def test_browser_runs_llava_plan_then_cancels_another(browser_context, build_pag
     grant_access(browser_context, ctx, url)
     page = browser_context.new_page()
     page.goto(url)
-    page.wait_for_selector("#build-family input", timeout=30_000)
+    page.wait_for_selector("#build-family input")
     page.locator("#build-family input").click()
     page.locator("#build-family input").fill("LLaVA-1.5")
     page.get_by_role("option", name="LLaVA-1.5", exact=True).click()

@@ -27,7 +27,7 @@ def test_launch_from_build_page_then_chat(browser_context, fresh_app):
     page = browser_context.new_page()
     try:
         page.goto(url)
-        page.wait_for_selector("#status", timeout=30_000)
+        page.wait_for_selector("#status")
         assert "Waiting" in page.locator("#status").inner_text()
         page.get_by_role("tab", name="Build").click()
         page.get_by_text("Server ports").click()

@@ -39,7 +39,7 @@ def test_conversations_survive_a_reload_and_switch(sized_page):
     wait_until(lambda: listed(page).startswith("What is the capital of France? · 2 messages"), timeout=10,
                what="the list to show the conversation")
     page.reload()
-    wait_until(lambda: bot_texts(page), timeout=30, what="the conversation to come back")
+    wait_until(lambda: bot_texts(page), what="the conversation to come back")
     assert user_texts(page) == ["What is the capital of France?"]
     assert reply_body(bot_texts(page)[0]) == reply_body(first)
 

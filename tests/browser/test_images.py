@@ -29,5 +29,5 @@ def test_not_an_image_is_refused_with_its_message(page, tmp_path):
     page.set_input_files("#chat-input input[type=file]", str(bad))
     page.fill("#chat-input textarea", "What does it say?")
     page.keyboard.press("Enter")
-    page.wait_for_selector("text=notes.png is not an image", timeout=30_000)
+    page.wait_for_selector("text=notes.png is not an image")
     assert page.locator("#chatbot .message").count() == 0  # nothing was sent

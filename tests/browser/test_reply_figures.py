@@ -72,7 +72,7 @@ def test_compare_columns_show_state_figures_and_stopped(sized_page):
                what="both columns to stream")
     page.click("#compare-stop")
     states = wait_until(lambda: (s := column_states(page)) and all(x.startswith("stopped") for x in s[:2]) and s,
-                        timeout=30, what="both columns to stop")
+                        what="both columns to stop")
     assert all(COMPARE_FIGURES.match(state) for state in states[:2]), states
     for i in range(2):
         assert page.locator(f"#compare-out-{i} textarea").input_value().endswith("(stopped)")

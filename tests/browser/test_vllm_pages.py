@@ -22,7 +22,7 @@ def vpage(browser_context, vllm_app):
     grant_access(browser_context, ctx, url)
     page = browser_context.new_page()
     page.goto(url)
-    page.wait_for_selector("#chat-input textarea", timeout=30_000)
+    page.wait_for_selector("#chat-input textarea")
     yield page
     page.close()
 
