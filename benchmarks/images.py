@@ -10,7 +10,8 @@ per image in this process on the same preprocessed pixels, in total and part by 
 and, in brackets, median CPU time of the process (which the load of other processes changes less).
 Time to first token is measured without an image, with a photo without text and with the code image;
 every request's image differs from the last in one pixel, so the encoder's memory of recent images
-does not answer. Without --url the CPU demo tritonserver is started on free ports and stopped at the
+does not answer; and with one photo sent again, which the memory answers (the image's cost without the
+encoder: transport, prompt table, longer prompt). Without --url the CPU demo tritonserver is started on free ports and stopped at the
 end. Runs are short: 2 shared cores. The load average is printed with the tables.
 """
 
@@ -88,7 +89,9 @@ def load_encoder(folder: Path):
     sys.path.insert(0, str(ENCODER_LIB))
     from encoder_lib.encoder import make_encoder
     from encoder_lib.ocr import ImageMemo
+    from encoder_lib.perception import one_thread_per_part
 
+    one_thread_per_part()  # as model.py does
     encoder = make_encoder(build_cpu_encoder(get_family("cpu-ocr"), 2, 576, root=folder), model_dir())
     encoder.memo = ImageMemo(size=0)
     return encoder
@@ -193,6 +196,8 @@ def run(args: argparse.Namespace, tmp: Path) -> int:
         photo = paths.get("chelsea (451 x 300 photo)", paths["336 x 336 PNG"])
         rows += time_to_first_token(args, tmp, {"no image": [None] * args.runs,
                                                 f"one photo ({photo.stem})": variants(photo, args.runs + 1),
+                                                f"the same photo again ({photo.stem}, remembered)":
+                                                    variants(photo, 1) * (args.runs + 1),
                                                 "one image with text (code)": variants(paths["code"], args.runs + 1)})
     print_table(["measurement", "result"], rows)
     print("CPU encoder per image, ms: median wall (median process CPU)")

@@ -96,21 +96,31 @@ class Perception:
         }
 
 
+def one_thread_per_part() -> None:
+    """Process-wide: torch and OpenCV compute on one thread (onnxruntime sessions here have one each).
+
+    The multimodal_encoders process calls this once; the Perceiver then runs the OCR beside the other
+    parts, so one image keeps 2 cores busy without oversubscribing them.
+    """
+    import cv2
+    import torch
+
+    cv2.setNumThreads(1)
+    torch.set_num_threads(1)
+
+
 class Perceiver:
     """All parts loaded once per model instance; `perceive(rgb, read_text)` per image.
 
-    Each part uses one thread, and the OCR runs on a second thread beside the other parts (onnxruntime,
-    OpenCV and torch release the GIL), so one image keeps both cores busy without oversubscribing them.
-    Given `folder` (the encoder's), the classifier runs from an ONNX copy kept there (onnx_model.py).
+    The OCR runs on a second thread beside the other parts (onnxruntime, OpenCV and torch release the
+    GIL; see one_thread_per_part). Given `folder` (the encoder's), the classifier runs from an ONNX copy
+    kept there (onnx_model.py).
     """
 
     def __init__(self, settings: dict | None = None, classifier=None, faces=None, colours=None,
                  folder: Path | None = None, parallel: bool = True):
-        import cv2
-
-        cv2.setNumThreads(1)
         self.settings = {**DEFAULTS, **(settings or {})}
-        self.classifier = classifier or ImageClassifier(threads=1, onnx_folder=folder)
+        self.classifier = classifier or ImageClassifier(onnx_folder=folder)
         self.faces = faces or FaceFinder()
         self.colours = colours or ColourReader()
         self.ocr_thread = ThreadPoolExecutor(1, thread_name_prefix="ocr") if parallel else None
