@@ -128,11 +128,11 @@ class Perceiver:
     def perceive(self, rgb: np.ndarray, read_text=None) -> Perception:
         """One [H, W, 3] uint8 RGB image -> Perception; `read_text(bgr)` is the OCR (None: no text)."""
         s = self.settings
-        reading = None
-        if read_text is not None:
-            bgr = np.ascontiguousarray(rgb[:, :, ::-1])
-            reading = self.ocr_thread.submit(read_text, bgr) if self.ocr_thread else None
-            text = "" if reading else read_text(bgr)
+        text, reading = "", None
+        if read_text is not None and self.ocr_thread is not None:
+            reading = self.ocr_thread.submit(read_text, np.ascontiguousarray(rgb[:, :, ::-1]))
+        elif read_text is not None:
+            text = read_text(np.ascontiguousarray(rgb[:, :, ::-1]))
         picture = trim_margins(rgb)
         labels = self.classifier.top(picture, int(s["top_k"]), float(s["min_confidence"]))
         gray = grey(picture)
@@ -140,6 +140,4 @@ class Perceiver:
         colours, shapes = self.colours.read(picture, float(s["min_colour_share"]), int(s["max_colours"]))
         if reading is not None:
             text = reading.result()
-        elif read_text is None:
-            text = ""
         return Perception(labels, faces, cat_faces, colours, shapes, text, float(s["sure_confidence"]))
