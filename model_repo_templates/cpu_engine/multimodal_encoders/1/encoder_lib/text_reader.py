@@ -7,13 +7,14 @@ nearly all of its cost. So reading goes in two steps:
 1. The letterbox's white margins are cut off, and the text detector runs once on a copy whose long side
    is CHECK_SIDE pixels (a quarter of the pixels of a 1024 picture; its own session). Text about 11
    pixels high in the 1024 letterbox is still found there; 9-pixel text, which the full-resolution
-   detector also read, is not (tests/unit/cpu_encoder/test_text_reader.py). Nothing found: no text,
-   and nothing else runs.
+   detector also read, is not (test_text_reader.py reads Pillow's size-10 font on a 900-pixel-wide
+   picture; size 8 was missed when tried). Nothing found: no text, and nothing else runs.
 2. Otherwise the full OCR (detection at the picture's own scale, as before, then direction and
    recognition) reads the part of the picture around the boxes found, so a stray box in a photo costs
    a small crop, and a sign is read as it was before.
 
-All three ONNX sessions use one thread each: the encoder runs its parts side by side on the 2 cores.
+Every ONNX session here (the check's, and the engine's detection, direction and recognition) uses one
+thread: the encoder runs its parts side by side on the 2 cores.
 """
 
 from __future__ import annotations
