@@ -6,14 +6,19 @@ Throughput is measured for a 12-megapixel JPEG and a 336 x 336 PNG through `app.
 plus `app.vision.preprocess.pixel_batch`, for the CPU demo family (cpu-ocr, 1024 letterbox, JPEG draft
 decoding) and for LLaVA-1.5 (exact CLIP preprocessing, full decode). The CPU demo's encoder (the
 perception encoder of the multimodal_encoders slot: classifier, faces, colours and shapes, OCR) is timed
-per image in this process on the same preprocessed pixels, in total and part by part, with 2 threads.
-Without --url the CPU demo tritonserver is started on free ports and stopped at the end. Runs are short:
-2 shared cores.
+per image in this process on the same preprocessed pixels, in total and part by part: median wall time
+and, in brackets, median CPU time of the process (which the load of other processes changes less).
+Time to first token is measured without an image, with a photo without text and with the code image;
+every request's image differs from the last in one pixel, so the encoder's memory of recent images
+does not answer; and with one photo sent again, which the memory answers (the image's cost without the
+encoder: transport, prompt table, longer prompt). Without --url the CPU demo tritonserver is started on free ports and stopped at the
+end. Runs are short: 2 shared cores. The load average is printed with the tables.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import sys
@@ -27,6 +32,7 @@ from PIL import Image, ImageDraw, ImageFont
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.chat.prompts import PromptBuilder  # noqa: E402
+from app.core.errors import StreamStalled  # noqa: E402
 from app.core.sampling import SamplingParams
 from app.triton.client import TritonChatClient  # noqa: E402
 from app.vision.images import load_image  # noqa: E402
@@ -77,50 +83,68 @@ ENCODER_LIB = Path(__file__).resolve().parent.parent / "model_repo_templates/cpu
 
 
 def load_encoder(folder: Path):
-    """The CPU demo's encoder as the multimodal_encoders model loads it (models loaded once)."""
-    import torch
-
+    """The CPU demo's encoder as the multimodal_encoders model loads it (models loaded once), without its
+    memory of recent images (every timed run encodes)."""
     from setup.cpu.encoder import build_cpu_encoder
 
-    torch.set_num_threads(2)
     sys.path.insert(0, str(ENCODER_LIB))
     from encoder_lib.encoder import make_encoder
+    from encoder_lib.ocr import ImageMemo
+    from encoder_lib.perception import one_thread_per_part
 
-    return make_encoder(build_cpu_encoder(get_family("cpu-ocr"), 2, 576, root=folder), model_dir())
+    one_thread_per_part()  # as model.py does
+    encoder = make_encoder(build_cpu_encoder(get_family("cpu-ocr"), 2, 576, root=folder), model_dir())
+    encoder.memo = ImageMemo(size=0)
+    return encoder
 
 
-def encoder_times(encoder, path: Path, runs: int = 5) -> dict[str, float]:
-    """Median milliseconds per image: the whole encoder, and each part, on the demo's preprocessed pixels."""
+def timed(work, runs: int) -> tuple[float, float]:
+    """(median wall ms, median process CPU ms) of `work()` after one warm-up call."""
+    work()
+    walls, cpus = [], []
+    for _ in range(runs):
+        wall, cpu = time.perf_counter(), time.process_time()
+        work()
+        walls.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
+    return statistics.median(walls) * 1000, statistics.median(cpus) * 1000
+
+
+def encoder_times(encoder, path: Path, runs: int = 5) -> dict[str, tuple[float, float]]:
+    """Part -> (wall ms, CPU ms) per image, medians: the whole encoder and each part, on the demo's pixels."""
+    from encoder_lib.faces import grey
+    from encoder_lib.margins import trim_margins
     from encoder_lib.ocr import to_bgr_uint8
-    from encoder_lib.perception import trim_margins
 
     spec = get_family("cpu-ocr").preprocess
     pixels = pixel_batch([load_image(path, draft_side=max(spec.width, spec.height))], spec)[0]
     bgr = to_bgr_uint8(pixels[0], encoder.mean, encoder.std, encoder.rescale)
-    rgb = np.ascontiguousarray(bgr[:, :, ::-1])
-    picture = trim_margins(rgb)
-    gray = np.ascontiguousarray(picture.mean(axis=2).astype(np.uint8))
+    picture = trim_margins(np.ascontiguousarray(bgr[:, :, ::-1]))
+    gray = grey(picture)
     parts = {"encoder (all parts + embedding rows)": lambda: encoder.encode(pixels),
-             "classifier": lambda: encoder.perceiver.classifier.top(picture),
+             "classifier (EfficientNet-Lite0)": lambda: encoder.perceiver.classifier.top(picture),
              "faces + cat faces": lambda: encoder.perceiver.faces.find(gray),
              "colours + shapes": lambda: encoder.perceiver.colours.read(picture),
-             "OCR": lambda: encoder.photo_text(bgr)}
-    times = {}
-    for name, work in parts.items():
-        work()  # warm-up
-        spent = []
-        for _ in range(runs):
-            started = time.perf_counter()
-            work()
-            spent.append(time.perf_counter() - started)
-        times[name] = statistics.median(spent) * 1000
-    return times
+             "OCR (quick check, then reading if text)": lambda: encoder.photo_text(bgr),
+             "of which the quick text check": lambda: encoder.ocr.candidates(trim_margins(bgr))}
+    return {name: timed(work, runs) for name, work in parts.items()}
 
 
-def ttft(client: TritonChatClient, prompts: PromptBuilder, image: Path | None, runs: int) -> tuple[float, float]:
-    """(median time to first token, median client-side image preparation) in seconds."""
+def variants(path: Path, count: int) -> list[Path]:
+    """`count` copies of an image, each with a different top-left pixel (no two the same for the encoder's memo)."""
+    image = Image.open(path).convert("RGB")
+    out = []
+    for i in range(count):
+        image.putpixel((0, 0), (i % 256, (i * 7) % 256, 255 - i % 256))
+        out.append(path.with_name(f"{path.stem}-{i}.png"))
+        image.save(out[-1])
+    return out
+
+
+def ttft(client: TritonChatClient, prompts: PromptBuilder, images: list[Path | None]) -> tuple[float, float]:
+    """(median time to first token, median client-side image preparation) in seconds, one request per image."""
     firsts, preps = [], []
-    for _ in range(runs):
+    for image in images:
         started = time.perf_counter()
         request = prepare_images([image] if image else [], client.model_info(), QUESTION)
         preps.append(time.perf_counter() - started)
@@ -129,6 +153,18 @@ def ttft(client: TritonChatClient, prompts: PromptBuilder, image: Path | None, r
             pass
         firsts.append(stream.time_to_first_token or float("nan"))
     return statistics.median(firsts), statistics.median(preps)
+
+
+def load_average() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.1f}, {five:.1f}, {fifteen:.1f} (1, 5, 15 min) on {os.cpu_count()} cores"
+
+
+def print_table(header: list[str], rows: list[list[str]]) -> None:
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    for row in [header, ["-" * w for w in widths], *rows]:
+        print("| " + " | ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) + " |")
+    print()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -147,42 +183,58 @@ def main(argv: list[str] | None = None) -> int:
 def run(args: argparse.Namespace, tmp: Path) -> int:
     """The measurements of main(), with their files in `tmp`."""
     paths = make_inputs(tmp)
+    print(f"start: {load_average()}\n")
     rows = []
     for label in ("12 MP JPEG (4000 x 3000)", "336 x 336 PNG"):
         for family in ("cpu-ocr", "llava-1.5"):
-            rows.append((f"intake + preprocessing, {label}, {family}", f"{throughput(paths[label], family):.1f} images/s"))
+            rows.append([f"intake + preprocessing, {label}, {family}", f"{throughput(paths[label], family):.1f} images/s"])
     encoder = load_encoder(tmp)
-    for label in [name for name in paths if name != "code"]:
-        for part, ms in encoder_times(encoder, paths[label]).items():
-            rows.append((f"cpu encoder, {label}: {part}", f"{ms:.0f} ms"))
-    server = None
+    pictures = [name for name in paths if name != "code"] + ["code"]
+    times = {name: encoder_times(encoder, paths[name]) for name in pictures}
+    parts = list(times[pictures[0]])
+    encoder_rows = [[part] + ["{:.0f} ({:.0f})".format(*times[name][part]) for name in pictures] for part in parts]
     if not args.skip_server:
-        if args.url:
-            url = args.url
-        else:
-            from tests.conftest import start_triton
-
-            server = start_triton(tmp)
-            url = server.grpc_url
-        try:
-            prompts = PromptBuilder(tokenizer_dir=str(model_dir()))
-            for model in ("tensorrt_llm_bls", "ensemble"):
-                client = TritonChatClient(url, model=model)
-                ttft(client, prompts, None, 1)  # warm-up
-                first, _ = ttft(client, prompts, None, args.runs)
-                rows.append((f"TTFT without image ({model})", f"{first * 1000:.0f} ms"))
-                first, prep = ttft(client, prompts, paths["code"], args.runs)
-                rows.append((f"TTFT with one image ({model}; OCR on the server)", f"{first * 1000:.0f} ms"))
-                rows.append((f"client image preparation ({model})", f"{prep * 1000:.0f} ms"))
-        finally:
-            if server is not None:
-                server.process.stop()
-    width = max(len(name) for name, _ in rows)
-    print(f"| {'measurement'.ljust(width)} | result |")
-    print(f"| {'-' * width} | ------ |")
-    for name, value in rows:
-        print(f"| {name.ljust(width)} | {value} |")
+        photo = paths.get("chelsea (451 x 300 photo)", paths["336 x 336 PNG"])
+        rows += time_to_first_token(args, tmp, {"no image": [None] * args.runs,
+                                                f"one photo ({photo.stem})": variants(photo, args.runs + 1),
+                                                f"the same photo again ({photo.stem}, remembered)":
+                                                    variants(photo, 1) * (args.runs + 1),
+                                                "one image with text (code)": variants(paths["code"], args.runs + 1)})
+    print_table(["measurement", "result"], rows)
+    print("CPU encoder per image, ms: median wall (median process CPU)")
+    print_table(["part", *pictures], encoder_rows)
+    print(f"end: {load_average()}")
     return 0
+
+
+def time_to_first_token(args: argparse.Namespace, tmp: Path, cases: dict[str, list]) -> list[list[str]]:
+    """Rows of median time to first token per model and case (the first request of each case is a warm-up)."""
+    rows, server = [], None
+    if args.url:
+        url = args.url
+    else:
+        from tests.conftest import start_triton
+
+        server = start_triton(tmp)
+        url = server.grpc_url
+    try:
+        prompts = PromptBuilder(tokenizer_dir=str(model_dir()))
+        for model in ("tensorrt_llm_bls", "ensemble"):
+            client = TritonChatClient(url, model=model)
+            for case, images in cases.items():
+                try:
+                    ttft(client, prompts, images[:1])  # warm-up
+                    first, prep = ttft(client, prompts, images[1:] if images[0] else images)
+                except StreamStalled as exc:  # a loaded machine: say so in the table, measure the rest
+                    rows.append([f"time to first token, {case} ({model})", f"stalled ({exc})"])
+                    continue
+                rows.append([f"time to first token, {case} ({model})", f"{first * 1000:.0f} ms"])
+                if images[0]:
+                    rows.append([f"client image preparation, {case} ({model})", f"{prep * 1000:.0f} ms"])
+    finally:
+        if server is not None:
+            server.process.stop()
+    return rows
 
 
 if __name__ == "__main__":

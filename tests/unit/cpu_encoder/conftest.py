@@ -17,7 +17,16 @@ def encoder_lib():
     sys.path.insert(0, str(ENCODER_DIR))
     try:
         import encoder_lib
-        from encoder_lib import classifier, colours, encoder, faces, perception  # noqa: F401
+        from encoder_lib import (  # noqa: F401
+            classifier,
+            colours,
+            encoder,
+            faces,
+            margins,
+            onnx_model,
+            perception,
+            text_reader,
+        )
     finally:
         sys.path.remove(str(ENCODER_DIR))
     return encoder_lib

@@ -98,3 +98,14 @@ def test_memo_drops_the_least_recently_used(lib):
     memo.get_or_make(b, lambda: made.append("b"))
     memo.get_or_make(a, lambda: made.append("a"))
     assert made == ["b", "a"]  # b was dropped by c; then a was dropped by b
+
+
+def test_ocr_beside_the_other_parts_gives_what_one_after_the_other_gives(lib, encoder):
+    from tests.unit.cpu_encoder.conftest import sign
+
+    p = encoder.perceiver
+    alone = lib.perception.Perceiver(p.settings, p.classifier, p.faces, p.colours, parallel=False)
+    for picture in (photo("astronaut"), sign()):
+        side_by_side = p.perceive(picture, encoder.photo_text).as_dict()
+        assert side_by_side == alone.perceive(picture, encoder.photo_text).as_dict()
+    assert alone.perceive(sign()).text == "" and "OPEN" in p.perceive(sign(), encoder.photo_text).text

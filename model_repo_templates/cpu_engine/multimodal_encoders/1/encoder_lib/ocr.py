@@ -1,7 +1,7 @@
 """The CPU demo's visual encoder: read the text in each image, return the LLM's embeddings of it.
 
 A stand-in for a vision tower: the image's text, found by the PP-OCR models shipped inside the
-rapidocr-onnxruntime wheel, is written as "[Image text: ...]", tokenized with the LLM's tokenizer
+rapidocr-onnxruntime wheel (text_reader.py: a quick check first, so a picture without text is cheap), is written as "[Image text: ...]", tokenized with the LLM's tokenizer
 and looked up in the LLM's own input-embedding matrix. Each image yields exactly
 `num_visual_features` rows (longer text is cut, shorter text padded with newline embeddings), so
 the rows line up with the fake ids the preprocessing step placed for it.
@@ -82,9 +82,9 @@ class OcrEncoder:
         self.pad_id = self._ids(self.ocr_settings.get("pad_text", "\n"))[-1]
         self.close_ids = self._ids(self.ocr_settings.get("text_format", "[Image text: {text}]").split("{text}")[-1])
         if ocr_engine is None:
-            from rapidocr_onnxruntime import RapidOCR
+            from .text_reader import TextReader
 
-            ocr_engine = RapidOCR()
+            ocr_engine = TextReader()
         self.ocr = ocr_engine
         self.memo = ImageMemo()
 

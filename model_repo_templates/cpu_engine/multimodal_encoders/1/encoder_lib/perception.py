@@ -8,13 +8,16 @@ Labels below the "sure" confidence are worded as guesses ("perhaps ...").
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from .classifier import ImageClassifier, Label
 from .colours import ColourReader, Shape
-from .faces import Face, FaceFinder
+from .faces import Face, FaceFinder, grey
+from .margins import trim_margins
 
 DEFAULTS = {"top_k": 3, "min_confidence": 0.1, "sure_confidence": 0.5, "min_colour_share": 0.12,
             "max_colours": 3, "ocr_min_score": 0.85}
@@ -93,37 +96,48 @@ class Perception:
         }
 
 
-def trim_margins(rgb: np.ndarray, value: int = 255) -> np.ndarray:
-    """The image without a letterbox's padding: uniform `value` bands at two opposite edges only.
+def one_thread_per_part() -> None:
+    """Process-wide: torch and OpenCV compute on one thread (onnxruntime sessions here have one each).
 
-    A picture whose own background is that colour on all four sides is left as it is.
+    The multimodal_encoders process calls this once; the Perceiver then runs the OCR beside the other
+    parts, so one image keeps 2 cores busy without oversubscribing them.
     """
-    keep = np.any(rgb != value, axis=2)
-    rows, cols = np.flatnonzero(keep.any(axis=1)), np.flatnonzero(keep.any(axis=0))
-    if rows.size == 0 or cols.size == 0:
-        return rgb
-    top, bottom, left, right = rows[0], rows[-1] + 1, cols[0], cols[-1] + 1
-    if (top > 0 or bottom < rgb.shape[0]) and (left > 0 or right < rgb.shape[1]):
-        return rgb
-    return rgb[top:bottom, left:right]
+    import cv2
+    import torch
+
+    cv2.setNumThreads(1)
+    torch.set_num_threads(1)
 
 
 class Perceiver:
-    """All parts loaded once per model instance; `perceive(rgb, read_text)` per image."""
+    """All parts loaded once per model instance; `perceive(rgb, read_text)` per image.
 
-    def __init__(self, settings: dict | None = None, classifier=None, faces=None, colours=None):
+    The OCR runs on a second thread beside the other parts (onnxruntime, OpenCV and torch release the
+    GIL; see one_thread_per_part). Given `folder` (the encoder's), the classifier runs from an ONNX copy
+    kept there (onnx_model.py).
+    """
+
+    def __init__(self, settings: dict | None = None, classifier=None, faces=None, colours=None,
+                 folder: Path | None = None, parallel: bool = True):
         self.settings = {**DEFAULTS, **(settings or {})}
-        self.classifier = classifier or ImageClassifier()
+        self.classifier = classifier or ImageClassifier(onnx_folder=folder)
         self.faces = faces or FaceFinder()
         self.colours = colours or ColourReader()
+        self.ocr_thread = ThreadPoolExecutor(1, thread_name_prefix="ocr") if parallel else None
 
     def perceive(self, rgb: np.ndarray, read_text=None) -> Perception:
         """One [H, W, 3] uint8 RGB image -> Perception; `read_text(bgr)` is the OCR (None: no text)."""
         s = self.settings
+        text, reading = "", None
+        if read_text is not None and self.ocr_thread is not None:
+            reading = self.ocr_thread.submit(read_text, np.ascontiguousarray(rgb[:, :, ::-1]))
+        elif read_text is not None:
+            text = read_text(np.ascontiguousarray(rgb[:, :, ::-1]))
         picture = trim_margins(rgb)
         labels = self.classifier.top(picture, int(s["top_k"]), float(s["min_confidence"]))
-        gray = np.ascontiguousarray(picture.mean(axis=2).astype(np.uint8))
+        gray = grey(picture)
         faces, cat_faces = self.faces.find(gray)
         colours, shapes = self.colours.read(picture, float(s["min_colour_share"]), int(s["max_colours"]))
-        text = read_text(np.ascontiguousarray(rgb[:, :, ::-1])) if read_text else ""
+        if reading is not None:
+            text = reading.result()
         return Perception(labels, faces, cat_faces, colours, shapes, text, float(s["sure_confidence"]))
