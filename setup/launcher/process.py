@@ -24,7 +24,7 @@ from setup.launcher.options import (
     check_shared_memory,
 )
 from setup.launcher.procfs import group_members, health_ok, listening_inodes, process_table, socket_inodes
-from setup.launcher.reaper import start_time
+from setup.launcher.reaper import python_env_dirs, remove_empty_dirs, start_time
 
 REAPER = Path(__file__).with_name("reaper.py")
 
@@ -53,6 +53,8 @@ class TritonProcess:
         self._watcher: threading.Thread | None = None
         self._on_stop: list[Callable[[], None]] = []
         self._reaper: subprocess.Popen | None = None
+        self._env_before: set[Path] = set()
+        self._env_dirs: set[Path] | None = None  # the backend folders this server made (known once it is ready)
 
     @property
     def pid(self) -> int | None:
@@ -70,6 +72,7 @@ class TritonProcess:
             raise LaunchError("This TritonProcess was started already; make a new one.")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, **self.install.env}
+        self._env_before = python_env_dirs()
         with open(self.log_path, "ab") as log:
             self._log_start = log.tell()  # the log may hold earlier runs: log_tail reads this run only
             self._proc = subprocess.Popen(  # argv list, no shell
@@ -146,6 +149,7 @@ class TritonProcess:
                 if not self.is_running():
                     raise self._exited_error()
                 if self.answers_itself():
+                    self._env_dirs = python_env_dirs() - self._env_before
                     self.ready_seconds = time.monotonic() - start
                     return self.ready_seconds
                 foreign = True
@@ -231,6 +235,7 @@ class TritonProcess:
             except subprocess.TimeoutExpired:
                 pass
         self._remove_shm()
+        remove_empty_dirs(self._env_dirs if self._env_dirs is not None else python_env_dirs() - self._env_before)
 
     def _watch(self) -> None:
         """When the server exits by itself (crash, kill -9), end the rest of its group (the stubs) and

@@ -5,7 +5,7 @@
 The starter keeps the pipe's write end and never writes. When the starter exits, the kernel closes that end
 and this script reads end-of-file: if the group still exists (its leader has the same start time, or it has
 members left after the leader), it gets SIGTERM, then SIGKILL after GRACE seconds, and the group's
-shared-memory segments are removed. After a normal stop the group is already gone and nothing is done.
+shared-memory segments and the empty python-backend folders it left in /tmp are removed. After a normal stop the group is already gone and nothing is done.
 Standard library only, run by path, so it works wherever the starter's interpreter runs.
 """
 
@@ -19,6 +19,23 @@ from pathlib import Path
 
 GRACE = 10.0
 SHM_DIR = Path("/dev/shm")
+# Triton's python backend makes an empty folder /tmp/python_env_XXXXXX at start (a fixed path: TMPDIR is not
+# read) and removes it only when it exits cleanly; a server ended by SIGKILL leaves it behind.
+BACKEND_TMP = Path("/tmp")
+
+
+def python_env_dirs(root: Path = BACKEND_TMP) -> set[Path]:
+    """The python backend's folders under `root` now."""
+    return set(root.glob("python_env_*"))
+
+
+def remove_empty_dirs(folders) -> None:
+    """rmdir each folder; one that holds anything (or is gone already) is left as it is."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            pass
 
 
 def start_time(pid: int) -> str | None:
@@ -50,8 +67,10 @@ def still_ours(pgid: int, leader_start: str) -> bool:
     return bool(members(pgid))
 
 
-def end_group(pgid: int, leader_start: str, shm_prefix: str) -> None:
-    if pgid > 1 and still_ours(pgid, leader_start):  # 0 and 1 would mean our own group / every process
+def end_group(pgid: int, leader_start: str, shm_prefix: str) -> bool:
+    """End the group if it is still the one we were told about; whether it was."""
+    ours = pgid > 1 and still_ours(pgid, leader_start)  # 0 and 1 would mean our own group / every process
+    if ours:
         for sig, wait in ((signal.SIGTERM, GRACE), (signal.SIGKILL, 5.0)):
             try:
                 os.killpg(pgid, sig)
@@ -68,13 +87,16 @@ def end_group(pgid: int, leader_start: str, shm_prefix: str) -> None:
                 segment.unlink()
             except OSError:
                 pass
+    return ours
 
 
 def main(argv: list[str]) -> int:
     pgid, leader_start, shm_prefix = int(argv[1]), argv[2], argv[3]
+    before = python_env_dirs()  # we start right after the server, before its backend makes its folder
     while sys.stdin.buffer.read(4096):
         pass  # nobody writes; EOF comes when the starter is gone
-    end_group(pgid, leader_start, shm_prefix)
+    if end_group(pgid, leader_start, shm_prefix):
+        remove_empty_dirs(python_env_dirs() - before)
     return 0
 
 

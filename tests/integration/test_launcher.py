@@ -1,5 +1,6 @@
 """A tritonserver we started does not outlive its starter, even when the starter is killed with SIGKILL
-(no atexit, no signal handler runs): the launcher's reaper ends the server's process group."""
+(no atexit, no signal handler runs): the launcher's reaper ends the server's process group and removes the
+folder Triton's python backend made in /tmp (which a killed server cannot remove itself)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from setup.launcher.reaper import members
+from setup.launcher.reaper import members, python_env_dirs
 from setup.paths import PROJECT_ROOT
 from tests.conftest import free_port
 
@@ -27,18 +28,22 @@ time.sleep(600)
 
 def test_sigkill_of_the_starter_ends_tritonserver(tmp_path):
     ports = [str(free_port()) for _ in range(3)]
+    before = python_env_dirs()
     starter = subprocess.Popen([sys.executable, "-c", STARTER, str(tmp_path), *ports], stdout=subprocess.PIPE,
                                text=True, cwd=PROJECT_ROOT)
     triton_pid = None
     try:
         triton_pid = int(starter.stdout.readline())
         assert members(triton_pid), "tritonserver should be running in its own group"
+        made = python_env_dirs() - before  # the server is ready: its backend has made its folder
+        assert made, "the python backend should have made its /tmp/python_env_* folder"
         starter.kill()  # SIGKILL: only the kernel closing the reaper's pipe tells anyone
         starter.wait(timeout=10)
         deadline = time.monotonic() + 30
         while members(triton_pid) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert members(triton_pid) == []
+        assert not [folder for folder in made if folder.exists()], "the reaper removes the backend's folder"
     finally:
         if starter.poll() is None:
             starter.kill()

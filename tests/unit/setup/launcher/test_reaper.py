@@ -59,3 +59,15 @@ def test_shared_memory_segments_of_the_prefix_are_removed(tmp_path, monkeypatch)
     (tmp_path / "other").write_bytes(b"x")
     reaper.end_group(2**22 + 12345, "0", "tvl1p2n0r")  # no such group: only the segments are cleaned
     assert sorted(p.name for p in Path(tmp_path).iterdir()) == ["other"]
+
+
+def test_only_empty_backend_folders_are_removed(tmp_path):
+    from setup.launcher.reaper import python_env_dirs, remove_empty_dirs
+
+    empty, full, other = tmp_path / "python_env_a1", tmp_path / "python_env_b2", tmp_path / "keep_me"
+    for folder in (empty, full, other):
+        folder.mkdir()
+    (full / "env.tar").write_bytes(b"x")
+    assert python_env_dirs(tmp_path) == {empty, full}
+    remove_empty_dirs([empty, full, tmp_path / "python_env_gone"])
+    assert not empty.exists() and (full / "env.tar").exists() and other.exists()
