@@ -20,6 +20,7 @@ def test_help():
     (("--triton", "localhost"), "is not HOST:PORT"),
     (("--demo", "--port", "70000"), "outside 1-65535"),
     (("--demo", "--triton", "a:1"), "not allowed with argument"),
+    (("--triton", "a:1", "--deployment", "xcomposer2"), "--deployment xcomposer2 is the CPU twin"),
 ])
 def test_bad_values_give_one_line_errors(args, message):
     result = run(*args)
