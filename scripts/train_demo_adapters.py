@@ -165,39 +165,50 @@ def train_partial_adapter(model_dir: Path, name: str, spec: dict, out: Path, ste
     torch.manual_seed(settings["seed"])
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     base = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    layers = base.config.num_hidden_layers
+    top = list(range(layers - int(settings.get("top_layers", layers)), layers))  # backward stops below these
     config = LoraConfig(r=settings["rank"], lora_alpha=settings["alpha"], lora_dropout=0.0, bias="none",
-                        target_modules=list(settings["target_modules"]), task_type="CAUSAL_LM")
+                        target_modules=list(settings["target_modules"]), layers_to_transform=top,
+                        task_type="CAUSAL_LM")
     model = get_peft_model(base, config)
     mask = RowMask()
     mask.attach(model)
-    rows, masks, labels = [], [], []
+    examples = []
     for image, question, answer in spec["examples"]:
         ids, rows_mask = partial_prompt(tokenizer, spec, image, question)
         answer_ids = tokenizer.encode(answer + tokenizer.eos_token, add_special_tokens=False)
-        rows.append(ids + answer_ids)
-        masks.append(rows_mask + [0] * len(answer_ids))
-        labels.append([IGNORE] * len(ids) + answer_ids)
+        examples.append((ids + answer_ids, rows_mask + [0] * len(answer_ids), len(answer_ids)))
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    size = int(settings.get("micro_batch", 4))  # examples per forward pass: bounds the logits' memory
+    size = int(settings.get("micro_batch", 4))  # examples per forward pass
     chunks = []
-    for start in range(0, len(rows), size):
-        part = slice(start, start + size)
-        width = max(len(r) for r in rows[part])
-        chunks.append(({"input_ids": torch.tensor([r + [pad] * (width - len(r)) for r in rows[part]]),
-                        "attention_mask": torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows[part]]),
-                        "labels": torch.tensor([lab + [IGNORE] * (width - len(lab)) for lab in labels[part]])},
-                       torch.tensor([m + [0] * (width - len(m)) for m in masks[part]], dtype=torch.float32)))
+    for start in range(0, len(examples), size):
+        part = examples[start:start + size]
+        width, keep = max(len(e[0]) for e in part), max(e[2] for e in part) + 1
+        # Left padding: every row ends with its answer, so only the last `keep` positions need logits (RoPE sees
+        # the same relative positions, and the pads are masked out).
+        ids = torch.tensor([[pad] * (width - len(e[0])) + e[0] for e in part])
+        attention = torch.tensor([[0] * (width - len(e[0])) + [1] * len(e[0]) for e in part])
+        rows = torch.tensor([[0] * (width - len(e[0])) + e[1] for e in part], dtype=torch.float32)
+        labels = torch.full((len(part), keep), IGNORE)
+        for row, (seq, _, answer_len) in enumerate(part):
+            labels[row, keep - answer_len:] = torch.tensor(seq[-answer_len:])
+        chunks.append((ids, attention, rows, labels, keep))
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=settings["learning_rate"])
     model.train()
     started = time.monotonic()
     for step in range(steps):
-        for batch, mask.rows in chunks:  # gradients of the whole set, one chunk at a time
-            loss = model(**batch).loss / len(chunks)
+        total = 0.0
+        for ids, attention, mask.rows, labels, keep in chunks:  # gradients of the whole set, chunk by chunk
+            logits = model(input_ids=ids, attention_mask=attention, logits_to_keep=keep + 1).logits[:, :-1]
+            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1),
+                                                     ignore_index=IGNORE) / len(chunks)
             loss.backward()
+            total += loss.item()
         optimizer.step()
         optimizer.zero_grad()
-        if step % 8 == 0 or step == steps - 1:
-            print(f"  [{name}] step {step + 1}/{steps} last chunk's loss {loss.item() * len(chunks):.3f}", flush=True)
+        if step % 4 == 0 or step == steps - 1:
+            print(f"  [{name}] step {step + 1}/{steps} loss {total:.3f} "
+                  f"({time.monotonic() - started:.0f} s)", flush=True)
     print(f"  [{name}] trained in {time.monotonic() - started:.0f} s")
     model.eval()
     target = out / spec["folder"] / name
