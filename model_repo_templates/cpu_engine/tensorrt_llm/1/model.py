@@ -68,6 +68,7 @@ class TritonPythonModel:
             f"cpu engine: in-flight batching, max_batch_size {self.engine.max_batch}, max_num_tokens "
             f"{self.engine.max_num_tokens}, KV cache {kv.total_blocks} blocks of {kv.tokens_per_block} tokens, "
             f"{kv.policy}, reuse {'on' if kv.reuse else 'off'}, {threads} threads"
+            + (", Partial LoRA (adapters apply at prompt-table rows only)" if self.runner.lora.engine.partial_mask else "")
         )
         self.metrics = EngineMetrics(pb_utils, *self._names, self.params)
         return self.engine, self.metrics

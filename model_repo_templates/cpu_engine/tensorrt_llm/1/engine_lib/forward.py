@@ -1,9 +1,10 @@
 """One batched forward pass of a Llama-style model over ragged rows, with a slot KV cache.
 
 All rows of a step are laid end to end ([tokens, hidden], no padding). Linear layers run once for
-the whole step; each LoRA adapter's update is added to its own rows only; attention reads each row's
-keys from its cache slot: all single-token rows (decode) in one call, multi-token rows (prefill
-chunks) one call each.
+the whole step; each LoRA adapter's update is added to its own rows only, and a partial adapter's
+(lora.py, Partial LoRA) only to those of its rows whose input id is a fake prompt-table id; attention
+reads each row's keys from its cache slot: all single-token rows (decode) in one call, multi-token rows
+(prefill chunks) one call each.
 
 This module has no Triton import so tests can use it directly.
 """
@@ -192,11 +193,15 @@ class BatchedLlama:
         return adapter.fused[key]
 
     def _lora(self, out, h, plan, layer: int, name: str) -> None:
-        """Add each adapter's update to its own rows: one pair of small matmuls per adapter."""
-        for adapter, t0, t1 in plan.groups:
+        """Add each adapter's update to its own rows (a partial adapter's: to its fake-id rows only)."""
+        for adapter, t0, t1, rows in plan.groups:
             stacked = self._stacked(adapter, layer, name)
-            if stacked is not None:
+            if stacked is None:
+                continue
+            if rows is None:
                 out[t0:t1].addmm_(h[t0:t1] @ stacked[0], stacked[1])
+            elif rows.numel():
+                out.index_add_(0, rows, (h[rows] @ stacked[0]) @ stacked[1])
 
     def _layer(self, x, index, w, plan, cache, cos, sin) -> torch.Tensor:
         h = w["in_norm"](x)
@@ -277,7 +282,11 @@ class _Plan:
         self.slots = torch.tensor(slots, dtype=torch.long)
         self.positions = torch.tensor(positions, dtype=torch.long)
         self.logit_rows = torch.tensor(logit_rows, dtype=torch.long)
-        self.spans, self.groups = spans, groups
+        self.spans = spans
+        fake = self.ids >= model.embed.shape[0]
+        # per adapter's rows: None (every row) or, for a partial adapter, the rows of fake prompt ids
+        self.groups = [(adapter, t0, t1, (t0 + fake[t0:t1].nonzero().flatten()) if adapter.partial else None)
+                       for adapter, t0, t1 in groups]
         self._split(segments, model)
 
     def _split(self, segments, model) -> None:

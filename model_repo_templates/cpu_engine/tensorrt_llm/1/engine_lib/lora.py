@@ -8,6 +8,15 @@
 - The batched forward pass (forward.py) adds x @ A^T @ B^T of each adapter to its own rows;
   `LoraHooks` does the same on a plain Hugging Face model for one adapter at a time (tools, tests).
 
+Partial LoRA (InternLM-XComposer2's Plora; TensorRT-LLM's `has_partial_lora_mask`): a partial adapter's
+update is applied only at token positions whose input id is a fake prompt-table id (id >= vocab_size,
+an image row) and is exactly zero elsewhere, at every LoRA module. The switch is per adapter
+(`LoraAdapter.partial`) and set for every adapter of an engine, as TensorRT-LLM sets the mask for the
+whole model: by `pretrained_config.has_partial_lora_mask` in the engine's config.json (where a converted
+checkpoint records it), or by the tensorrt_llm model's parameter `has_partial_lora_mask` ("true" /
+"false"; CPU engine only, it overrides the config.json so a repository can share an engine folder).
+Such a model needs its adapter on every request (the request's lora_task_id); the engine does not add it.
+
 This module has no Triton import so tests can use it directly.
 """
 
@@ -16,7 +25,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -76,10 +85,12 @@ class EngineLora:
     target_modules: tuple[str, ...]
     num_layers: int
     shapes: dict  # module id -> (in, out)
+    partial_mask: bool = False  # has_partial_lora_mask: every adapter of this engine is partial
 
     @classmethod
     def from_engine(cls, engine_config: dict, model: torch.nn.Module) -> EngineLora:
         lora = engine_config.get("build_config", {}).get("lora_config") or {}
+        pretrained = engine_config.get("pretrained_config", {})
         layers = _decoder_layers(model)
         shapes = {}
         for module_id, (_, path) in MODULES.items():
@@ -87,21 +98,26 @@ class EngineLora:
             if linear is not None:
                 shapes[module_id] = (linear.in_features, linear.out_features)
         return cls(
-            dtype=str(engine_config.get("pretrained_config", {}).get("dtype", "float16")),
+            dtype=str(pretrained.get("dtype", "float16")),
             max_rank=int(lora.get("max_lora_rank") or 0),
             target_modules=tuple(lora.get("lora_target_modules") or ()),
             num_layers=len(layers),
             shapes=shapes,
+            partial_mask=_flag(pretrained.get("has_partial_lora_mask", False)),
         )
 
 
 @dataclass
 class LoraAdapter:
-    """A decoded adapter: (layer, module id) -> (A [rank, in], B [out, rank]) float32 tensors."""
+    """A decoded adapter: (layer, module id) -> (A [rank, in], B [out, rank]) float32 tensors.
+
+    `partial`: the update applies only at rows whose input id is a fake prompt-table id (Partial LoRA).
+    """
 
     task_id: int
     weights: dict
     nbytes: int
+    partial: bool = False
     fused: dict = field(default_factory=dict)  # per layer, the forward pass's stacked A/B (forward.py)
 
 
@@ -156,7 +172,7 @@ def decode_adapter(task_id: int, weights: np.ndarray, config: np.ndarray, engine
         a = values[: rank * in_size].reshape(rank, in_size).copy()
         b = values[rank * in_size: rank * (in_size + out_size)].reshape(out_size, rank).copy()
         rows[(layer, module_id)] = (torch.from_numpy(a), torch.from_numpy(b))
-    return LoraAdapter(task_id=int(task_id), weights=rows, nbytes=int(weights.nbytes))
+    return LoraAdapter(task_id=int(task_id), weights=rows, nbytes=int(weights.nbytes), partial=engine.partial_mask)
 
 
 class LoraCache:
@@ -229,10 +245,17 @@ class LoraCache:
 
 
 class LoraHooks:
-    """Forward hooks on every LoRA-capable Linear; they add the active adapter's update, if any."""
+    """Forward hooks on every LoRA-capable Linear; they add the active adapter's update, if any.
+
+    A partial adapter needs the input ids of the forward call (`use(adapter, input_ids)`, or set
+    `input_ids` between calls): its update goes to the positions whose id is >= vocab_size only, and
+    nowhere when no ids are given (ids a Hugging Face model can embed are never fake ones).
+    """
 
     def __init__(self, model: torch.nn.Module):
         self.active: LoraAdapter | None = None
+        self.input_ids: torch.Tensor | None = None
+        self.vocab_size = model.get_input_embeddings().weight.shape[0]
         self._handles = []
         for layer_index, layer in enumerate(_decoder_layers(model)):
             for module_id, (_, path) in MODULES.items():
@@ -252,17 +275,27 @@ class LoraHooks:
                 return None
             a, b = ab
             x = args[0]
-            return output + (x.to(a.dtype) @ a.T @ b.T).to(output.dtype)
+            update = x.to(a.dtype) @ a.T @ b.T
+            if adapter.partial:
+                if self.input_ids is None:
+                    return None
+                mask = self.input_ids >= self.vocab_size
+                if tuple(mask.shape) != tuple(x.shape[:-1]):
+                    raise ValueError(f"input_ids {tuple(mask.shape)} do not match the tokens {tuple(x.shape[:-1])}")
+                update = torch.where(mask.unsqueeze(-1), update, torch.zeros((), dtype=update.dtype))
+            return output + update.to(output.dtype)
 
         return add_update
 
     @contextmanager
-    def use(self, adapter: LoraAdapter | None):
-        previous, self.active = self.active, adapter
+    def use(self, adapter: LoraAdapter | None, input_ids: torch.Tensor | None = None):
+        """Run the model with `adapter` (None: the base model); `input_ids` place a partial adapter."""
+        previous = self.active, self.input_ids
+        self.active, self.input_ids = adapter, input_ids
         try:
             yield
         finally:
-            self.active = previous
+            self.active, self.input_ids = previous
 
     def remove(self) -> None:
         for handle in self._handles:
@@ -275,6 +308,8 @@ class LoraManager:
 
     def __init__(self, model: torch.nn.Module, engine_config: dict, params: dict, log=print):
         self.engine = EngineLora.from_engine(engine_config, model)
+        if params.get("has_partial_lora_mask", "") != "":
+            self.engine = replace(self.engine, partial_mask=_flag(params["has_partial_lora_mask"]))
         capacity = _int_param(params, "lora_cache_host_memory_bytes", DEFAULT_HOST_CACHE_BYTES)
         self.cache = LoraCache(capacity)
         self.log = log
@@ -326,3 +361,8 @@ def _int_param(params: dict, key: str, default: int) -> int:
         return int(float(params.get(key, default)))
     except (TypeError, ValueError):
         return default
+
+
+def _flag(value) -> bool:
+    """A config or parameter boolean: true/1/yes (any case) or a JSON true."""
+    return value is True or str(value).strip().lower() in ("true", "1", "yes")
