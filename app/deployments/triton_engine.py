@@ -130,6 +130,18 @@ class TritonEngineDeployment(TritonServed):
         cleaned[last] = {**cleaned[last], "content": request.text}
         return cleaned, request.extra
 
+    def _carried_image(self, history: list[dict]) -> list[str]:
+        """For a model that needs an image on every request: the conversation's latest image, so a follow-up
+        question is about the picture already shown (nothing for other models, or when there is none)."""
+        try:
+            support = image_support(self.client.model_info())
+        except InvalidRequest:
+            return []
+        if support is None or not support.family.image_required:
+            return []
+        files = [path for m in history if m.get("role") == "user" and (path := file_path(m.get("content")))]
+        return files[-1:]
+
     def _check_markers(self, prompt: str, images: int) -> None:
         """A model that takes one image per request gets its marker exactly once (its preprocessing splits there)."""
         support = image_support(self.client.model_info()) if images else None
@@ -150,6 +162,8 @@ class TritonEngineDeployment(TritonServed):
         prompt = prompts.build(history, request.system_prompt)
         check_prompt_tokens(self.input_limit(), prompts, prompt)
         images = current_turn_images(history) if request.images is None else list(request.images)
+        if not images and request.images is None:
+            images = self._carried_image(history)
         turns, image_inputs = self._model_turns(history, images)
         if turns is not history:  # image markers changed the text
             prompt = prompts.build(turns, request.system_prompt)

@@ -179,3 +179,13 @@ def test_two_images_are_refused(adapters, picture):
     history = [{"role": "user", "content": {"path": picture}}, *ask("Both?", picture)]
     with pytest.raises(TooManyImages, match="at most 1 image"):
         deployment(adapters).open_reply(ReplyRequest(history))
+
+
+def test_a_follow_up_question_is_about_the_conversations_latest_picture(adapters, picture):
+    client = FakeClient()
+    history = [*ask("What is it?", picture), {"role": "assistant", "content": "In the picture, a red square."},
+               {"role": "user", "content": "Which colour is it?"}]
+    run(deployment(adapters, client), ReplyRequest(history))
+    prompt, extra = client.sent[0]
+    assert extra["image_input"].shape == (1, 3, 490, 490) and prompt.count("<ImageHere>") == 1
+    assert "<ImageHere>Which colour is it?" in prompt and "What is it?" in prompt  # marker at the latest question
