@@ -4,6 +4,8 @@ request, the CPU engine with has_partial_lora_mask), and the app's engine kind t
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 from PIL import Image, ImageDraw
@@ -102,9 +104,18 @@ def test_text_only_and_other_adapters_are_refused_in_a_sentence(xcomposer2_app_s
 def test_gradio_api_answers_an_image_question(xcomposer2_app_served, red_circle):
     from gradio_client import Client, handle_file
 
-    client = Client(xcomposer2_app_served[1], verbose=False)
-    reply = client.predict(text="What do you see?", images=[handle_file(red_circle)], max_tokens=16,
-                           api_name="/generate")
-    assert reply.strip().startswith(OPENING), reply
+    ctx, url = xcomposer2_app_served
+    client = Client(url, verbose=False)
+    ctx.adapters.forget_server_state()  # as after a server restart: the next request carries the weights
+    weights, config = ctx.adapters.tensors(ctx.deployment.built_in_adapter())
+    for question, sent, with_weights in (("What do you see?", 8 + weights.nbytes + config.nbytes, True),
+                                         ("Describe the picture.", 8, False)):
+        reply = client.predict(text=question, images=[handle_file(red_circle)], max_tokens=16, api_name="/generate")
+        assert reply.strip().startswith(OPENING), reply
+        # the Server tab's figures (a reading at most once a second): what the request sent of the adapter
+        deadline, figures = time.monotonic() + 10, {}
+        while time.monotonic() < deadline and figures.get("lora_bytes_last_request") != sent:
+            figures = client.predict(api_name="/server_figures")
+        assert figures["lora_bytes_last_request"] == sent and figures["lora_weights_last_request"] is with_weights
     with pytest.raises(Exception, match="attach an image"):
         client.predict(text="Hello", max_tokens=8, api_name="/generate")
