@@ -142,6 +142,9 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.openai and (args.deployment != AppConfig.deployment or args.server_adapters_dir):
         parser.error("--deployment and --server-adapters-dir are for a Triton server; leave them out with --openai")
+    if args.model_adapter and (args.openai or args.deployment == "llmapi"):
+        parser.error("--model-adapter is for the Triton engine topology (e.g. InternLM-XComposer2's Partial LoRA); "
+                     "leave it out with --openai and --deployment llmapi")
     if args.deployment == XCOMPOSER2_DEMO and not args.demo:
         parser.error("--deployment xcomposer2 is the CPU twin; against a server use --deployment engine (it reads the "
                      "served family) with --model-adapter NAME")
