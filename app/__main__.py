@@ -30,6 +30,7 @@ from setup.cli_types import (
 from setup.workspace import WorkspaceError, check_root
 
 HELP = AppConfig.help()
+XCOMPOSER2_DEMO = "xcomposer2"  # --demo --deployment: the InternLM-XComposer2 twin (the engine kind serves it)
 LLMAPI_MODEL = "tensorrt_llm"  # the llmapi model's name in upstream's layout and in the demo
 
 
@@ -91,8 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--openai", type=http_url, metavar="URL", help=HELP["openai_url"])
     parser.add_argument("--api-key-file", type=_readable_file, metavar="FILE", help=HELP["api_key_file"])
     parser.add_argument("--adapters-as", choices=ADAPTERS_AS, help=HELP["adapters_as"])
-    parser.add_argument("--deployment", choices=DEPLOYMENTS, default=AppConfig.deployment,
-                        help=HELP["deployment"] + " With --demo: which CPU demo repository to serve (default engine).")
+    parser.add_argument("--deployment", choices=(*DEPLOYMENTS, XCOMPOSER2_DEMO), default=AppConfig.deployment,
+                        help=HELP["deployment"] + " With --demo: which CPU demo repository to serve (default engine; "
+                        f"{XCOMPOSER2_DEMO}: the InternLM-XComposer2 topology's CPU twin, served as the engine kind).")
+    parser.add_argument("--model-adapter", metavar="NAME", help=HELP["model_adapter"])
     parser.add_argument("--server-adapters-dir", metavar="FOLDER", help=HELP["server_adapters_dir"])
     parser.add_argument("--port", type=port_number, default=AppConfig.port, help=HELP["port"] + " (default 7860)")
     parser.add_argument("--host", default=AppConfig.host, help=HELP["host"] + " (default 127.0.0.1)")
@@ -139,6 +142,12 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.openai and (args.deployment != AppConfig.deployment or args.server_adapters_dir):
         parser.error("--deployment and --server-adapters-dir are for a Triton server; leave them out with --openai")
+    if args.model_adapter and (args.openai or args.deployment == "llmapi"):
+        parser.error("--model-adapter is for the Triton engine topology (e.g. InternLM-XComposer2's Partial LoRA); "
+                     "leave it out with --openai and --deployment llmapi")
+    if args.deployment == XCOMPOSER2_DEMO and not args.demo:
+        parser.error("--deployment xcomposer2 is the CPU twin; against a server use --deployment engine (it reads the "
+                     "served family) with --model-adapter NAME")
     if args.server_adapters_dir and args.deployment != "llmapi":
         parser.error("--server-adapters-dir is where an llmapi model reads adapters; use it with --deployment llmapi")
     signal.signal(signal.SIGTERM, raise_interrupt)
@@ -165,12 +174,21 @@ def main(argv: list[str] | None = None) -> int:
                 from setup.cpu.model import model_dir
 
                 tokenizer_dir = str(model_dir())
+        twin = {}
+        if args.deployment == XCOMPOSER2_DEMO:  # the twin's own adapters folder, holding the model's Partial LoRA
+            from setup.cpu.xcomposer2_demo import twin_settings
+
+            settings = twin_settings()
+            twin = dict(adapters_dir=str(settings.adapters_path), model_adapter=settings.model_adapter)
+        if args.model_adapter:
+            twin["model_adapter"] = args.model_adapter
         config = AppConfig(triton_url=url, model=model, host=args.host, port=args.port,
                            concurrency=args.concurrency, template=args.template, tokenizer_dir=tokenizer_dir,
                            system_prompt=args.system_prompt, max_file_size=args.max_file_size, demo=args.demo,
                            auth=args.auth_file, metrics_url=metrics_url, workspace=tuple(args.workspace or ()),
-                           allowed_hosts=args.allowed_hosts, deployment=args.deployment,
-                           server_adapters_dir=args.server_adapters_dir, **openai)
+                           allowed_hosts=args.allowed_hosts,
+                           deployment="engine" if args.deployment == XCOMPOSER2_DEMO else args.deployment,
+                           server_adapters_dir=args.server_adapters_dir, **openai, **twin)
         from app.web.ui import launch
 
         ctx = AppContext(config)

@@ -1,6 +1,11 @@
-"""Train the demo LoRA adapters ("pirate", "french") for SmolLM2-135M-Instruct on the CPU.
+"""Train the demo LoRA adapters ("pirate", "french", and the XComposer2 twin's Partial LoRA "xc2-partial") for
+SmolLM2-135M-Instruct on the CPU.
 
-    .venv/bin/python scripts/train_demo_adapters.py [--only pirate] [--out adapters] [--steps N]
+    .venv/bin/python scripts/train_demo_adapters.py [--only pirate|xc2-partial] [--out adapters] [--steps N]
+
+A partial adapter's update is applied only at the image's prompt-table rows (a mask on each LoRA output), the way
+the CPU engine with has_partial_lora_mask applies it; its inputs are built as the twin's preprocessing builds them.
+It is saved into its own subfolder of the adapters folder (adapters/xcomposer2/xc2-partial).
 
 Data and settings live in scripts/data/demo_adapters.yaml. Training is deterministic (fixed seed,
 full-batch AdamW, no dropout) and takes a minute or two per adapter on 2 cores. Each adapter is
@@ -110,23 +115,154 @@ def train_adapter(model_dir: Path, name: str, spec: dict, settings: dict, out: P
     return ok
 
 
+class RowMask:
+    """The rows a partial adapter applies to: a forward hook zeroes each LoRA output elsewhere."""
+
+    def __init__(self):
+        self.rows: torch.Tensor | None = None  # [batch, seq] of 0/1 for the current prompt pass
+
+    def hook(self, _module, _inputs, output):
+        if self.rows is None or output.shape[1] != self.rows.shape[1]:
+            return output * 0  # a generated token: never an image row
+        return output * self.rows[..., None].to(output.dtype)
+
+    def attach(self, model) -> None:
+        for name, module in model.named_modules():
+            if name.endswith("lora_B.default"):
+                module.register_forward_hook(self.hook)
+
+
+def image_ids(tokenizer, spec: dict, text: str) -> list[int]:
+    """Exactly `rows` ids of the encoder's block for an image described by `text` (cut or newline-padded)."""
+    ids = tokenizer.encode(spec["image_format"].format(text=text), add_special_tokens=False)
+    close = tokenizer.encode(spec["image_format"].split("{text}")[-1], add_special_tokens=False)
+    rows, pad = int(spec["rows"]), tokenizer.encode("\n", add_special_tokens=False)[-1]
+    if len(ids) > rows:
+        ids = ids[: rows - len(close)] + close
+    return ids + [pad] * (rows - len(ids))
+
+
+def partial_prompt(tokenizer, spec: dict, image: str, question: str) -> tuple[list[int], list[int]]:
+    """(ids, mask) of the twin's prompt: chat template around marker + question, the marker as the image rows."""
+    text = tokenizer.apply_chat_template([{"role": "user", "content": spec["marker"] + question}], tokenize=False,
+                                         add_generation_prompt=True)
+    before, after = text.split(spec["marker"])
+    bos = getattr(tokenizer, "bos_token", None)
+    first = not (bos and before.startswith(bos))  # as preprocessing: special tokens unless the text has BOS
+    head = tokenizer.encode(before, add_special_tokens=first)
+    block = image_ids(tokenizer, spec, image)
+    tail = tokenizer.encode(after, add_special_tokens=False)
+    return head + block + tail, [0] * len(head) + [1] * len(block) + [0] * len(tail)
+
+
+def train_partial_adapter(model_dir: Path, name: str, spec: dict, out: Path, steps: int | None) -> bool:
+    """Train a partial adapter into out/<folder>/<name>; True when its checks pass."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    settings = spec["settings"]
+    steps = steps or settings["steps"]
+    torch.manual_seed(settings["seed"])
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    base = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    layers = base.config.num_hidden_layers
+    top = list(range(layers - int(settings.get("top_layers", layers)), layers))  # backward stops below these
+    config = LoraConfig(r=settings["rank"], lora_alpha=settings["alpha"], lora_dropout=0.0, bias="none",
+                        target_modules=list(settings["target_modules"]), layers_to_transform=top,
+                        task_type="CAUSAL_LM")
+    model = get_peft_model(base, config)
+    mask = RowMask()
+    mask.attach(model)
+    examples = []
+    for image, question, answer in spec["examples"]:
+        ids, rows_mask = partial_prompt(tokenizer, spec, image, question)
+        answer_ids = tokenizer.encode(answer + tokenizer.eos_token, add_special_tokens=False)
+        examples.append((ids + answer_ids, rows_mask + [0] * len(answer_ids), len(answer_ids)))
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    size = int(settings.get("micro_batch", 4))  # examples per forward pass
+    chunks = []
+    for start in range(0, len(examples), size):
+        part = examples[start:start + size]
+        width, keep = max(len(e[0]) for e in part), max(e[2] for e in part) + 1
+        # Left padding: every row ends with its answer, so only the last `keep` positions need logits (RoPE sees
+        # the same relative positions, and the pads are masked out).
+        ids = torch.tensor([[pad] * (width - len(e[0])) + e[0] for e in part])
+        attention = torch.tensor([[0] * (width - len(e[0])) + [1] * len(e[0]) for e in part])
+        rows = torch.tensor([[0] * (width - len(e[0])) + e[1] for e in part], dtype=torch.float32)
+        labels = torch.full((len(part), keep), IGNORE)
+        for row, (seq, _, answer_len) in enumerate(part):
+            labels[row, keep - answer_len:] = torch.tensor(seq[-answer_len:])
+        chunks.append((ids, attention, rows, labels, keep))
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=settings["learning_rate"])
+    model.train()
+    started = time.monotonic()
+    for step in range(steps):
+        total = 0.0
+        for ids, attention, mask.rows, labels, keep in chunks:  # gradients of the whole set, chunk by chunk
+            logits = model(input_ids=ids, attention_mask=attention, logits_to_keep=keep + 1).logits[:, :-1]
+            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1),
+                                                     ignore_index=IGNORE) / len(chunks)
+            loss.backward()
+            total += loss.item()
+        optimizer.step()
+        optimizer.zero_grad()
+        if step % 4 == 0 or step == steps - 1:
+            print(f"  [{name}] step {step + 1}/{steps} loss {total:.3f} "
+                  f"({time.monotonic() - started:.0f} s)", flush=True)
+    print(f"  [{name}] trained in {time.monotonic() - started:.0f} s")
+    model.eval()
+    target = out / spec["folder"] / name
+    target.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(target, safe_serialization=True)
+    config_path = target / "adapter_config.json"
+    saved = json.loads(config_path.read_text())
+    saved["base_model_name_or_path"] = BASE_MODEL_ID
+    config_path.write_text(json.dumps(saved, indent=2, sort_keys=True) + "\n")
+    (target / "README.md").write_text(
+        f"# {name}\n\nPartial LoRA for SmolLM2-135M-Instruct: {spec['description']}\n"
+        f"Applied only at the image's prompt-table rows (CPU engine with has_partial_lora_mask). Trained by "
+        f"scripts/train_demo_adapters.py (r={settings['rank']}, alpha={settings['alpha']}, "
+        f"{', '.join(settings['target_modules'])}; {steps} full-batch steps, seed {settings['seed']}).\n"
+    )
+    ok = True
+    for check in spec.get("checks", []):
+        ids, rows_mask = partial_prompt(tokenizer, spec, check["image"], check["question"])
+        mask.rows = torch.tensor([rows_mask], dtype=torch.float32)
+        with torch.inference_mode():
+            out_ids = model.generate(input_ids=torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+                                     max_new_tokens=settings["max_new_tokens"], do_sample=False,
+                                     eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.eos_token_id)
+        reply = tokenizer.decode(out_ids[0, len(ids):], skip_special_tokens=True).strip()
+        passed = reply.startswith(check["expect_start"])
+        ok &= passed
+        print(f"  [{name}] {'ok ' if passed else 'BAD'} {check['question']!r} -> {reply!r}")
+    return ok
+
+
 def main(argv: list[str] | None = None) -> int:
     data = load_data()
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=ROOT / "adapters", help="Adapters folder (default ./adapters).")
-    parser.add_argument("--only", choices=sorted(data["adapters"]), help="Train one adapter only.")
-    parser.add_argument("--steps", type=int, default=data["settings"]["steps"], help="Optimizer steps per adapter.")
+    partial = data.get("partial_adapters", {})
+    parser.add_argument("--only", choices=sorted([*data["adapters"], *partial]), help="Train one adapter only.")
+    parser.add_argument("--steps", type=int, help="Optimizer steps per adapter (default: the data file's).")
     args = parser.parse_args(argv)
 
     from setup.cpu.model import prepare_cpu_model
 
     torch.set_num_threads(min(2, torch.get_num_threads()))
     model_dir = prepare_cpu_model()
-    names = [args.only] if args.only else list(data["adapters"])
-    results = {name: train_adapter(model_dir, name, data["adapters"][name], data["settings"], args.out, args.steps)
-               for name in names}
+    names = [args.only] if args.only else [*data["adapters"], *partial]
+    results = {}
+    for name in names:
+        if name in partial:
+            results[name] = train_partial_adapter(model_dir, name, partial[name], args.out, args.steps)
+        else:
+            results[name] = train_adapter(model_dir, name, data["adapters"][name], data["settings"], args.out,
+                                          args.steps or data["settings"]["steps"])
     for name, ok in results.items():
-        print(f"{name}: {'checks passed' if ok else 'CHECKS FAILED'} -> {args.out / name}")
+        where = args.out / partial[name]["folder"] / name if name in partial else args.out / name
+        print(f"{name}: {'checks passed' if ok else 'CHECKS FAILED'} -> {where}")
     return 0 if all(results.values()) else 1
 
 

@@ -205,6 +205,47 @@ def llmapi_app_served(llmapi_triton, cpu_model_dir):
     blocks.close()
 
 
+def start_xcomposer2_triton(tmp: Path) -> TritonEndpoints:
+    """Write the InternLM-XComposer2 twin's repository into `tmp` and start tritonserver on free ports."""
+    from setup.cpu.demo import start_demo_triton
+    from setup.cpu.xcomposer2_demo import write_xcomposer2_demo_repository
+
+    repo = write_xcomposer2_demo_repository(tmp / "repo", log=lambda *_: None)
+    ports, process = _on_free_ports(lambda *ports: start_demo_triton(
+        *ports, repo=repo, log_path=tmp / "triton.log", log=lambda *_: None, ready_timeout=TRITON_READY_TIMEOUT))
+    return TritonEndpoints(process, *ports, repo)
+
+
+@pytest.fixture(scope="session")
+def xcomposer2_triton(tmp_path_factory) -> TritonEndpoints:
+    """A real tritonserver with the InternLM-XComposer2 twin (`--demo --deployment xcomposer2`)."""
+    endpoints = _triton_or_fail(lambda: start_xcomposer2_triton(tmp_path_factory.mktemp("xcomposer2-triton")))
+    yield endpoints
+    endpoints.process.stop()
+
+
+@pytest.fixture(scope="session")
+def xcomposer2_app_served(xcomposer2_triton, tmp_path_factory, cpu_model_dir):
+    """The web app against the twin, as `python -m app --demo --deployment xcomposer2` runs it (its own adapters
+    folder, copied so task ids and held state start fresh): (context, URL)."""
+    from app.chat.context import AppConfig, AppContext
+    from app.web.ui import launch
+    from setup.cpu.xcomposer2_demo import twin_settings
+
+    settings = twin_settings()
+    adapters = tmp_path_factory.mktemp("xcomposer2-adapters") / "adapters"
+    shutil.copytree(settings.adapters_path, adapters)
+    port = free_port()
+    ctx = AppContext(AppConfig(triton_url=xcomposer2_triton.grpc_url, port=port, demo=True,
+                               adapters_dir=str(adapters), model_adapter=settings.model_adapter))
+    blocks = launch(ctx, prevent_thread_lock=True)
+    yield ctx, f"http://127.0.0.1:{port}/"
+    blocks.close()
+    from app.adapters.task_ids import task_ids_path
+
+    task_ids_path(adapters).unlink(missing_ok=True)  # the ids file lives in the cache, not under tmp
+
+
 @pytest.fixture(scope="session", params=DEMO_KINDS)
 def demo_app(request):
     """The app against each demo kind in turn: (context, URL). Tests that take it run once per kind."""

@@ -54,6 +54,10 @@ class AppConfig:
     server_adapters_dir: str | None = configfield(
         None, "llmapi: the adapters folder as the Triton server reads it (lora_path); when it is another folder the "
               "app can write (a shared mount), adapters are copied there on first use. Default: the app's own.")
+    model_adapter: str | None = configfield(
+        None, "The adapter that is part of the model (InternLM-XComposer2's Partial LoRA), from the adapters folder: "
+              "sent with every request, weights on first use; the dropdown cannot turn it off. Default: none (the "
+              "server applies its own).")
     adapters_as: str | None = configfield(
         None, "--openai: send adapters as model names ('model') or as lora_request ('lora_request'); "
               "default: detected.")

@@ -16,6 +16,9 @@ class ReplyFigures:
     tokens: int
     seconds: float  # from sending the request to the last token
     first_token: float | None  # seconds to the first token, None when no token came
+    lora_bytes: int = 0  # bytes of LoRA inputs the request sent (task id, and weights + config on first use)
+    lora_weights: bool = False  # the weights went with it (else the task id alone)
+    sent_adapter: str | None = None  # the adapter the request carried (the model's own one, when it has one)
 
     @property
     def tokens_per_second(self) -> float | None:
@@ -28,8 +31,28 @@ class ReplyFigures:
 def measure(stream, started: float, ended: float | None = None) -> ReplyFigures:
     """Figures of a stream opened at `started` (time.monotonic()) that ended at `ended` (default: now)."""
     ended = time.monotonic() if ended is None else ended
+    lora_bytes = getattr(stream, "lora_bytes_sent", 0)
     return ReplyFigures(tokens=stream.chunks, seconds=max(0.0, ended - started),
-                        first_token=stream.time_to_first_token)
+                        first_token=stream.time_to_first_token,
+                        lora_bytes=lora_bytes if isinstance(lora_bytes, int) else 0,
+                        lora_weights=getattr(stream, "weights_sent", False) is True,
+                        sent_adapter=getattr(stream, "adapter", None) if isinstance(getattr(stream, "adapter", None), str)
+                        else None)
+
+
+def size_text(count: int) -> str:
+    """Bytes as people read them: '8 B', '3.7 MB'."""
+    for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("kB", 1 << 10)):
+        if count >= size:
+            return f"{count / size:.1f} {unit}"
+    return f"{count} B"
+
+
+def lora_text(figures: ReplyFigures) -> str:
+    """What the request sent of its adapter, e.g. 'LoRA 3.7 MB sent (weights)' or 'LoRA 8 B sent (task id only)'."""
+    if not figures.lora_bytes:
+        return ""
+    return f"LoRA {size_text(figures.lora_bytes)} sent ({'weights' if figures.lora_weights else 'task id only'})"
 
 
 def figures_text(figures: ReplyFigures, adapter: str | None, kind: str) -> str:
@@ -39,7 +62,7 @@ def figures_text(figures: ReplyFigures, adapter: str | None, kind: str) -> str:
         parts.append(f"{figures.tokens_per_second:.1f} tokens/s")
     if figures.first_token is not None:
         parts.append(f"first token {figures.first_token:.2f} s")
-    parts += [adapter or BASE_MODEL_WORDS, kind]
+    parts += [adapter or figures.sent_adapter or BASE_MODEL_WORDS, lora_text(figures), kind]
     return " · ".join(p for p in parts if p)
 
 

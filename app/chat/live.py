@@ -30,6 +30,9 @@ class LiveReading:
     waiting: int
     tokens: int  # output pieces since the app started (one per token when the server streams)
     first_tokens: tuple[float, ...] = ()
+    lora_last: int = 0  # bytes of LoRA inputs the latest finished reply's request sent (0: it carried no adapter)
+    lora_last_weights: bool = False  # ... and whether they held the weights (else the task id alone)
+    lora_total: int = 0  # bytes of LoRA inputs sent since the app started
 
 
 class TrackedStream:
@@ -38,6 +41,7 @@ class TrackedStream:
     def __init__(self, stream, replies: LiveReplies, key: int):
         self._tracked_stream, self._tracked_replies, self._tracked_key = stream, replies, key
         self._tracked_seen = 0
+        self._tracked_counted = False
         # A reader that drops the stream without finishing it must not count as a reply in progress forever.
         weakref.finalize(self, replies.ended, key)
 
@@ -48,6 +52,7 @@ class TrackedStream:
         try:
             piece = next(self._tracked_stream)
         except BaseException:  # StopIteration or the stream's error: either way the reply is over
+            self._count_lora()
             self._tracked_replies.ended(self._tracked_key)
             raise
         chunks = getattr(self._tracked_stream, "chunks", None)
@@ -57,10 +62,18 @@ class TrackedStream:
                                          getattr(self._tracked_stream, "time_to_first_token", None))
         return piece
 
+    def _count_lora(self) -> None:
+        """Once per reply: what its request sent of the adapter (task id, weights), for the Server tab."""
+        sent = getattr(self._tracked_stream, "lora_bytes_sent", 0)
+        if not self._tracked_counted and isinstance(sent, int):
+            self._tracked_counted = True
+            self._tracked_replies.sent_lora(sent, getattr(self._tracked_stream, "weights_sent", False) is True)
+
     def cancel(self) -> None:
         try:
             self._tracked_stream.cancel()
         finally:
+            self._count_lora()
             self._tracked_replies.ended(self._tracked_key)
 
     def __getattr__(self, name: str):
@@ -80,6 +93,7 @@ class LiveReplies:
         self._answering: set[int] = set()  # keys that have had their first token
         self._tokens = 0
         self._first_tokens: list[float] = []
+        self._lora = (0, False, 0)  # last reply's bytes, whether with weights, total
         self.min_interval = min_interval
         self.readings: deque[LiveReading] = deque(maxlen=size)
 
@@ -101,6 +115,11 @@ class LiveReplies:
                 self._first_tokens.append(first_token if first_token is not None
                                           else self._clock() - self._opened[key])
 
+    def sent_lora(self, nbytes: int, weights: bool) -> None:
+        """A reply's request sent `nbytes` of LoRA inputs (`weights`: with the adapter's weights)."""
+        with self._lock:
+            self._lora = (nbytes, weights, self._lora[2] + nbytes)
+
     def ended(self, key: int) -> None:
         with self._lock:
             self._opened.pop(key, None)
@@ -113,7 +132,7 @@ class LiveReplies:
             if self.readings and now - self.readings[-1].at < self.min_interval:
                 return self.readings[-1]
             reading = LiveReading(now, len(self._opened), len(self._opened) - len(self._answering), self._tokens,
-                                  tuple(self._first_tokens))
+                                  tuple(self._first_tokens), *self._lora)
             self._first_tokens.clear()
             self.readings.append(reading)
             return reading

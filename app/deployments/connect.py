@@ -38,4 +38,5 @@ def connect(config, registry: AdapterRegistry, triton_url: str | None = None):
                                 metrics=config.metrics_url if triton_url is None else None)
     return TritonEngineDeployment(client, registry, template=config.template, tokenizer_dir=config.tokenizer_dir,
                                   system_prompt=config.system_prompt, engine_dir=config.engine_dir,
-                                  metrics=config.metrics_url if triton_url is None else None)
+                                  metrics=config.metrics_url if triton_url is None else None,
+                                  model_adapter=getattr(config, "model_adapter", None))

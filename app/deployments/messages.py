@@ -2,6 +2,10 @@
 
 MSG_NO_LORA = ("Model '{model}' of this deployment takes no LoRA inputs, so adapter '{adapter}' cannot be applied. "
                "Pick the base model or deploy tensorrt_llm_bls / an ensemble with LoRA inputs.")
+MSG_IMAGE_REQUIRED = ("{family} answers about one image per message: attach an image (follow-up questions are "
+                      "about the conversation's latest image; this deployment takes no text-only conversations).")
+MSG_IMAGE_MARKERS = ("The prompt must hold the image marker '{marker}' exactly once; it has {count} (the system "
+                     "prompt may not contain it).")
 MSG_TRITON_SENDS_ON_USE = "The first message with it sends its weights to the server's LoRA cache."
 
 # OpenAI-compatible servers

@@ -201,6 +201,10 @@ class OpenAICompatDeployment:
                                      for t in c.get("top_logprobs") or [c]} for c in content))
 
     # ---- adapters ----------------------------------------------------------------------------------
+    def built_in_adapter(self) -> str | None:
+        """None: the served model's own adapters, if any, are the server's business."""
+        return None
+
     def adapter_names(self) -> list[str]:
         if self.adapters_as() == "lora_request":
             return [a.name for a in self.registry.list()]

@@ -14,12 +14,18 @@ from app.adapters.registry import AdapterRegistry
 from app.core.constants import MSG_UNKNOWN_ADAPTER
 from app.core.errors import ChatError, InvalidRequest
 from app.deployments.base import AdapterState, ReplyRequest
-from app.deployments.messages import MSG_NO_LORA, MSG_TRITON_SENDS_ON_USE
+from app.deployments.messages import (
+    MSG_IMAGE_MARKERS,
+    MSG_IMAGE_REQUIRED,
+    MSG_NO_LORA,
+    MSG_TRITON_SENDS_ON_USE,
+)
+from app.deployments.model_lora import ModelAdapter, adapter_for_request, model_adapter
 from app.deployments.prompts import PromptBuilder, current_turn_images, file_path, message_text
 from app.deployments.triton_limits import UNKNOWN, check_prompt_tokens, read_input_limit
 from app.deployments.triton_served import TritonServed
 from app.triton.client import TritonChatClient
-from app.vision.multimodal import prepare_images, strip_image_markers
+from app.vision.multimodal import image_support, prepare_images, strip_image_markers
 
 KIND = "Triton engine topology"
 
@@ -31,8 +37,8 @@ class TritonEngineDeployment(TritonServed):
 
     def __init__(self, client: TritonChatClient, registry: AdapterRegistry, template: str = "chatml",
                  tokenizer_dir: str | None = None, system_prompt: str = "", engine_dir: str | None = None,
-                 metrics: str | None = None):
-        self.client, self.registry = client, registry
+                 metrics: str | None = None, model_adapter: str | None = None):
+        self.client, self.registry, self.model_adapter_name = client, registry, model_adapter
         self.template, self.tokenizer_dir, self.system_prompt = template, tokenizer_dir, system_prompt
         self.engine_dir, self._metrics = engine_dir, metrics
         self._prompts: PromptBuilder | None = None
@@ -42,7 +48,7 @@ class TritonEngineDeployment(TritonServed):
     def for_model(self, model: str) -> TritonEngineDeployment:
         client = TritonChatClient(self.client.url, model=model, stall_timeout=self.client.stall_timeout)
         return TritonEngineDeployment(client, self.registry, self.template, self.tokenizer_dir, self.system_prompt,
-                                      self.engine_dir, self._metrics)
+                                      self.engine_dir, self._metrics, self.model_adapter_name)
 
     # ---- prompts -----------------------------------------------------------------------------------
     def _server_tokenizer_dir(self) -> str | None:
@@ -77,10 +83,24 @@ class TritonEngineDeployment(TritonServed):
         return self._limit
 
     # ---- replies -----------------------------------------------------------------------------------
+    def own_adapter(self) -> ModelAdapter | None:
+        """The served model's own adapter (InternLM-XComposer2's Partial LoRA), when its family has one."""
+        return model_adapter(self.client.model_info(), self.model_adapter_name)
+
+    def built_in_adapter(self) -> str | None:
+        """The adapter applied to every reply whatever is picked (None when there is none, or it is the server's)."""
+        try:
+            own = self.own_adapter()
+        except ChatError:  # server not up yet: nothing known about the model
+            return None
+        return own.name if own is not None else None
+
     def check_adapter(self, adapter: str | None) -> str | None:
+        """The adapter the request sends (the model's own one when it has one); InvalidRequest when it cannot."""
+        known = self.registry.names()
+        adapter = adapter_for_request(self.own_adapter(), adapter or None, known)
         if not adapter:
             return None
-        known = self.registry.names()
         if adapter not in known:
             raise InvalidRequest(MSG_UNKNOWN_ADAPTER.format(adapter=adapter, known=", ".join(known) or "none"))
         if self.client.model_info().resolve("lora_task_id") is None:
@@ -93,15 +113,43 @@ class TritonEngineDeployment(TritonServed):
 
     def _model_turns(self, history: list[dict], images: list) -> tuple[list[dict], dict]:
         """History as the model sees it (image markers for this turn's images) and the image tensors."""
-        if not images:
-            return history, {}
         info = self.client.model_info()
+        if not images:
+            try:
+                support = image_support(info)
+            except InvalidRequest:  # an image family this app does not know: text turns still go
+                support = None
+            if support is not None and support.family.image_required:
+                raise InvalidRequest(MSG_IMAGE_REQUIRED.format(family=support.family.display_name))
+            return history, {}
         cleaned = [{**m, "content": strip_image_markers(message_text(m.get("content")), info)}
-                   if m.get("role") == "user" and not file_path(m.get("content")) else m for m in history]
+                   if m.get("role") in ("user", "assistant") and not file_path(m.get("content")) else m
+                   for m in history]
         last = max(i for i, m in enumerate(cleaned) if m.get("role") == "user" and not file_path(m.get("content")))
         request = prepare_images(images, info, message_text(cleaned[last]["content"]))
         cleaned[last] = {**cleaned[last], "content": request.text}
         return cleaned, request.extra
+
+    def _carried_image(self, history: list[dict]) -> list[str]:
+        """For a model that needs an image on every request: the conversation's latest image, so a follow-up
+        question is about the picture already shown (nothing for other models, or when there is none)."""
+        try:
+            support = image_support(self.client.model_info())
+        except InvalidRequest:
+            return []
+        if support is None or not support.family.image_required:
+            return []
+        files = [path for m in history if m.get("role") == "user" and (path := file_path(m.get("content")))]
+        return files[-1:]
+
+    def _check_markers(self, prompt: str, images: int) -> None:
+        """A model that takes one image per request gets its marker exactly once (its preprocessing splits there)."""
+        support = image_support(self.client.model_info()) if images else None
+        if support is None or not support.one_image_per_request:
+            return
+        marker = support.family.prompt.image_marker
+        if prompt.count(marker) != 1:
+            raise InvalidRequest(MSG_IMAGE_MARKERS.format(marker=marker, count=prompt.count(marker)))
 
     def describe_images(self, files: Sequence[str | bytes]) -> list[dict] | None:
         """What the deployment's image encoder finds in `files`, when its encoder says (the CPU demo's)."""
@@ -114,9 +162,12 @@ class TritonEngineDeployment(TritonServed):
         prompt = prompts.build(history, request.system_prompt)
         check_prompt_tokens(self.input_limit(), prompts, prompt)
         images = current_turn_images(history) if request.images is None else list(request.images)
+        if not images and request.images is None:
+            images = self._carried_image(history)
         turns, image_inputs = self._model_turns(history, images)
         if turns is not history:  # image markers changed the text
             prompt = prompts.build(turns, request.system_prompt)
+        self._check_markers(prompt, len(images))
         stop_words = [*prompts.stop_words(), *request.stop]
         extra = {"stop_words": stop_words or None, "min_length": request.min_tokens or None, **image_inputs}
         stream = self.registry.stream(self.client, adapter, prompt, request.sampling, extra=extra)
@@ -126,7 +177,9 @@ class TritonEngineDeployment(TritonServed):
 
     # ---- adapters ----------------------------------------------------------------------------------
     def adapter_names(self) -> list[str]:
-        return [a.name for a in self.registry.list()]
+        """The adapters a reply can pick; the model's own adapter is not among them (it is always on)."""
+        own = self.built_in_adapter()
+        return [a.name for a in self.registry.list() if a.name != own]
 
     def adapters(self) -> list[AdapterState]:
         return [AdapterState(name=a.name, held_by_server=a.held_by_server, rank=a.rank,

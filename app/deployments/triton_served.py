@@ -37,6 +37,10 @@ class TritonServed:
     def metrics_url(self) -> str | None:
         return self._metrics or metrics_url_for(self.client.url)
 
+    def built_in_adapter(self) -> str | None:
+        """None: no adapter is part of the model (the engine topology says otherwise for such families)."""
+        return None
+
     def describe_images(self, files) -> list[dict] | None:
         """None: only the engine topology's image encoder can say what it found."""
         return None

@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import io
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +37,12 @@ class ImageSupport:
     data_type: str
     family: Family
     max_num_images: int
+    dims: tuple[int, ...] = ()  # the input's declared dims per request (without the batch dim)
+
+    @property
+    def one_image_per_request(self) -> bool:
+        """True when the input takes one image per request ([3, H, W]), not a list of them ([n, 3, H, W])."""
+        return self.input_name == "image_input" and len(self.dims) == 3
 
 
 @dataclass(frozen=True)
@@ -64,8 +70,10 @@ def image_support(info: ModelInfo) -> ImageSupport | None:
         limit = int(info.parameters.get(MAX_IMAGES_PARAMETER) or family.max_num_images)
     except ValueError:
         limit = family.max_num_images
-    return ImageSupport(input_name=family.image_input, data_type=info.inputs[family.image_input][0],
-                        family=family, max_num_images=max(1, limit))
+    data_type, dims = info.inputs[family.image_input]
+    support = ImageSupport(input_name=family.image_input, data_type=data_type, family=family,
+                           max_num_images=max(1, limit), dims=tuple(dims))
+    return replace(support, max_num_images=1) if support.one_image_per_request else support
 
 
 def strip_image_markers(text: str, info: ModelInfo) -> str:
@@ -82,7 +90,8 @@ def accepts_images(info: ModelInfo) -> bool:
 def _tensor_for(images: list[Image.Image], support: ImageSupport) -> object:
     spec = support.family.preprocess
     if support.input_name == "image_input":
-        return pixel_batch(images, spec, dtype=np.float16)
+        batch = pixel_batch(images, spec, dtype=np.float16)  # [1, n, 3, H, W]
+        return batch[:, 0] if support.one_image_per_request else batch  # [1, 3, H, W] for [3, H, W] inputs
     if support.input_name == "image_bytes_input":
         arrays = [preprocess_image(im, spec) if spec else np.asarray(im, dtype=np.uint8) for im in images]
         if len({a.shape for a in arrays}) > 1:  # one tensor: sizes must agree, so one image per message

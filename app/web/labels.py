@@ -7,14 +7,25 @@ from app.chat.messages import BASE_MODEL_WORDS
 BASE_LABEL = BASE_MODEL_WORDS  # the dropdown entry that means no adapter
 
 
+BUILT_IN_LABEL = BASE_LABEL + " + {adapter} (part of the model, always on)"
+
+
 def adapter_of(label: str | None) -> str | None:
     """The adapter a dropdown value names; None for the base model (or nothing chosen)."""
-    return None if not label or label == BASE_LABEL else label
+    if not label or label == BASE_LABEL or label.startswith(BASE_LABEL + " + "):
+        return None
+    return label
+
+
+def base_label(ctx) -> str:
+    """The dropdown entry for no extra adapter: it names the model's own adapter when it has one."""
+    own = ctx.deployment.built_in_adapter()
+    return BUILT_IN_LABEL.format(adapter=own) if own else BASE_LABEL
 
 
 def adapter_choices(ctx) -> list[str]:
-    """Dropdown entries: the base model, then every adapter the deployment can use."""
-    return [BASE_LABEL, *ctx.deployment.adapter_names()]
+    """Dropdown entries: the base model (with its own adapter, if any), then every adapter it can use."""
+    return [base_label(ctx), *ctx.deployment.adapter_names()]
 
 # Adapters tab: removing asks first (the folder is deleted).
 MSG_PICK_TO_REMOVE = "⚠️ Pick an adapter to remove."

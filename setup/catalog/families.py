@@ -89,12 +89,14 @@ class Family:
     prompt: PromptLayout
     needs_hf_model_path: bool = False
     encoder_input_features_data_type: str = "TYPE_FP16"
+    image_required: bool = False  # every request must carry an image (no text-only turns)
     extra: dict = field(default_factory=dict)
 
 
 def _parse(raw: dict, where: str) -> Family:
     known = {"id", "display_name", "model_type", "image_input", "preprocess", "visual_tokens_per_image",
-             "max_num_images", "prompt", "needs_hf_model_path", "encoder_input_features_data_type", BUILD_KEY}
+             "max_num_images", "prompt", "needs_hf_model_path", "encoder_input_features_data_type", "image_required",
+             BUILD_KEY}
     missing = [k for k in ("id", "model_type", "image_input", "max_num_images") if k not in raw]
     if missing:
         raise FamilyError(f"{where}: missing {', '.join(missing)}.")
@@ -113,6 +115,7 @@ def _parse(raw: dict, where: str) -> Family:
                             user=prompt.get("user", "{images}\n{text}"), chat_template=prompt.get("chat_template")),
         needs_hf_model_path=bool(raw.get("needs_hf_model_path", False)),
         encoder_input_features_data_type=raw.get("encoder_input_features_data_type", "TYPE_FP16"),
+        image_required=bool(raw.get("image_required", False)),
         extra={k: v for k, v in raw.items() if k not in known},
     )
 

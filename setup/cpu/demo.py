@@ -17,6 +17,7 @@ from setup.cpu.engine import CpuEngineSpec, build_cpu_engine
 from setup.cpu.llmapi_demo import write_llmapi_demo_repository
 from setup.cpu.model import model_dir
 from setup.cpu.pacing import PacingSpec, add_pacing_model
+from setup.cpu.xcomposer2_demo import write_xcomposer2_demo_repository
 from setup.launcher import (
     LaunchOptions,
     TritonProcess,
@@ -31,7 +32,8 @@ from setup.repo.writer import DeploymentConfig, write_repository
 DEMO_CONFIG = DATA_DIR / "demo_deployment.yaml"
 DEMO_EXIT_TIMEOUT = ("--exit-timeout-secs=5",)
 DEMO_PORT_FLAG = "--triton-{kind}-port"  # `python -m app --demo` flags
-DEPLOYMENTS = ("engine", "llmapi")  # `python -m app --demo --deployment`: engine topology or Triton llmapi
+# `python -m app --demo --deployment`: engine topology, Triton llmapi, or the InternLM-XComposer2 twin
+DEPLOYMENTS = ("engine", "llmapi", "xcomposer2")
 
 
 def demo_instances_dir() -> Path:
@@ -92,7 +94,8 @@ def start_demo_triton(http_port: int = 8000, grpc_port: int = 8001, metrics_port
     try:
         if repo is None:
             folder = claim_instance_folder(demo_instances_dir(), f"{http_port}-{grpc_port}-{metrics_port}")
-            writer = write_llmapi_demo_repository if deployment == "llmapi" else write_demo_repository
+            writer = {"llmapi": write_llmapi_demo_repository,
+                      "xcomposer2": write_xcomposer2_demo_repository}.get(deployment, write_demo_repository)
             repo = writer(folder.path / "repo", log=log, pacing_rate=pacing_rate)
         log_path = log_path or cache_dir() / "logs" / f"triton-{http_port}.log"
         process = start_triton(

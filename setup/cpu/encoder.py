@@ -20,16 +20,18 @@ from setup.paths import cache_dir
 ENCODER_FOLDER = "cpu-ocr-encoder"
 
 
-def encoder_dir(root: Path | None = None) -> Path:
-    return (root or cache_dir()) / "engines" / ENCODER_FOLDER
+def encoder_dir(root: Path | None = None, folder: str = ENCODER_FOLDER) -> Path:
+    return (root or cache_dir()) / "engines" / folder
 
 
-def build_cpu_encoder(family: Family, max_num_images: int, hidden_size: int, root: Path | None = None) -> Path:
-    """Write the encoder folder's config.json for `family` (the cpu-ocr entry); return the folder."""
+def build_cpu_encoder(family: Family, max_num_images: int, hidden_size: int, root: Path | None = None,
+                      folder: str = ENCODER_FOLDER) -> Path:
+    """Write the encoder folder's config.json for `family` (the cpu-ocr entry, or one with its pixels replaced by
+    another family's); return the folder."""
     spec = family.preprocess
     if spec is None or not family.visual_tokens_per_image:
         raise ValueError(f"{family.name} has no pixel preprocessing or token count; it cannot drive the CPU encoder.")
-    out = encoder_dir(root)
+    out = encoder_dir(root, folder)
     out.mkdir(parents=True, exist_ok=True)
     config = {
         "version": "cpu-ocr-1",

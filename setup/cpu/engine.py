@@ -32,17 +32,21 @@ class CpuEngineSpec:
     max_lora_rank: int = 64
     lora_target_modules: tuple[str, ...] = ALL_LORA_MODULES
     max_prompt_embedding_table_size: int = 16 * 64  # the demo sizes it from its image family (setup/cpu/demo.py)
+    # Partial LoRA (InternLM-XComposer2): adapters apply only at prompt-table rows, as a converted checkpoint
+    # records it (pretrained_config.has_partial_lora_mask); the XComposer2 twin's engine has it on.
+    has_partial_lora_mask: bool = False
+    folder: str = ENGINE_FOLDER  # engines with other settings live beside the demo's, never over it
 
 
-def engine_dir(root: Path | None = None) -> Path:
-    return (root or cache_dir()) / "engines" / ENGINE_FOLDER
+def engine_dir(root: Path | None = None, folder: str = ENGINE_FOLDER) -> Path:
+    return (root or cache_dir()) / "engines" / folder
 
 
 def build_cpu_engine(spec: CpuEngineSpec = CpuEngineSpec(), root: Path | None = None, log=print) -> Path:
     """Prepare the weights if needed and write the engine's config.json; return the engine folder."""
     weights = prepare_cpu_model(root, log=log)
     hf_config = json.loads((weights / "config.json").read_text())
-    out = engine_dir(root)
+    out = engine_dir(root, spec.folder)
     out.mkdir(parents=True, exist_ok=True)
     config = {
         "version": "cpu-engine-1",
@@ -59,6 +63,7 @@ def build_cpu_engine(spec: CpuEngineSpec = CpuEngineSpec(), root: Path | None = 
             "num_key_value_heads": hf_config["num_key_value_heads"],
             "head_size": hf_config.get("head_dim", hf_config["hidden_size"] // hf_config["num_attention_heads"]),
             "mapping": {"world_size": 1, "tp_size": 1, "pp_size": 1},
+            **({"has_partial_lora_mask": True} if spec.has_partial_lora_mask else {}),
         },
         "build_config": {
             "max_batch_size": spec.max_batch_size,

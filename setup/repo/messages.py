@@ -17,3 +17,8 @@ MSG_XC2_CACHE_RANK = ("lora_cache_max_adapter_size {given} is below the Partial-
 MSG_XC2_NOT_NUMBER = "{name} must be a whole number, got '{value}'."
 MSG_FAMILY_UNKNOWN = "Unknown family '{family}'; known: {known}."
 MSG_FAMILY_NOT_SERVED = "{family} has no Triton repository written by this app: {note}"
+MSG_XC2_CPU_TOKENS = ("tokens_per_image is {given}, but the CPU encoder in {encoder} makes {tokens} rows per image; "
+                      "write them equal.")
+MSG_XC2_CPU_NOT_ENCODER = "vit_plan_dir {path} is not a CPU encoder's config.json (the twin runs that encoder): {detail}."
+MSG_XC2_CPU_PARTIAL = ("The CPU engine in {engine} applies LoRA at every row; the InternLM-XComposer2 twin needs "
+                       "pretrained_config.has_partial_lora_mask true (Partial LoRA).")

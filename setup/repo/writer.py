@@ -18,7 +18,7 @@ from setup.repo.releases import apply_release, release_edits
 ENGINES = {"tensorrtllm": None, "cpu": "cpu_engine"}  # engine -> overlay folder in the templates
 ENGINE_CONFIG_EXTRA = "config.extra.pbtxt"  # in an overlay model folder: text appended to that model's config
 STREAMING_MODELS = ("tensorrt_llm", "tensorrt_llm_bls")
-TEMPLATE_FILE = "template.yaml"  # optional: {base: <template>, defaults: {...}, checks: [...]}
+TEMPLATE_FILE = "template.yaml"  # optional: {base: <template>, defaults: {...}, checks: [...], inherit_checks: bool}
 
 
 class RepoError(ValueError):
@@ -97,6 +97,8 @@ def load_template(name: str, _seen: tuple[str, ...] = ()) -> TemplateSet:
     for model_dir in sorted(p for p in folder.iterdir() if p.is_dir()):
         models[model_dir.name] = (*models.get(model_dir.name, ()), model_dir)
     defaults.update(meta.get("defaults") or {})
+    if meta.get("inherit_checks") is False:  # a twin with its own checks (e.g. internlm_xcomposer2_cpu)
+        checks = ()
     checks += tuple(c for c in meta.get("checks") or () if c not in checks)
     return TemplateSet(name=name, models=models, defaults=defaults, checks=checks)
 
@@ -206,9 +208,9 @@ def dry_run(config: DeploymentConfig) -> None:
 
 def _run_checks(config: DeploymentConfig, specs: dict[str, ParameterSpec], template: TemplateSet) -> None:
     from setup.repo.multimodal_checks import check_multimodal
-    from setup.repo.xcomposer2_checks import check_xcomposer2
+    from setup.repo.xcomposer2_checks import check_xcomposer2, check_xcomposer2_cpu
 
-    checks = {"multimodal": check_multimodal, "xcomposer2": check_xcomposer2}
+    checks = {"multimodal": check_multimodal, "xcomposer2": check_xcomposer2, "xcomposer2_cpu": check_xcomposer2_cpu}
     for name in template.checks:
         if name not in checks:
             raise RepoError(f"Template '{template.name}' asks for an unknown check '{name}'.")

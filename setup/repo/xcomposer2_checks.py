@@ -80,3 +80,33 @@ def check_xcomposer2(values: dict) -> Xcomposer2Layout:
     if engine_rank < rank:
         raise ValueError(M.MSG_XC2_LORA_RANK.format(engine=engine, engine_rank=engine_rank, rank=rank))
     return Xcomposer2Layout(tokens_per_image=tokens, table_size=table, max_batch_size=batch, lora_rank=engine_rank)
+
+
+def check_xcomposer2_cpu(values: dict) -> Xcomposer2Layout:
+    """The CPU twin (template internlm_xcomposer2_cpu): the marker, the CPU encoder's config.json as vit_plan_dir
+    with as many rows per image as tokens_per_image, the engine's table room and its Partial-LoRA switch."""
+    marker = values.get("image_marker") or MARKER
+    if marker != MARKER:
+        raise ValueError(M.MSG_XC2_MARKER.format(given=marker))
+    plan = Path(_required(values, "vit_plan_dir", "the CPU encoder's config.json preprocessing runs"))
+    check_plan_file(plan)
+    try:
+        builder = read_json(plan)["builder_config"]
+        tokens = int(builder["num_visual_features"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(M.MSG_XC2_CPU_NOT_ENCODER.format(path=plan, detail=exc)) from None
+    given = _whole(values, "tokens_per_image", tokens)
+    if given != tokens:
+        raise ValueError(M.MSG_XC2_CPU_TOKENS.format(given=given, encoder=plan.parent, tokens=tokens))
+    engine = Path(_required(values, "engine_dir", "the CPU engine folder with config.json"))
+    config = read_json(engine / "config.json")
+    build = config.get("build_config", {})
+    batch = int(build.get("max_batch_size", 0))
+    table = int(build.get("max_prompt_embedding_table_size", 0) or 0)
+    if table != batch * tokens:
+        raise ValueError(M.MSG_XC2_TABLE.format(engine=engine, table=table, batch=batch, tokens=tokens,
+                                                expected=batch * tokens))
+    if not config.get("pretrained_config", {}).get("has_partial_lora_mask"):
+        raise ValueError(M.MSG_XC2_CPU_PARTIAL.format(engine=engine))
+    rank = int((build.get("lora_config") or {}).get("max_lora_rank") or 0)
+    return Xcomposer2Layout(tokens_per_image=tokens, table_size=table, max_batch_size=batch, lora_rank=rank)

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -67,6 +68,49 @@ def test_demo_serves_and_ctrl_c_stops_everything(kind):
             assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
         with pytest.raises(OSError):
             urllib.request.urlopen(f"http://127.0.0.1:{http}/v2/health/ready", timeout=2)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def circle() -> str:
+    from PIL import Image, ImageDraw
+
+    image = Image.new("RGB", (400, 400), "white")
+    ImageDraw.Draw(image).ellipse((100, 100, 300, 300), fill=(220, 20, 20))
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
+
+
+def test_xcomposer2_twin_command_answers_about_an_image_and_stops():
+    """`python -m app --demo --deployment xcomposer2`: the twin's topology on a real tritonserver, its Partial LoRA
+    on every request (answers open as it was trained to), a text-only message refused in a sentence, Ctrl-C."""
+    ui, http, grpc, metrics = (free_port() for _ in range(4))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app", "--demo", "--deployment", "xcomposer2", "--port", str(ui),
+         "--triton-http-port", str(http), "--triton-grpc-port", str(grpc), "--triton-metrics-port", str(metrics)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        deadline, page = time.monotonic() + 240, None
+        while time.monotonic() < deadline and page is None:
+            try:
+                page = urllib.request.urlopen(f"http://127.0.0.1:{ui}/", timeout=2).read().decode()
+            except OSError:
+                assert proc.poll() is None, proc.stdout.read()
+                time.sleep(0.5)
+        assert page and "gradio" in page.lower()
+        reply = ask(ui, [{"type": "image_url", "image_url": {"url": circle()}},
+                         {"type": "text", "text": "What is in this picture?"}])
+        assert reply.startswith("In the picture") and "red" in reply.lower(), reply
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            ask(ui, "What is the capital of France?")
+        assert refused.value.code == 400 and "attach an image" in refused.value.read().decode()
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 0 and "Stopping tritonserver" in out and "Traceback" not in out, out
     finally:
         if proc.poll() is None:
             proc.kill()

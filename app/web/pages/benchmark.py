@@ -12,7 +12,7 @@ from app.chat.context import AppConfig, AppContext
 from app.core.constants import MSG_UNKNOWN_ADAPTER
 from app.core.errors import ChatError
 from app.web.gate import require_access
-from app.web.labels import BASE_LABEL, adapter_choices, adapter_of
+from app.web.labels import adapter_choices, adapter_of, base_label
 from app.web.messages import (
     MSG_BENCH_BUSY,
     MSG_BENCH_NO_LEVELS,
@@ -138,7 +138,7 @@ def build(ctx: AppContext) -> None:
         model = gr.Textbox(value=ctx.deployment.model, label="Model", elem_id="bench-model",
                            info="A model the server serves (Triton: tensorrt_llm_bls, ensemble, or pacing when "
                                 "deployed; OpenAI-compatible servers: any id of /v1/models, adapters too).")
-        adapter = gr.Dropdown(adapter_choices(ctx), value=BASE_LABEL, label="Adapter", elem_id="bench-adapter",
+        adapter = gr.Dropdown(adapter_choices(ctx), value=base_label(ctx), label="Adapter", elem_id="bench-adapter",
                               info="Every request of the run uses it.")
         levels = gr.CheckboxGroup([str(x) for x in LEVELS], value=["1", "2", "4", "8"], label="Concurrency",
                                   elem_id="bench-levels")

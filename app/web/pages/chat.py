@@ -17,7 +17,6 @@ from app.core.sampling import SAMPLING_LIMITS
 from app.web import history_panel
 from app.web.labels import (
     ABOUT_DEMO,
-    BASE_LABEL,
     CHAT_PLACEHOLDER,
     CLEAR,
     DECODING_CHOICES,
@@ -34,6 +33,7 @@ from app.web.labels import (
     TOP_P_INFO,
     adapter_choices,
     adapter_of,
+    base_label,
 )
 from app.web.messages import MSG_SERVER_WAITING
 
@@ -78,7 +78,7 @@ def build(ctx: AppContext, app: gr.Blocks | None = None) -> None:
     box = gr.MultimodalTextbox(elem_id="chat-input", placeholder=CHAT_PLACEHOLDER, file_types=["image"],
                                file_count="multiple", show_label=False)
     with gr.Row(elem_id="chat-controls"):
-        adapter = gr.Dropdown(adapter_choices(ctx), value=BASE_LABEL, label="Adapter", elem_id="adapter",
+        adapter = gr.Dropdown(adapter_choices(ctx), value=base_label(ctx), label="Adapter", elem_id="adapter",
                               info="LoRA adapter for the next message.", scale=2, min_width=180)
         stop = gr.Button(STOP, elem_id="stop", interactive=False, min_width=90)
         regenerate = gr.Button(REGENERATE, elem_id="regenerate", min_width=90)

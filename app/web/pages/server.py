@@ -11,6 +11,7 @@ import pandas as pd
 
 from app.chat import live
 from app.chat.context import AppConfig, AppContext
+from app.chat.figures import size_text
 from app.triton.metrics import MetricsHistory
 
 TITLE = "Server"
@@ -66,6 +67,10 @@ def user_summary(reading: live.LiveReading, rows: list[dict]) -> str:
              f"{rates[-1]:.1f} output tokens/s" if rates else "0.0 output tokens/s"]
     if firsts:
         parts.append(f"first token after {firsts[-1]:.0f} ms (last {live.FIRST_TOKEN_WINDOW:.0f} s)")
+    if reading.lora_total:
+        what = "weights" if reading.lora_last_weights else "task id only" if reading.lora_last else "no adapter"
+        parts.append(f"adapter data: {size_text(reading.lora_last)} with the last request ({what}), "
+                     f"{size_text(reading.lora_total)} in all")
     return "Your users: " + " · ".join(parts)
 
 
@@ -137,7 +142,8 @@ def users_figures(replies: live.LiveReplies) -> dict:
     return {"replies_in_progress": reading.in_progress, "waiting_for_first_token": reading.waiting,
             "output_tokens_per_second": round(rates[-1], 2) if rates else 0.0,
             "time_to_first_token_ms": round(firsts[-1], 1) if firsts else None,
-            "output_tokens_total": reading.tokens}
+            "output_tokens_total": reading.tokens, "lora_bytes_last_request": reading.lora_last,
+            "lora_weights_last_request": reading.lora_last_weights, "lora_bytes_total": reading.lora_total}
 
 
 def build(ctx: AppContext, history: MetricsHistory | None = None) -> None:
@@ -159,7 +165,8 @@ def build(ctx: AppContext, history: MetricsHistory | None = None) -> None:
                show_progress="hidden")
 
     def server_figures() -> dict:
-        """Replies in progress, waiting for a first token, output tokens/s and time to first token (ms)."""
+        """Replies in progress, waiting for a first token, output tokens/s, time to first token (ms), and the bytes of
+        adapter data (LoRA task id, weights on first use) the last request and all requests sent."""
         return users_figures(ctx.live)
 
     gr.api(server_figures, api_name="server_figures")

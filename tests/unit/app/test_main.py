@@ -20,6 +20,8 @@ def test_help():
     (("--triton", "localhost"), "is not HOST:PORT"),
     (("--demo", "--port", "70000"), "outside 1-65535"),
     (("--demo", "--triton", "a:1"), "not allowed with argument"),
+    (("--triton", "a:1", "--deployment", "xcomposer2"), "--deployment xcomposer2 is the CPU twin"),
+    (("--openai", "http://a:1/v1", "--model-adapter", "x"), "--model-adapter is for the Triton engine topology"),
 ])
 def test_bad_values_give_one_line_errors(args, message):
     result = run(*args)

@@ -61,6 +61,9 @@ PREPROCESS = {
     "pad_id": "PAD_ID",
     "prompt_table_extra_id": "PROMPT_TABLE_EXTRA_ID",
 }
+# client LoRA inputs -> preprocessing inputs, where preprocessing sets the request's LoRA task itself
+# (vision_in_preprocessing: it puts the Partial-LoRA task on every request and passes the client's through)
+LORA_TO_PREPROCESS = {"lora_task_id": "LORA_TASK_ID", "lora_weights": "LORA_WEIGHTS", "lora_config": "LORA_CONFIG"}
 # BLS image input -> preprocessing input (preprocessing counts images and places their fake ids)
 IMAGE_INPUTS = {"image_input": "IMAGE_INPUT", "image_bytes_input": "IMAGE_BYTES", "image_url_input": "IMAGE_URL",
                 "video_bytes_input": "VIDEO_BYTES"}
@@ -252,7 +255,7 @@ class TritonPythonModel:
 
     def _preprocess(self, request, images=None):
         inputs = [pb_utils.Tensor(IMAGE_INPUTS[name], value) for name, value in (images or {}).items()]
-        for name, target in PREPROCESS.items():
+        for name, target in {**PREPROCESS, **(LORA_TO_PREPROCESS if self.vision_in_preprocessing else {})}.items():
             value = _get(request, name)
             if value is not None:
                 inputs.append(pb_utils.Tensor(target, value))

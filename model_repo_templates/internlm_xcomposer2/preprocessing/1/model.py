@@ -170,7 +170,11 @@ class TritonPythonModel:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.end_id, self.pad_id = self.tokenizer.eos_token_id, self.tokenizer.pad_token_id
         self.vocab_size = engine_vocab_size(_param(config, "gpt_model_path"), self.tokens)
-        self.visual = VisualEngine(_param(config, "vit_plan_dir"))
+        self.visual = self.load_visual(_param(config, "vit_plan_dir"))
+
+    def load_visual(self, plan_path):
+        """The visual engine preprocessing runs (the CPU twin's model puts its perception encoder here)."""
+        return VisualEngine(plan_path)
 
     def encode(self, text):
         """Token ids of one prompt with the image's fake ids at its marker."""

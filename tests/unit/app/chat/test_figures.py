@@ -35,3 +35,13 @@ def test_the_model_never_sees_the_footer():
     assert [m["content"] for m in chat_messages(history, None)] == ["hi", "Arr!\nHello."]
     assert ADAPTER_TAG_RE.search(history[1]["content"]).group("adapter") == "pirate"
     assert ADAPTER_TAG_RE.search(history[2]["content"]).group("adapter") is None
+
+
+def test_the_adapter_data_a_request_sent_is_shown():
+    first = measure(SimpleNamespace(chunks=3, time_to_first_token=0.1, lora_bytes_sent=8 + 3 * 1024 * 1024,
+                                    weights_sent=True, adapter="xc2-partial"), started=0.0, ended=1.0)
+    later = measure(SimpleNamespace(chunks=3, time_to_first_token=0.1, lora_bytes_sent=8, weights_sent=False,
+                                    adapter="xc2-partial"), started=0.0, ended=1.0)
+    assert "· xc2-partial · LoRA 3.0 MB sent (weights) · K" in figures_text(first, None, "K")
+    assert "· xc2-partial · LoRA 8 B sent (task id only) · K" in figures_text(later, None, "K")
+    assert "LoRA" not in figures_text(ReplyFigures(3, 1.0, 0.1), None, "K")  # no adapter: nothing sent

@@ -86,3 +86,21 @@ def test_series_rates_first_tokens_and_gaps():
     assert middle and all(math.isnan(v) for v in middle)
     first = values(live.FIRST_TOKEN_MS)
     assert (-60.0, 500.0) in first and math.isnan(dict(first)[0.0])  # 0.5 s, then none in the last 10 s
+
+
+def test_the_adapter_data_each_reply_sent_is_counted_once():
+    replies = live.LiveReplies(min_interval=0.0, clock=Clock())
+    first = Reply(["a"])
+    first.lora_bytes_sent, first.weights_sent = 8 + 4096, True
+    stream = replies.track(first)
+    list(stream)
+    stream.cancel()  # the end is counted once, whether by the last piece or by a cancel after it
+    reading = replies.read()
+    assert (reading.lora_last, reading.lora_last_weights, reading.lora_total) == (4104, True, 4104)
+    later = Reply(["b"])
+    later.lora_bytes_sent, later.weights_sent = 8, False
+    list(replies.track(later))
+    reading = replies.read()
+    assert (reading.lora_last, reading.lora_last_weights, reading.lora_total) == (8, False, 4112)
+    list(replies.track(Reply(["c"])))  # a stream without adapter data (another deployment kind): nothing added
+    assert replies.read().lora_total == 4112

@@ -9,7 +9,7 @@ from setup.catalog import builds as build_catalogue
 from setup.catalog import families
 from setup.catalog.family_data import FAMILIES_DIR, FamilyError, family_files
 
-BOTH = {"llava-1.5", "blip2-opt", "vila", "mllama", "llava-onevision", "qwen2-vl"}
+BOTH = {"llava-1.5", "blip2-opt", "vila", "mllama", "llava-onevision", "qwen2-vl", "internlm-xcomposer2"}
 
 
 def test_every_file_is_in_a_view_and_ids_are_hyphenated():

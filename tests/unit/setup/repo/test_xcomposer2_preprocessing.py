@@ -130,7 +130,8 @@ def test_bad_requests_get_an_error_each(pre):
     assert responses[2].error_value is None
 
 
-def test_bls_sends_the_image_to_preprocessing_and_its_table_to_the_engine():
+@pytest.mark.parametrize("client_lora", [False, True])
+def test_bls_sends_the_image_to_preprocessing_and_its_table_to_the_engine(client_lora):
     seen = {}
 
     def preprocessing(inputs):
@@ -153,9 +154,15 @@ def test_bls_sends_the_image_to_preprocessing_and_its_table_to_the_engine():
     bls.decoupled, bls.accumulate, bls.exclude_input = True, False, True
     bls.llm_name, bls.encoders_name, bls.engine_names, bls.vision_in_preprocessing = "tensorrt_llm", "", {}, True
     sender = _Sender()
+    lora = {"lora_task_id": np.array([[1]], np.uint64), "lora_weights": np.ones((1, 2, 8), np.float16),
+            "lora_config": np.ones((1, 2, 3), np.int32)} if client_lora else {}
     bls._run({"text_input": np.array([[b"<ImageHere>Q"]], object), "max_tokens": np.array([[4]], np.int32),
-              "stream": np.array([[True]], bool), "image_input": np.zeros((1, 3, 490, 490), np.float16)}, sender)
+              "stream": np.array([[True]], bool), "image_input": np.zeros((1, 3, 490, 490), np.float16), **lora},
+             sender)
     assert "IMAGE_INPUT" in seen["preprocessing"]
+    # the client's Partial-LoRA task (and its weights on first use) reach preprocessing, which requires a task
+    wanted = {"LORA_TASK_ID", "LORA_WEIGHTS", "LORA_CONFIG"}
+    assert seen["preprocessing"] & wanted == (wanted if client_lora else set())
     assert seen["engine"]["prompt_embedding_table"].shape == (1, 1, HIDDEN)
     assert seen["engine"]["lora_task_id"].tolist() == [[1]] and seen["engine"]["prompt_vocab_size"].tolist() == [[1]]
     assert all(r is None or not r.has_error() for r, _ in sender.sent)
