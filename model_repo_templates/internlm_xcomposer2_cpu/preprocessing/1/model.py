@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import xcomposer2_preprocessing as layout  # noqa: E402
 from encoder_lib.encoder import make_encoder  # noqa: E402
+from encoder_lib.perception import one_thread_per_part  # noqa: E402
 
 
 class CpuVisual:
@@ -25,6 +26,7 @@ class CpuVisual:
 
     def __init__(self, config_file):
         started = time.monotonic()
+        one_thread_per_part()  # as in the demo's encoder model: the parts side by side, one thread each
         self.encoder = make_encoder(Path(config_file).parent)
         pb_utils.Logger.log_info(f"xcomposer2 twin: CPU encoder ready in {time.monotonic() - started:.1f} s "
                                  f"({self.encoder.tokens} rows per image)")
