@@ -6,7 +6,7 @@ plain sentence (InvalidRequest), the way the chat panel does.
 Sampling follows OpenAI's meaning of the fields: temperature and top_p default to 1.0 (sampling),
 temperature 0 is greedy, and a request without `seed` gets a fresh one (TensorRT-LLM would otherwise
 repeat the same reply for the same prompt). `presence_penalty` and `frequency_penalty` have OpenAI's
-meaning; left out, they are the app's defaults (app.core.sampling: presence 0.5, which keeps small
+meaning; left out, they are the app's defaults (app.core.sampling: presence and frequency 0.5, which keep small
 greedy models out of loops), so the API replies as the chat does. `top_k` and `repetition_penalty` are
 accepted as extensions, as vLLM and trtllm-serve accept them, and so is `min_tokens`.
 """

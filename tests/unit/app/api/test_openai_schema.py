@@ -159,4 +159,4 @@ def test_penalties_have_openai_meaning_and_the_app_defaults_when_left_out():
     assert (given.presence_penalty, given.frequency_penalty) == (-0.5, 1.25)
     left_out = parse_chat_request(body(), "m").params
     assert left_out.presence_penalty == SAMPLING_LIMITS["presence_penalty"][0] == 0.5
-    assert left_out.frequency_penalty == 0.0
+    assert left_out.frequency_penalty == SAMPLING_LIMITS["frequency_penalty"][0] == 0.5

@@ -51,7 +51,7 @@ def test_images_get_the_usual_intake_checks():
 
 
 def test_sampling_maps_to_openai_fields_and_extensions():
-    assert sampling_fields(SamplingParams(max_tokens=9, seed=3, presence_penalty=0)) == {
+    assert sampling_fields(SamplingParams(max_tokens=9, seed=3, presence_penalty=0, frequency_penalty=0)) == {
         "max_tokens": 9, "seed": 3, "temperature": 0.0}
     assert sampling_fields(SamplingParams(frequency_penalty=0.25))["frequency_penalty"] == 0.25
     assert sampling_fields(SamplingParams())["presence_penalty"] == 0.5  # the app's default travels with the request
