@@ -51,21 +51,16 @@ def check_plan_file(path: Path) -> None:
         raise ValueError(M.MSG_XC2_PLAN_MISSING.format(path=path))
 
 
-def check_xcomposer2(values: dict) -> Xcomposer2Layout:
-    """Check the filled parameters of an InternLM-XComposer2 repository; ValueError with the fix on failure."""
-    family = get_family(FAMILY_ID)
-    tokens, rank = family.tokens_per_image, int(family.lora.get("default_rank", 256))
+def _check_marker(values: dict) -> None:
     marker = values.get("image_marker") or MARKER
     if marker != MARKER:
         raise ValueError(M.MSG_XC2_MARKER.format(given=marker))
-    given_tokens = _whole(values, "tokens_per_image", tokens)
-    if given_tokens != tokens:
-        raise ValueError(M.MSG_XC2_TOKENS.format(given=given_tokens, tokens=tokens))
-    cache = _whole(values, "lora_cache_max_adapter_size", rank)
-    if cache < rank:
-        raise ValueError(M.MSG_XC2_CACHE_RANK.format(given=cache, rank=rank))
-    check_plan_file(Path(_required(values, "vit_plan_dir", "the visual engine file preprocessing runs")))
-    engine = Path(_required(values, "engine_dir", "the LLM engine folder with config.json"))
+
+
+def _engine_table(values: dict, tokens: int, what: str) -> tuple[Path, dict, int, int]:
+    """(engine folder, its config.json, max batch size, prompt-table size); ValueError unless the table holds
+    exactly `tokens` rows for every request of a full batch."""
+    engine = Path(_required(values, "engine_dir", what))
     config = read_json(engine / "config.json")
     build = config.get("build_config", {})
     batch = int(build.get("max_batch_size", 0))
@@ -73,6 +68,23 @@ def check_xcomposer2(values: dict) -> Xcomposer2Layout:
     if table != batch * tokens:
         raise ValueError(M.MSG_XC2_TABLE.format(engine=engine, table=table, batch=batch, tokens=tokens,
                                                 expected=batch * tokens))
+    return engine, config, batch, table
+
+
+def check_xcomposer2(values: dict) -> Xcomposer2Layout:
+    """Check the filled parameters of an InternLM-XComposer2 repository; ValueError with the fix on failure."""
+    family = get_family(FAMILY_ID)
+    tokens, rank = family.tokens_per_image, int(family.lora.get("default_rank", 256))
+    _check_marker(values)
+    given_tokens = _whole(values, "tokens_per_image", tokens)
+    if given_tokens != tokens:
+        raise ValueError(M.MSG_XC2_TOKENS.format(given=given_tokens, tokens=tokens))
+    cache = _whole(values, "lora_cache_max_adapter_size", rank)
+    if cache < rank:
+        raise ValueError(M.MSG_XC2_CACHE_RANK.format(given=cache, rank=rank))
+    check_plan_file(Path(_required(values, "vit_plan_dir", "the visual engine file preprocessing runs")))
+    engine, config, batch, table = _engine_table(values, tokens, "the LLM engine folder with config.json")
+    build = config.get("build_config", {})
     plugins = build.get("plugin_config") or {}
     if "lora_plugin" in plugins and not plugins["lora_plugin"]:
         raise ValueError(M.MSG_XC2_NO_LORA.format(engine=engine, rank=rank))
@@ -85,9 +97,7 @@ def check_xcomposer2(values: dict) -> Xcomposer2Layout:
 def check_xcomposer2_cpu(values: dict) -> Xcomposer2Layout:
     """The CPU twin (template internlm_xcomposer2_cpu): the marker, the CPU encoder's config.json as vit_plan_dir
     with as many rows per image as tokens_per_image, the engine's table room and its Partial-LoRA switch."""
-    marker = values.get("image_marker") or MARKER
-    if marker != MARKER:
-        raise ValueError(M.MSG_XC2_MARKER.format(given=marker))
+    _check_marker(values)
     plan = Path(_required(values, "vit_plan_dir", "the CPU encoder's config.json preprocessing runs"))
     check_plan_file(plan)
     try:
@@ -98,14 +108,8 @@ def check_xcomposer2_cpu(values: dict) -> Xcomposer2Layout:
     given = _whole(values, "tokens_per_image", tokens)
     if given != tokens:
         raise ValueError(M.MSG_XC2_CPU_TOKENS.format(given=given, encoder=plan.parent, tokens=tokens))
-    engine = Path(_required(values, "engine_dir", "the CPU engine folder with config.json"))
-    config = read_json(engine / "config.json")
+    engine, config, batch, table = _engine_table(values, tokens, "the CPU engine folder with config.json")
     build = config.get("build_config", {})
-    batch = int(build.get("max_batch_size", 0))
-    table = int(build.get("max_prompt_embedding_table_size", 0) or 0)
-    if table != batch * tokens:
-        raise ValueError(M.MSG_XC2_TABLE.format(engine=engine, table=table, batch=batch, tokens=tokens,
-                                                expected=batch * tokens))
     if not config.get("pretrained_config", {}).get("has_partial_lora_mask"):
         raise ValueError(M.MSG_XC2_CPU_PARTIAL.format(engine=engine))
     rank = int((build.get("lora_config") or {}).get("max_lora_rank") or 0)
