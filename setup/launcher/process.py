@@ -54,6 +54,7 @@ class TritonProcess:
         self._on_stop: list[Callable[[], None]] = []
         self._reaper: subprocess.Popen | None = None
         self._env_before: set[Path] = set()
+        self._started_at = 0.0  # time.time() just before the server started (the reaper's SINCE)
         self._env_dirs: set[Path] | None = None  # the backend folders this server made (known once it is ready)
 
     @property
@@ -73,6 +74,7 @@ class TritonProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, **self.install.env}
         self._env_before = python_env_dirs()
+        self._started_at = time.time()
         with open(self.log_path, "ab") as log:
             self._log_start = log.tell()  # the log may hold earlier runs: log_tail reads this run only
             self._proc = subprocess.Popen(  # argv list, no shell
@@ -92,7 +94,8 @@ class TritonProcess:
         leader_start = start_time(self._proc.pid)
         if leader_start is None:
             return None  # already gone: the watcher cleans up
-        return subprocess.Popen([sys.executable, str(REAPER), str(self._proc.pid), leader_start, self.shm_prefix],
+        return subprocess.Popen([sys.executable, str(REAPER), str(self._proc.pid), leader_start, self.shm_prefix,
+                                 repr(self._started_at)],
                                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True, close_fds=True)
 

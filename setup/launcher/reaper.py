@@ -1,6 +1,6 @@
 """Ends a tritonserver process group once the process that started it is gone, however it went (SIGKILL too).
 
-    python reaper.py PGID STARTTIME SHM_PREFIX      # started by TritonProcess; stdin is a pipe from it
+    python reaper.py PGID STARTTIME SHM_PREFIX [SINCE]   # started by TritonProcess; stdin is a pipe from it
 
 The starter keeps the pipe's write end and never writes. When the starter exits, the kernel closes that end
 and this script reads end-of-file: if the group still exists (its leader has the same start time, or it has
@@ -27,6 +27,18 @@ BACKEND_TMP = Path("/tmp")
 def python_env_dirs(root: Path = BACKEND_TMP) -> set[Path]:
     """The python backend's folders under `root` now."""
     return set(root.glob("python_env_*"))
+
+
+def python_env_dirs_since(since: float, root: Path = BACKEND_TMP) -> set[Path]:
+    """The backend folders made at or after `since` (time.time(); an empty folder's mtime is when it was made)."""
+    found = set()
+    for folder in python_env_dirs(root):
+        try:
+            if folder.stat().st_mtime >= since:
+                found.add(folder)
+        except OSError:
+            pass
+    return found
 
 
 def remove_empty_dirs(folders) -> None:
@@ -92,11 +104,13 @@ def end_group(pgid: int, leader_start: str, shm_prefix: str) -> bool:
 
 def main(argv: list[str]) -> int:
     pgid, leader_start, shm_prefix = int(argv[1]), argv[2], argv[3]
-    before = python_env_dirs()  # we start right after the server, before its backend makes its folder
+    # SINCE: when the starter started the server (on a loaded machine the backend may make its folder before
+    # this script has even started, so a look at /tmp from here would be too late)
+    since = float(argv[4]) if len(argv) > 4 else time.time()
     while sys.stdin.buffer.read(4096):
         pass  # nobody writes; EOF comes when the starter is gone
     if end_group(pgid, leader_start, shm_prefix):
-        remove_empty_dirs(python_env_dirs() - before)
+        remove_empty_dirs(python_env_dirs_since(since))
     return 0
 
 

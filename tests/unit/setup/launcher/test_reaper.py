@@ -71,3 +71,14 @@ def test_only_empty_backend_folders_are_removed(tmp_path):
     assert python_env_dirs(tmp_path) == {empty, full}
     remove_empty_dirs([empty, full, tmp_path / "python_env_gone"])
     assert not empty.exists() and (full / "env.tar").exists() and other.exists()
+
+
+def test_backend_folders_since_a_time_are_those_made_from_then_on(tmp_path):
+    from setup.launcher.reaper import python_env_dirs_since
+
+    old, new = tmp_path / "python_env_old", tmp_path / "python_env_new"
+    old.mkdir()
+    new.mkdir()
+    os.utime(old, (1_000_000, 1_000_000))
+    assert python_env_dirs_since(2_000_000, tmp_path) == {new}
+    assert python_env_dirs_since(0, tmp_path) == {old, new}
