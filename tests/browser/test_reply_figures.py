@@ -16,7 +16,8 @@ from tests.browser.test_adapters import pick
 
 KIND = "Triton engine topology"
 COMPARE_FIGURES = re.compile(r"(?P<state>done|stopped) · (?P<tokens>\d+) tokens? · .*first token \d+\.\d\d s · "
-                             r"(?P<model>[\w ]+) · " + KIND)
+                             r"(?P<model>[\w ]+) · (?:LoRA [\d.]+ (?:B|kB|MB) sent \((?:weights|task id only)\) · )?"
+                             + KIND)
 
 
 def figures_line(reply: str) -> str:
