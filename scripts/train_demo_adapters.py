@@ -70,6 +70,15 @@ def check_reply(reply: str, expect_any: list[str]) -> bool:
     return any(word.lower() in text for word in expect_any)
 
 
+def save_adapter(model, target: Path) -> None:
+    """The PEFT folder, its config naming the base model by its hub id (not this machine's path)."""
+    model.save_pretrained(target, safe_serialization=True)
+    config_path = target / "adapter_config.json"
+    saved = json.loads(config_path.read_text())
+    saved["base_model_name_or_path"] = BASE_MODEL_ID
+    config_path.write_text(json.dumps(saved, indent=2, sort_keys=True) + "\n")
+
+
 def train_adapter(model_dir: Path, name: str, spec: dict, settings: dict, out: Path, steps: int) -> bool:
     """Train one adapter into out/<name>; return True when its checks pass."""
     from peft import LoraConfig, get_peft_model
@@ -96,11 +105,7 @@ def train_adapter(model_dir: Path, name: str, spec: dict, settings: dict, out: P
     model.eval()
     target = out / name
     target.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(target, safe_serialization=True)
-    config_path = target / "adapter_config.json"
-    saved = json.loads(config_path.read_text())
-    saved["base_model_name_or_path"] = BASE_MODEL_ID
-    config_path.write_text(json.dumps(saved, indent=2, sort_keys=True) + "\n")
+    save_adapter(model, target)
     (target / "README.md").write_text(
         f"# {name}\n\nDemo LoRA adapter for SmolLM2-135M-Instruct: {spec['description']}\n"
         f"Trained by scripts/train_demo_adapters.py (r={settings['rank']}, alpha={settings['alpha']}, "
@@ -213,11 +218,7 @@ def train_partial_adapter(model_dir: Path, name: str, spec: dict, out: Path, ste
     model.eval()
     target = out / spec["folder"] / name
     target.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(target, safe_serialization=True)
-    config_path = target / "adapter_config.json"
-    saved = json.loads(config_path.read_text())
-    saved["base_model_name_or_path"] = BASE_MODEL_ID
-    config_path.write_text(json.dumps(saved, indent=2, sort_keys=True) + "\n")
+    save_adapter(model, target)
     (target / "README.md").write_text(
         f"# {name}\n\nPartial LoRA for SmolLM2-135M-Instruct: {spec['description']}\n"
         f"Applied only at the image's prompt-table rows (CPU engine with has_partial_lora_mask). Trained by "

@@ -108,14 +108,21 @@ def _on_free_ports(start):
     raise AssertionError("unreachable")
 
 
-def start_triton(tmp: Path, overrides: dict | None = None) -> TritonEndpoints:
-    """Write the demo repository into `tmp` and start tritonserver on free ports."""
-    from setup.cpu.demo import start_demo_triton, write_demo_repository
+def _serve_repository(tmp: Path, repo: Path) -> TritonEndpoints:
+    """tritonserver on free ports for a written demo repository (its log in `tmp`)."""
+    from setup.cpu.demo import start_demo_triton
 
-    repo = write_demo_repository(tmp / "repo", overrides=overrides, log=lambda *_: None, pacing_rate=DEMO_PACING_RATE)
     ports, process = _on_free_ports(lambda *ports: start_demo_triton(
         *ports, repo=repo, log_path=tmp / "triton.log", log=lambda *_: None, ready_timeout=TRITON_READY_TIMEOUT))
     return TritonEndpoints(process, *ports, repo)
+
+
+def start_triton(tmp: Path, overrides: dict | None = None) -> TritonEndpoints:
+    """Write the demo repository into `tmp` and start tritonserver on free ports."""
+    from setup.cpu.demo import write_demo_repository
+
+    repo = write_demo_repository(tmp / "repo", overrides=overrides, log=lambda *_: None, pacing_rate=DEMO_PACING_RATE)
+    return _serve_repository(tmp, repo)
 
 
 TRITON_READY_TIMEOUT = 300.0  # the demo's models load in ~20 s idle; a loaded 2-core machine takes several times that
@@ -173,14 +180,11 @@ DEMO_KINDS = ("engine", "llmapi")  # `python -m app --demo --deployment ...`: th
 
 def start_llmapi_triton(tmp: Path, overrides: dict | None = None) -> TritonEndpoints:
     """Write the llmapi demo repository into `tmp` and start tritonserver on free ports."""
-    from setup.cpu.demo import start_demo_triton
     from setup.cpu.llmapi_demo import write_llmapi_demo_repository
 
     repo = write_llmapi_demo_repository(tmp / "repo", overrides=overrides, log=lambda *_: None,
                                         pacing_rate=DEMO_PACING_RATE)
-    ports, process = _on_free_ports(lambda *ports: start_demo_triton(
-        *ports, repo=repo, log_path=tmp / "triton.log", log=lambda *_: None, ready_timeout=TRITON_READY_TIMEOUT))
-    return TritonEndpoints(process, *ports, repo)
+    return _serve_repository(tmp, repo)
 
 
 @pytest.fixture(scope="session")
@@ -207,13 +211,10 @@ def llmapi_app_served(llmapi_triton, cpu_model_dir):
 
 def start_xcomposer2_triton(tmp: Path) -> TritonEndpoints:
     """Write the InternLM-XComposer2 twin's repository into `tmp` and start tritonserver on free ports."""
-    from setup.cpu.demo import start_demo_triton
     from setup.cpu.xcomposer2_demo import write_xcomposer2_demo_repository
 
     repo = write_xcomposer2_demo_repository(tmp / "repo", log=lambda *_: None)
-    ports, process = _on_free_ports(lambda *ports: start_demo_triton(
-        *ports, repo=repo, log_path=tmp / "triton.log", log=lambda *_: None, ready_timeout=TRITON_READY_TIMEOUT))
-    return TritonEndpoints(process, *ports, repo)
+    return _serve_repository(tmp, repo)
 
 
 @pytest.fixture(scope="session")
