@@ -14,5 +14,8 @@ MSG_PROMPT_TOO_LONG = "The message is longer than {limit} characters; shorten it
 MSG_NOT_A_NUMBER_FIELD = "{name} must be a number, got {value!r}."
 MSG_NOT_TEXT = "The message must be text, got {kind}."
 
+MSG_COMPARE_NO_COLUMNS = "Pick the base model or at least one adapter to compare."
+MSG_COMPARE_TOO_MANY = "Compare takes the base model and at most {limit} adapters."
+
 # How replies, figures and the APIs word "no adapter" (the domain value is None).
 BASE_MODEL_WORDS = "base model"

@@ -95,6 +95,23 @@ class TritonEngineDeployment(TritonServed):
             return None
         return own.name if own is not None else None
 
+    def combines_adapters(self) -> bool:
+        """Whether a reply can take another adapter besides the model's own (True when it has none, or when the
+        server is not up yet: the request itself is refused then, in a sentence)."""
+        try:
+            own = self.own_adapter()
+        except ChatError:
+            return True
+        return own is None or own.combines
+
+    def probe_needs_image(self) -> bool:
+        """Whether the served family answers only about an image or its adapter acts only at image rows."""
+        try:
+            own, support = self.own_adapter(), image_support(self.client.model_info())
+        except ChatError:  # server not up yet (or a family the app does not know): a text probe says so
+            return False
+        return bool(own is not None and own.partial) or bool(support is not None and support.family.image_required)
+
     def check_adapter(self, adapter: str | None) -> str | None:
         """The adapter the request sends (the model's own one when it has one); InvalidRequest when it cannot."""
         known = self.registry.names()
