@@ -22,9 +22,9 @@ CLIP_STD = np.array([0.26862954, 0.26130258, 0.27577711], np.float32)
 
 
 class FakeStream:
-    def __init__(self):
+    def __init__(self, parts: tuple[str, ...] = ("In the picture", ", a cat.")):
         self.text, self.cancelled, self.request_id, self.chunks, self.responses = "", False, "r1", 0, 0
-        self._parts = iter(["In the picture", ", a cat."])
+        self._parts = iter(parts)
 
     def __iter__(self):
         return self
