@@ -60,6 +60,16 @@ def test_query_has_one_marker_in_the_family_template_and_the_image_is_fp16_1x3x4
     assert "[UNUSED_TOKEN_145]" in extra["stop_words"]
 
 
+def test_the_family_template_is_used_unless_another_is_asked_for(adapters, picture):
+    """No --template: the served config's family (internlm-xcomposer2) names internlm2; --template still wins."""
+    for template, opening in ((None, "[UNUSED_TOKEN_146]user\n<ImageHere>"), ("chatml", "<|im_start|>user\n<ImageHere>")):
+        client = FakeClient()
+        dep = TritonEngineDeployment(client, adapters, template=template, model_adapter="xc2-partial")
+        run(dep, ReplyRequest(ask("What is this?", picture), system_prompt=""))
+        assert client.sent[0][0].startswith(opening), client.sent[0][0]
+    assert TritonEngineDeployment(FakeClient(), adapters).template_name() == "internlm2"
+
+
 def test_own_adapter_goes_with_weights_once_then_by_task_id_alone(adapters, picture):
     client = FakeClient()
     dep = deployment(adapters, client)
