@@ -27,6 +27,7 @@ from app.deployments.prompts import (
     current_turn_images,
     file_path,
     message_text,
+    named_templates,
 )
 from app.deployments.triton_limits import UNKNOWN, check_prompt_tokens, read_input_limit
 from app.deployments.triton_served import TritonServed
@@ -65,12 +66,14 @@ class TritonEngineDeployment(TritonServed):
         return path if path and Path(path).is_dir() else None
 
     def _served_template(self) -> str | None:
-        """The named template of the served family (InternLM-XComposer2: internlm2), when its config names one."""
+        """The named template of the served family (InternLM-XComposer2: internlm2), when its family file names one
+        of setup/data/prompt_templates.yaml (not "tokenizer", which means the tokenizer's own)."""
         try:
             support = image_support(self.client.model_info())
         except InvalidRequest:  # a family this app does not know: no template of its own
             return None
-        return support.family.prompt.chat_template if support is not None else None
+        name = support.family.prompt.chat_template if support is not None else None
+        return name if name in named_templates() else None
 
     def template_name(self) -> str:
         """The named template: the one asked for (--template), else the served family's, else chatml. ChatError

@@ -68,6 +68,8 @@ def test_the_family_template_is_used_unless_another_is_asked_for(adapters, pictu
         run(dep, ReplyRequest(ask("What is this?", picture), system_prompt=""))
         assert client.sent[0][0].startswith(opening), client.sent[0][0]
     assert TritonEngineDeployment(FakeClient(), adapters).template_name() == "internlm2"
+    cpu_demo = FakeClient(multimodal_family="cpu-ocr")  # its family says "tokenizer": the tokenizer's own, else chatml
+    assert TritonEngineDeployment(cpu_demo, adapters).template_name() == "chatml"
 
 
 def test_own_adapter_goes_with_weights_once_then_by_task_id_alone(adapters, picture):
