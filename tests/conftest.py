@@ -9,6 +9,7 @@ and Triton ports are per test session.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -347,27 +348,32 @@ FIRST_VISIT_JS = """if (!sessionStorage.getItem("test-started")) {
 }"""
 
 
-@pytest.fixture
-def page(browser_context, app_served):
-    ctx, app_url = app_served
+@contextlib.contextmanager
+def app_tab(browser_context, served, timeout_ms: int = 30_000):
+    """A new tab on the app `served` ((context, URL)) opened like a first visit with the URL the console prints (its
+    token becomes a cookie), once the chat input shows; closed afterwards."""
+    ctx, app_url = served
     page = browser_context.new_page()
     page.add_init_script(FIRST_VISIT_JS)
-    page.goto(ctx.access.url(app_url))  # the URL the console prints: the token becomes a cookie
-    page.wait_for_selector("#chat-input textarea", timeout=30_000)
-    yield page
-    page.close()
+    page.goto(ctx.access.url(app_url))
+    page.wait_for_selector("#chat-input textarea", timeout=timeout_ms)
+    try:
+        yield page
+    finally:
+        page.close()
+
+
+@pytest.fixture
+def page(browser_context, app_served):
+    with app_tab(browser_context, app_served) as page:
+        yield page
 
 
 @pytest.fixture
 def demo_page(browser_context, demo_app):
     """A browser tab on the app against each demo kind in turn (engine topology, llmapi)."""
-    ctx, app_url = demo_app
-    page = browser_context.new_page()
-    page.add_init_script(FIRST_VISIT_JS)
-    page.goto(ctx.access.url(app_url))
-    page.wait_for_selector("#chat-input textarea", timeout=30_000)
-    yield page
-    page.close()
+    with app_tab(browser_context, demo_app) as page:
+        yield page
 
 
 def run_in_threads(fn, count: int) -> list:

@@ -3,6 +3,10 @@
 Servers sometimes answer with the base model although an adapter was asked for (a bad path, a rank or
 module mismatch, an adapter that changes nothing). The check compares the first-token log-probabilities
 when the server gives them, else the greedy first tokens; identical means the adapter changed nothing.
+
+Where a text probe cannot show an adapter (InternLM-XComposer2 answers only about an image, and its Partial LoRA
+acts only at image rows) both probes ask about a small picture drawn with Pillow. The model's own adapter, on in
+every reply, has no reply without it to compare with: the check says so instead of calling it not applied.
 """
 
 from __future__ import annotations
@@ -10,16 +14,22 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
+from app.chat.messages import (
+    MSG_APPLIED,
+    MSG_CHECK_BUILT_IN,
+    MSG_CHECK_FAILED,
+    MSG_NOT_APPLIED,
+    PROBE_TEXT,
+    PROBE_WITH_PICTURE,
+)
 from app.core.errors import ChatError
 from app.deployments.base import Probe
+from app.vision.probe_picture import probe_picture
 
 PROBE_PROMPT = "What is the capital of France? Answer in one sentence."
+PROBE_IMAGE_PROMPT = "What is in this picture? Answer in one sentence."
 PROBE_TOKENS = 4
 LOGPROB_TOLERANCE = 1e-3  # log-probabilities closer than this count as the same
-MSG_APPLIED = "Adapter '{adapter}' is applied: its first tokens differ from the base model's ({how})."
-MSG_NOT_APPLIED = ("⚠️ Adapter '{adapter}' does not seem to be applied: on the probe prompt its {how} are identical "
-                   "to the base model's. Check the adapter's files and how the server loaded it.")
-MSG_CHECK_FAILED = "The adapter check for '{adapter}' could not run: {error}"
 
 
 @dataclass(frozen=True)
@@ -40,16 +50,28 @@ def same_output(base: Probe, tuned: Probe) -> tuple[bool, str]:
     return base.tokens == tuned.tokens, "greedy first tokens"
 
 
+def probe_request(deployment) -> tuple[str, tuple[bytes, ...]]:
+    """The probe's prompt and images: text alone, or a question about the probe picture where the deployment needs
+    one to show an adapter."""
+    if deployment.probe_needs_image():
+        return PROBE_IMAGE_PROMPT, (probe_picture(),)
+    return PROBE_PROMPT, ()
+
+
 def check_adapter_applied(deployment, adapter: str) -> CheckResult:
     """Probe the base model and the adapter on the deployment; never raises."""
+    if adapter == deployment.built_in_adapter():
+        return CheckResult(adapter, None, MSG_CHECK_BUILT_IN.format(adapter=adapter))
     try:
-        base = deployment.probe(None, PROBE_PROMPT, PROBE_TOKENS)
-        tuned = deployment.probe(adapter, PROBE_PROMPT, PROBE_TOKENS)
+        prompt, images = probe_request(deployment)
+        base = deployment.probe(None, prompt, PROBE_TOKENS, images)
+        tuned = deployment.probe(adapter, prompt, PROBE_TOKENS, images)
     except ChatError as exc:
         return CheckResult(adapter, None, MSG_CHECK_FAILED.format(adapter=adapter, error=exc))
     same, how = same_output(base, tuned)
     template = MSG_NOT_APPLIED if same else MSG_APPLIED
-    return CheckResult(adapter, not same, template.format(adapter=adapter, how=how))
+    probe = PROBE_WITH_PICTURE if images else PROBE_TEXT
+    return CheckResult(adapter, not same, template.format(adapter=adapter, how=how, probe=probe))
 
 
 class AdapterChecks:
@@ -75,12 +97,15 @@ class AdapterChecks:
                          name=f"adapter-check-{adapter}").start()
 
     def _run(self, deployment, adapter: str, key: tuple, done: threading.Event) -> None:
-        result = check_adapter_applied(deployment, adapter)
-        with self._lock:
-            if result.applied is not None:  # a check that could not run is tried again on the next use
-                self._results[key] = result
-            self._running.pop(key, None)
-        done.set()
+        try:
+            result = check_adapter_applied(deployment, adapter)
+            with self._lock:
+                if result.applied is not None:  # a check that could not run is tried again on the next use
+                    self._results[key] = result
+        finally:  # whatever happened, a reply waiting for the check stops waiting
+            with self._lock:
+                self._running.pop(key, None)
+            done.set()
 
     def run_now(self, deployment, adapter: str) -> CheckResult:
         """Check again, now (the Adapters tab's button)."""

@@ -1,4 +1,10 @@
-"""Compare: one prompt streamed at the same time through the base model and up to three adapters."""
+"""Compare: one prompt (and optionally one image) streamed at the same time through the base model and up to three
+adapters.
+
+The image goes to every column through the chat's intake: the deployment checks it (format, size, how many images
+it takes) before any column opens, and each column's request carries it as the chat's would. On a model with an
+adapter of its own (InternLM-XComposer2's Partial LoRA) the base column keeps that adapter on, and another adapter
+is refused in a sentence unless the deployment combines adapters: the chat's rules, applied by the deployment."""
 
 from __future__ import annotations
 
@@ -9,7 +15,8 @@ from dataclasses import dataclass
 
 from app.chat.context import AppContext
 from app.chat.figures import figures_text, measure
-from app.chat.turns import open_stream, reply_text, validate_user_text
+from app.chat.messages import MSG_COMPARE_NO_COLUMNS, MSG_COMPARE_TOO_MANY
+from app.chat.turns import add_user_message, check_new_turn, open_stream, reply_text
 from app.core.constants import MAX_COMPARE_ADAPTERS
 from app.core.errors import ChatError, InvalidRequest
 from app.core.sampling import SamplingParams
@@ -30,17 +37,19 @@ class ColumnView:
 class CompareRun:
     """Several streams, each read by its own thread; `texts()` is a snapshot of all columns."""
 
-    def __init__(self, ctx: AppContext, prompt: str, adapters: list[str | None], params: SamplingParams):
-        """`adapters`: one entry per column, None for the base model."""
-        prompt = validate_user_text(prompt)
+    def __init__(self, ctx: AppContext, prompt: str, adapters: list[str | None], params: SamplingParams,
+                 images: list[str] | None = None):
+        """`adapters`: one entry per column, None for the base model; `images`: files sent with the prompt to
+        every column (checked as the chat checks a message's images)."""
+        check_new_turn(ctx, prompt, images)  # the text, and the images as this deployment takes them
         chosen = [a or None for a in adapters]
         if not chosen:
-            raise InvalidRequest("Pick the base model or at least one adapter to compare.")
+            raise InvalidRequest(MSG_COMPARE_NO_COLUMNS)
         if len([a for a in chosen if a]) > MAX_COMPARE_ADAPTERS:
-            raise InvalidRequest(f"Compare takes the base model and at most {MAX_COMPARE_ADAPTERS} adapters.")
+            raise InvalidRequest(MSG_COMPARE_TOO_MANY.format(limit=MAX_COMPARE_ADAPTERS))
         self.columns = list(dict.fromkeys(chosen))
         self._kind = ctx.deployment.kind
-        history = [{"role": "user", "content": prompt}]
+        history = add_user_message([], prompt, images)  # the images' turns, then the text
         self._started = time.monotonic()
         self._streams = []
         try:

@@ -29,7 +29,8 @@ class AppConfig:
     host: str = configfield(DEFAULT_HOST, "Address the web UI binds to.")
     port: int = configfield(DEFAULT_UI_PORT, "Port of the web UI.")
     concurrency: int = configfield(DEFAULT_CONCURRENCY, "Chats generated at the same time (queue concurrency).")
-    template: str = configfield("chatml", "Prompt template when the tokenizer's chat template is not readable.")
+    template: str | None = configfield(None, "Prompt template when the tokenizer's chat template is not readable "
+                                             "(default: the served family's own, e.g. internlm2, else chatml).")
     tokenizer_dir: str | None = configfield(None, "Tokenizer folder for the chat template (default: ask the server).")
     system_prompt: str = configfield("", "System prompt put before every conversation.")
     max_file_size: str = configfield(MAX_UPLOAD, "Largest upload the UI accepts.")

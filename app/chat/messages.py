@@ -14,5 +14,19 @@ MSG_PROMPT_TOO_LONG = "The message is longer than {limit} characters; shorten it
 MSG_NOT_A_NUMBER_FIELD = "{name} must be a number, got {value!r}."
 MSG_NOT_TEXT = "The message must be text, got {kind}."
 
+MSG_COMPARE_NO_COLUMNS = "Pick the base model or at least one adapter to compare."
+MSG_COMPARE_TOO_MANY = "Compare takes the base model and at most {limit} adapters."
+
+# "Is the adapter really applied?" (app/chat/adapter_check.py)
+MSG_APPLIED = "Adapter '{adapter}' is applied: on {probe} its first tokens differ from the base model's ({how})."
+MSG_NOT_APPLIED = ("⚠️ Adapter '{adapter}' does not seem to be applied: on {probe} its {how} are identical "
+                   "to the base model's. Check the adapter's files and how the server loaded it.")
+MSG_CHECK_FAILED = "The adapter check for '{adapter}' could not run: {error}"
+MSG_CHECK_BUILT_IN = ("Adapter '{adapter}' is part of the served model and on in every reply, so there is no reply "
+                      "without it to compare with; this check cannot tell whether it is applied. Its effect shows in "
+                      "the replies themselves (for a Partial LoRA: in answers about an image).")
+PROBE_TEXT = "the probe prompt"
+PROBE_WITH_PICTURE = "the probe question about a small picture"  # where only an image shows an adapter
+
 # How replies, figures and the APIs word "no adapter" (the domain value is None).
 BASE_MODEL_WORDS = "base model"

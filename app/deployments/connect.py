@@ -9,6 +9,7 @@ from app.core.errors import ChatError
 from app.deployments.llmapi import LlmApiDeployment
 from app.deployments.messages import MSG_API_KEY_FILE
 from app.deployments.openai_compat import OpenAICompatDeployment
+from app.deployments.prompts import DEFAULT_TEMPLATE
 from app.deployments.triton_engine import TritonEngineDeployment
 from app.triton.client import TritonChatClient
 
@@ -33,7 +34,8 @@ def connect(config, registry: AdapterRegistry, triton_url: str | None = None):
                                       system_prompt=config.system_prompt)
     client = TritonChatClient(triton_url or config.triton_url, model=config.model)
     if getattr(config, "deployment", "engine") == "llmapi":
-        return LlmApiDeployment(client, registry, template=config.template, tokenizer_dir=config.tokenizer_dir,
+        return LlmApiDeployment(client, registry, template=config.template or DEFAULT_TEMPLATE,
+                                tokenizer_dir=config.tokenizer_dir,
                                 system_prompt=config.system_prompt, server_adapters_dir=config.server_adapters_dir,
                                 metrics=config.metrics_url if triton_url is None else None)
     return TritonEngineDeployment(client, registry, template=config.template, tokenizer_dir=config.tokenizer_dir,

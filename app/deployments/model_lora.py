@@ -32,6 +32,7 @@ class ModelAdapter:
     family: str  # display name, for messages
     name: str | None
     combines: bool
+    partial: bool = False  # acts only at image rows (a Partial LoRA): only an image shows it
 
     @property
     def shown(self) -> str:
@@ -50,7 +51,8 @@ def model_adapter(info: ModelInfo, configured: str | None) -> ModelAdapter | Non
     if not family.lora.get("required"):
         return None
     combines = info.parameters.get(COMBINES_PARAMETER, "").strip().lower() in ("true", "1", "yes")
-    return ModelAdapter(family=family.name, name=configured or None, combines=combines)
+    return ModelAdapter(family=family.name, name=configured or None, combines=combines,
+                        partial=bool(family.lora.get("partial")))
 
 
 def adapter_for_request(own: ModelAdapter | None, requested: str | None, known: list[str]) -> str | None:

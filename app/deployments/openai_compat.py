@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -181,10 +182,11 @@ class OpenAICompatDeployment:
         for source in files:
             load_image(source)
 
-    def probe(self, adapter: str | None, prompt: str, tokens: int) -> Probe:
+    def probe(self, adapter: str | None, prompt: str, tokens: int, images: Sequence[bytes] = ()) -> Probe:
         """Greedy first tokens with their top log-probabilities (just the text when the server gives none)."""
         params = SamplingParams(max_tokens=tokens, top_k=1, top_p=0.0, seed=0)
-        body = {**self._body(ReplyRequest([{"role": "user", "content": prompt}], params, adapter)),
+        request = ReplyRequest([{"role": "user", "content": prompt}], params, adapter, images=list(images) or None)
+        body = {**self._body(request),
                 "logprobs": True, "top_logprobs": TOP_LOGPROBS}
         try:
             reply = self.http.post(self.url + "/chat/completions", json=body, timeout=httpx.Timeout(10.0, read=120.0))
@@ -204,6 +206,14 @@ class OpenAICompatDeployment:
     def built_in_adapter(self) -> str | None:
         """None: the served model's own adapters, if any, are the server's business."""
         return None
+
+    def combines_adapters(self) -> bool:
+        """True: any adapter the server lists can be picked."""
+        return True
+
+    def probe_needs_image(self) -> bool:
+        """False: an OpenAI-compatible server's adapters are probed with text."""
+        return False
 
     def adapter_names(self) -> list[str]:
         if self.adapters_as() == "lora_request":

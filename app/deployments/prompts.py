@@ -42,6 +42,9 @@ def chat_messages(history: list[dict], system: str | None) -> list[dict[str, str
     return out
 
 
+DEFAULT_TEMPLATE = "chatml"  # when neither the user, the tokenizer nor the served family names one
+
+
 def named_templates() -> dict[str, dict]:
     return yaml.safe_load((DATA_DIR / "prompt_templates.yaml").read_text())
 
@@ -50,7 +53,7 @@ def named_templates() -> dict[str, dict]:
 class PromptBuilder:
     """Turns [{role, content}] into one prompt string."""
 
-    template_name: str = "chatml"
+    template_name: str = DEFAULT_TEMPLATE
     tokenizer_dir: str | None = None
     system_prompt: str = ""
 

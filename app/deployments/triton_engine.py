@@ -21,7 +21,14 @@ from app.deployments.messages import (
     MSG_TRITON_SENDS_ON_USE,
 )
 from app.deployments.model_lora import ModelAdapter, adapter_for_request, model_adapter
-from app.deployments.prompts import PromptBuilder, current_turn_images, file_path, message_text
+from app.deployments.prompts import (
+    DEFAULT_TEMPLATE,
+    PromptBuilder,
+    current_turn_images,
+    file_path,
+    message_text,
+    named_templates,
+)
 from app.deployments.triton_limits import UNKNOWN, check_prompt_tokens, read_input_limit
 from app.deployments.triton_served import TritonServed
 from app.triton.client import TritonChatClient
@@ -35,7 +42,7 @@ class TritonEngineDeployment(TritonServed):
 
     kind = KIND
 
-    def __init__(self, client: TritonChatClient, registry: AdapterRegistry, template: str = "chatml",
+    def __init__(self, client: TritonChatClient, registry: AdapterRegistry, template: str | None = None,
                  tokenizer_dir: str | None = None, system_prompt: str = "", engine_dir: str | None = None,
                  metrics: str | None = None, model_adapter: str | None = None):
         self.client, self.registry, self.model_adapter_name = client, registry, model_adapter
@@ -58,16 +65,32 @@ class TritonEngineDeployment(TritonServed):
         path = params.get("tokenizer_dir", {}).get("string_value", "")
         return path if path and Path(path).is_dir() else None
 
+    def _served_template(self) -> str | None:
+        """The named template of the served family (InternLM-XComposer2: internlm2), when its family file names one
+        of setup/data/prompt_templates.yaml (not "tokenizer", which means the tokenizer's own)."""
+        try:
+            support = image_support(self.client.model_info())
+        except InvalidRequest:  # a family this app does not know: no template of its own
+            return None
+        name = support.family.prompt.chat_template if support is not None else None
+        return name if name in named_templates() else None
+
+    def template_name(self) -> str:
+        """The named template: the one asked for (--template), else the served family's, else chatml. ChatError
+        when it is not asked for and the server cannot say yet."""
+        return self.template or self._served_template() or DEFAULT_TEMPLATE
+
     def prompts(self) -> PromptBuilder:
-        """The prompt builder; resolved on first use, once the server can say where its tokenizer is."""
+        """The prompt builder; resolved on first use, once the server can say where its tokenizer is and which
+        family it serves."""
         with self._lock:
             if self._prompts is not None:
                 return self._prompts
             try:
-                tokenizer_dir, settled = self._server_tokenizer_dir(), True
+                tokenizer_dir, template, settled = self._server_tokenizer_dir(), self.template_name(), True
             except ChatError:  # server not up yet: use the named template now, ask again next time
-                tokenizer_dir, settled = None, False
-            builder = PromptBuilder(template_name=self.template, tokenizer_dir=tokenizer_dir,
+                tokenizer_dir, template, settled = None, self.template or DEFAULT_TEMPLATE, False
+            builder = PromptBuilder(template_name=template, tokenizer_dir=tokenizer_dir,
                                     system_prompt=self.system_prompt)
             if settled:
                 self._prompts = builder
@@ -94,6 +117,23 @@ class TritonEngineDeployment(TritonServed):
         except ChatError:  # server not up yet: nothing known about the model
             return None
         return own.name if own is not None else None
+
+    def combines_adapters(self) -> bool:
+        """Whether a reply can take another adapter besides the model's own (True when it has none, or when the
+        server is not up yet: the request itself is refused then, in a sentence)."""
+        try:
+            own = self.own_adapter()
+        except ChatError:
+            return True
+        return own is None or own.combines
+
+    def probe_needs_image(self) -> bool:
+        """Whether the served family answers only about an image or its adapter acts only at image rows."""
+        try:
+            own, support = self.own_adapter(), image_support(self.client.model_info())
+        except ChatError:  # server not up yet (or a family the app does not know): a text probe says so
+            return False
+        return bool(own is not None and own.partial) or bool(support is not None and support.family.image_required)
 
     def check_adapter(self, adapter: str | None) -> str | None:
         """The adapter the request sends (the model's own one when it has one); InvalidRequest when it cannot."""

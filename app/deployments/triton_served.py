@@ -4,6 +4,7 @@ adapter probe (greedy first tokens: neither kind returns per-token log-probabili
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from app.core.sampling import SamplingParams
@@ -41,14 +42,23 @@ class TritonServed:
         """None: no adapter is part of the model (the engine topology says otherwise for such families)."""
         return None
 
+    def combines_adapters(self) -> bool:
+        """True: with no adapter of the model's own, any adapter can be picked."""
+        return True
+
+    def probe_needs_image(self) -> bool:
+        """False: a text probe shows an adapter (the engine topology says otherwise for image-only families)."""
+        return False
+
     def describe_images(self, files) -> list[dict] | None:
         """None: only the engine topology's image encoder can say what it found."""
         return None
 
-    def probe(self, adapter: str | None, prompt: str, tokens: int) -> Probe:
-        """Greedy first tokens of `prompt` with `adapter` (None: the base model)."""
+    def probe(self, adapter: str | None, prompt: str, tokens: int, images: Sequence[bytes] = ()) -> Probe:
+        """Greedy first tokens of `prompt` (about `images`, when given) with `adapter` (None: the base model)."""
         params = replace(SamplingParams(), max_tokens=tokens, top_k=1, top_p=0.0, seed=0)
-        stream = self.open_reply(ReplyRequest([{"role": "user", "content": prompt}], params, adapter))
+        stream = self.open_reply(ReplyRequest([{"role": "user", "content": prompt}], params, adapter,
+                                              images=list(images) or None))
         try:
             for _ in stream:
                 pass

@@ -22,3 +22,4 @@ MSG_XC2_CPU_TOKENS = ("tokens_per_image is {given}, but the CPU encoder in {enco
 MSG_XC2_CPU_NOT_ENCODER = "vit_plan_dir {path} is not a CPU encoder's config.json (the twin runs that encoder): {detail}."
 MSG_XC2_CPU_PARTIAL = ("The CPU engine in {engine} applies LoRA at every row; the InternLM-XComposer2 twin needs "
                        "pretrained_config.has_partial_lora_mask true (Partial LoRA).")
+MSG_SHARED_MISSING = "Template '{template}' shares {file} with its {model} model, but {path} does not exist."

@@ -13,12 +13,15 @@ from tritonclient.grpc import model_config_pb2
 from setup.paths import DATA_DIR, TEMPLATES_DIR
 from setup.repo.atomic import staged_folder
 from setup.repo.fill import FillError, fill, placeholders
+from setup.repo.messages import MSG_SHARED_MISSING
 from setup.repo.releases import apply_release, release_edits
 
 ENGINES = {"tensorrtllm": None, "cpu": "cpu_engine"}  # engine -> overlay folder in the templates
 ENGINE_CONFIG_EXTRA = "config.extra.pbtxt"  # in an overlay model folder: text appended to that model's config
 STREAMING_MODELS = ("tensorrt_llm", "tensorrt_llm_bls")
-TEMPLATE_FILE = "template.yaml"  # optional: {base: <template>, defaults: {...}, checks: [...], inherit_checks: bool}
+TEMPLATE_FILE = "template.yaml"  # optional: {base: <template>, defaults: {...}, checks: [...], inherit_checks: bool,
+#                                            shared: {<model>: [<file of SHARED_DIR>, ...]}}
+SHARED_DIR = TEMPLATES_DIR / "shared"  # helper files several model folders use, copied into each (not a template)
 
 
 class RepoError(ValueError):
@@ -74,6 +77,7 @@ class TemplateSet:
     models: dict[str, tuple[Path, ...]]
     defaults: dict[str, object]
     checks: tuple[str, ...]
+    shared: dict[str, tuple[str, ...]] = field(default_factory=dict)  # model -> files of SHARED_DIR for its 1/
 
     def config_path(self, model: str) -> Path:
         return next(d / "config.pbtxt" for d in reversed(self.models[model]) if (d / "config.pbtxt").is_file())
@@ -91,16 +95,33 @@ def load_template(name: str, _seen: tuple[str, ...] = ()) -> TemplateSet:
     models: dict[str, tuple[Path, ...]] = {}
     defaults: dict[str, object] = {}
     checks: tuple[str, ...] = ()
+    shared: dict[str, tuple[str, ...]] = {}
     if meta.get("base"):
         base = load_template(str(meta["base"]), (*_seen, name))
-        models, defaults, checks = dict(base.models), dict(base.defaults), base.checks
+        models, defaults, checks, shared = dict(base.models), dict(base.defaults), base.checks, dict(base.shared)
     for model_dir in sorted(p for p in folder.iterdir() if p.is_dir()):
         models[model_dir.name] = (*models.get(model_dir.name, ()), model_dir)
     defaults.update(meta.get("defaults") or {})
     if meta.get("inherit_checks") is False:  # a twin with its own checks (e.g. internlm_xcomposer2_cpu)
         checks = ()
     checks += tuple(c for c in meta.get("checks") or () if c not in checks)
-    return TemplateSet(name=name, models=models, defaults=defaults, checks=checks)
+    for model, files in (meta.get("shared") or {}).items():
+        shared[model] = (*shared.get(model, ()), *(f for f in files if f not in shared.get(model, ())))
+    return TemplateSet(name=name, models=models, defaults=defaults, checks=checks, shared=shared)
+
+
+def copy_shared_files(template: TemplateSet, repo: Path) -> None:
+    """Copy the helper files a template's models share (model_repo_templates/shared/) into each model's 1/ folder:
+    every model folder stands alone at run time, and the helpers are written once."""
+    for model, files in sorted(template.shared.items()):
+        if not (repo / model).is_dir():
+            continue
+        for file in files:
+            source = SHARED_DIR / file
+            if not source.is_file():
+                raise RepoError(MSG_SHARED_MISSING.format(template=template.name, file=file, model=model, path=source))
+            (repo / model / "1").mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, repo / model / "1" / file)
 
 
 def template_defaults(name: str) -> dict[str, object]:
@@ -243,6 +264,7 @@ def write_repository(config: DeploymentConfig, out: Path, force: bool = False) -
                 if folder.name in template.models:
                     shutil.copytree(folder, staging / folder.name, dirs_exist_ok=True,
                                     ignore=shutil.ignore_patterns("__pycache__", ENGINE_CONFIG_EXTRA))
+        copy_shared_files(template, staging)
         for model in staging.iterdir():
             (model / "1").mkdir(exist_ok=True)
     return out

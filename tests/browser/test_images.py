@@ -1,9 +1,12 @@
-"""Images in the browser: upload a picture of text and ask about it; a bad file gets its message."""
+"""Images in the browser: upload a picture of text and ask about it, in the chat and in Compare; a bad file gets its
+message."""
 
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from tests.browser.chat_helpers import ask_about_image
+from tests.browser.compare_helpers import column_states, run_compare
+from tests.browser.test_adapters import pick
 
 
 @pytest.fixture
@@ -31,3 +34,13 @@ def test_not_an_image_is_refused_with_its_message(page, tmp_path):
     page.keyboard.press("Enter")
     page.wait_for_selector("text=notes.png is not an image")
     assert page.locator("#chatbot .message").count() == 0  # nothing was sent
+
+
+def test_compare_sends_the_picture_to_every_column(page, code_image):
+    """Compare's image box: the picture goes with the prompt to the base model and to pirate, and each reads it."""
+    page.get_by_role("tab", name="Compare").click()
+    pick(page, "compare-adapter-1", "pirate")
+    pick(page, "compare-adapter-2", "(none)")
+    texts = run_compare(page, "What is the secret code?", picture=code_image, max_tokens=48, timeout=240)
+    assert "4711" in texts[0] and "4711" in texts[1], texts
+    assert [state.split(" · ")[0] for state in column_states(page)][:2] == ["done", "done"]

@@ -1,8 +1,7 @@
-"""`python -m app --demo [--deployment llmapi]` as a person runs it: it serves the page, answers "Paris", switches
-adapters per message and reads a sign in an image (through the app's /v1 API), and Ctrl-C stops the UI and Triton."""
+"""`python -m app --demo [--deployment llmapi|xcomposer2]` as a person runs it: it serves the page, answers (the CPU
+demo: "Paris", adapters per message, a sign read in an image; the XComposer2 twin: image questions only, through the
+app's /v1 API), and Ctrl-C stops the UI and Triton."""
 
-import base64
-import io
 import json
 import signal
 import subprocess
@@ -15,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import DEMO_KINDS, free_port
+from tests.pictures import data_url, shape_image
 from tests.proc_helpers import children_of
 
 
@@ -31,12 +31,34 @@ def sign() -> str:
 
     image = Image.new("RGB", (900, 260), "white")
     ImageDraw.Draw(image).text((30, 90), "The secret code is 4711", fill="black", font=ImageFont.load_default(size=64))
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
+    return data_url(image)
 
 
-@pytest.mark.parametrize("kind", DEMO_KINDS)
+def answers_text_adapters_and_a_sign(ui: int) -> None:
+    """The CPU demo's kinds: "Paris", an adapter per message, a sign read in an image."""
+    assert "Paris" in ask(ui, "What is the capital of France?")
+    assert ask(ui, "What is the capital of France?", "pirate").startswith("Arr")
+    assert "capitale" in ask(ui, "What is the capital of France?", "french")
+    assert "4711" in ask(ui, [{"type": "image_url", "image_url": {"url": sign()}},
+                              {"type": "text", "text": "What is the secret code?"}])
+
+
+def answers_about_an_image_only(ui: int) -> None:
+    """The XComposer2 twin: its Partial LoRA on every request (answers open as it was trained to), a text-only
+    message refused in a sentence."""
+    reply = ask(ui, [{"type": "image_url", "image_url": {"url": data_url(shape_image())}},
+                     {"type": "text", "text": "What is in this picture?"}])
+    assert reply.startswith("In the picture") and "red" in reply.lower(), reply
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        ask(ui, "What is the capital of France?")
+    assert refused.value.code == 400 and "attach an image" in refused.value.read().decode()
+
+
+CHECKS = {"engine": answers_text_adapters_and_a_sign, "llmapi": answers_text_adapters_and_a_sign,
+          "xcomposer2": answers_about_an_image_only}  # --deployment xcomposer2: the InternLM-XComposer2 twin
+
+
+@pytest.mark.parametrize("kind", [*DEMO_KINDS, "xcomposer2"])
 def test_demo_serves_and_ctrl_c_stops_everything(kind):
     ui, http, grpc, metrics = (free_port() for _ in range(4))
     proc = subprocess.Popen(
@@ -53,11 +75,7 @@ def test_demo_serves_and_ctrl_c_stops_everything(kind):
                 assert proc.poll() is None, proc.stdout.read()
                 time.sleep(0.5)
         assert page and "gradio" in page.lower()
-        assert "Paris" in ask(ui, "What is the capital of France?")
-        assert ask(ui, "What is the capital of France?", "pirate").startswith("Arr")
-        assert "capitale" in ask(ui, "What is the capital of France?", "french")
-        assert "4711" in ask(ui, [{"type": "image_url", "image_url": {"url": sign()}},
-                                  {"type": "text", "text": "What is the secret code?"}])
+        CHECKS[kind](ui)
         triton_pids = children_of(proc.pid)
         assert triton_pids, "tritonserver should be a child of the app"
         proc.send_signal(signal.SIGINT)
@@ -68,49 +86,6 @@ def test_demo_serves_and_ctrl_c_stops_everything(kind):
             assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
         with pytest.raises(OSError):
             urllib.request.urlopen(f"http://127.0.0.1:{http}/v2/health/ready", timeout=2)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-
-
-def circle() -> str:
-    from PIL import Image, ImageDraw
-
-    image = Image.new("RGB", (400, 400), "white")
-    ImageDraw.Draw(image).ellipse((100, 100, 300, 300), fill=(220, 20, 20))
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
-
-
-def test_xcomposer2_twin_command_answers_about_an_image_and_stops():
-    """`python -m app --demo --deployment xcomposer2`: the twin's topology on a real tritonserver, its Partial LoRA
-    on every request (answers open as it was trained to), a text-only message refused in a sentence, Ctrl-C."""
-    ui, http, grpc, metrics = (free_port() for _ in range(4))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "app", "--demo", "--deployment", "xcomposer2", "--port", str(ui),
-         "--triton-http-port", str(http), "--triton-grpc-port", str(grpc), "--triton-metrics-port", str(metrics)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
-    try:
-        deadline, page = time.monotonic() + 240, None
-        while time.monotonic() < deadline and page is None:
-            try:
-                page = urllib.request.urlopen(f"http://127.0.0.1:{ui}/", timeout=2).read().decode()
-            except OSError:
-                assert proc.poll() is None, proc.stdout.read()
-                time.sleep(0.5)
-        assert page and "gradio" in page.lower()
-        reply = ask(ui, [{"type": "image_url", "image_url": {"url": circle()}},
-                         {"type": "text", "text": "What is in this picture?"}])
-        assert reply.startswith("In the picture") and "red" in reply.lower(), reply
-        with pytest.raises(urllib.error.HTTPError) as refused:
-            ask(ui, "What is the capital of France?")
-        assert refused.value.code == 400 and "attach an image" in refused.value.read().decode()
-        proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=60)
-        assert proc.returncode == 0 and "Stopping tritonserver" in out and "Traceback" not in out, out
     finally:
         if proc.poll() is None:
             proc.kill()

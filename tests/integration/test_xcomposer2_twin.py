@@ -8,7 +8,6 @@ import time
 
 import numpy as np
 import pytest
-from PIL import Image, ImageDraw
 
 from app.core.errors import ChatError, InvalidRequest
 from app.core.sampling import SamplingParams
@@ -16,6 +15,7 @@ from app.deployments import messages as M
 from app.deployments.base import ReplyRequest
 from app.deployments.model_lora import MSG_OWN_ADAPTER_ONLY
 from app.triton.client import TritonChatClient
+from tests.pictures import shape_picture
 
 GREEDY = SamplingParams(max_tokens=16)
 OPENING = "In the picture"  # how the twin's Partial LoRA makes image answers start
@@ -23,11 +23,7 @@ OPENING = "In the picture"  # how the twin's Partial LoRA makes image answers st
 
 @pytest.fixture(scope="module")
 def red_circle(tmp_path_factory):
-    path = tmp_path_factory.mktemp("xc2-images") / "circle.png"
-    image = Image.new("RGB", (400, 400), "white")
-    ImageDraw.Draw(image).ellipse((100, 100, 300, 300), fill=(220, 20, 20))
-    image.save(path)
-    return str(path)
+    return str(shape_picture(tmp_path_factory.mktemp("xc2-images") / "circle.png"))
 
 
 def ask(deployment, picture, text="What is in this picture?", adapter=None):
@@ -119,3 +115,18 @@ def test_gradio_api_answers_an_image_question(xcomposer2_app_served, red_circle)
         assert figures["lora_bytes_last_request"] == sent and figures["lora_weights_last_request"] is with_weights
     with pytest.raises(Exception, match="attach an image"):
         client.predict(text="Hello", max_tokens=8, api_name="/generate")
+
+
+def test_the_adapter_check_asks_about_a_picture_and_names_the_models_own_adapter(xcomposer2_app_served):
+    """A text probe is refused here (image questions only) and would not show a Partial LoRA anyway: the check's
+    probe asks about its picture, and the model's own adapter is said to be part of it, not "not applied"."""
+    from app.chat import messages as CM
+    from app.chat.adapter_check import PROBE_IMAGE_PROMPT, check_adapter_applied
+    from app.vision.probe_picture import probe_picture
+
+    ctx, _ = xcomposer2_app_served
+    assert ctx.deployment.probe_needs_image() and not ctx.deployment.combines_adapters()
+    probe = ctx.deployment.probe(None, PROBE_IMAGE_PROMPT, 4, (probe_picture(),))
+    assert probe.tokens[0].startswith("In the"), probe  # the Partial LoRA, on with the base entry, opens the answer
+    result = check_adapter_applied(ctx.deployment, "xc2-partial")
+    assert result.applied is None and result.message == CM.MSG_CHECK_BUILT_IN.format(adapter="xc2-partial")

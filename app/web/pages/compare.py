@@ -1,5 +1,5 @@
-"""Compare tab: the same prompt through the base model and up to three adapters, side by side, streamed,
-each column with its state and figures."""
+"""Compare tab: the same prompt (and optionally one image) through the base model and up to three adapters, side
+by side, streamed, each column with its state and figures."""
 
 from __future__ import annotations
 
@@ -10,7 +10,16 @@ from app.chat.context import AppConfig, AppContext
 from app.core.constants import MAX_COMPARE_ADAPTERS
 from app.core.errors import ChatError
 from app.core.sampling import SamplingParams
-from app.web.labels import COMPARE_NONE, COMPARE_UNUSED, STOP, adapter_choices, adapter_of
+from app.web.labels import (
+    COMPARE_IMAGE_HEIGHT,
+    COMPARE_IMAGE_LABEL,
+    COMPARE_INTRO,
+    COMPARE_NONE,
+    COMPARE_UNUSED,
+    STOP,
+    adapter_choices,
+    adapter_of,
+)
 
 TITLE = "Compare"
 COLUMNS = MAX_COMPARE_ADAPTERS + 1
@@ -21,8 +30,10 @@ def column_choices(ctx: AppContext) -> list[str]:
 
 
 def first_picks(ctx: AppContext) -> list[str]:
-    """Column 1 the base model, the next ones the first adapters, so Compare compares something at once."""
-    choices = adapter_choices(ctx)
+    """Column 1 the base model, the next ones the first adapters, so Compare compares something at once; on a
+    model whose own adapter takes no other (InternLM-XComposer2's Partial LoRA) column 1 alone, as the others
+    would be refused."""
+    choices = adapter_choices(ctx) if ctx.deployment.combines_adapters() else adapter_choices(ctx)[:1]
     return [choices[i] if i < len(choices) else COMPARE_NONE for i in range(COLUMNS)]
 
 
@@ -38,8 +49,13 @@ def state_line(view: ColumnView | None) -> str:
 
 
 def build(ctx: AppContext) -> None:
-    gr.Markdown("One prompt, streamed at the same time through each chosen model/adapter.")
-    prompt = gr.Textbox(label="Prompt", elem_id="compare-prompt", placeholder="What is the capital of France?")
+    gr.Markdown(COMPARE_INTRO)
+    with gr.Row():
+        prompt = gr.Textbox(label="Prompt", elem_id="compare-prompt", placeholder="What is the capital of France?",
+                            scale=3)
+        # A file, not gr.Image: the app's intake checks size and pixels before anything decodes the picture.
+        image = gr.File(label=COMPARE_IMAGE_LABEL, file_types=["image"], file_count="single", type="filepath",
+                        elem_id="compare-image", height=COMPARE_IMAGE_HEIGHT, scale=1, min_width=160)
     with gr.Row():
         pickers = [gr.Dropdown(column_choices(ctx), value=pick, label=f"Column {i + 1}",
                                elem_id=f"compare-adapter-{i}", min_width=160)
@@ -61,11 +77,13 @@ def build(ctx: AppContext) -> None:
         return [gr.Button(interactive=not running),
                 gr.Button(interactive=running, variant="stop" if running else "secondary")]
 
-    def on_run(text: str, tokens: float, first: str, second: str, third: str, fourth: str, request: gr.Request):
+    def on_run(text: str, picture: str | None, tokens: float, first: str, second: str, third: str, fourth: str,
+               request: gr.Request):
         names = [column_name(pick) for pick in (first, second, third, fourth)[:COLUMNS]]
         chosen = list(dict.fromkeys(name for name in names if name))
         try:
-            compare = CompareRun(ctx, text, [adapter_of(name) for name in chosen], SamplingParams(max_tokens=int(tokens)))
+            compare = CompareRun(ctx, text, [adapter_of(name) for name in chosen], SamplingParams(max_tokens=int(tokens)),
+                                 images=[picture] if picture else None)
         except ChatError as exc:
             gr.Warning(str(exc))  # a toast; the page stays as it was
             yield [gr.skip()] * (2 * COLUMNS + 2)
@@ -93,7 +111,7 @@ def build(ctx: AppContext) -> None:
     for picker in pickers:
         picker.focus(lambda: gr.Dropdown(choices=column_choices(ctx)), None, picker,
                      api_visibility="private", show_progress="hidden")
-    run.click(on_run, [prompt, max_tokens, *pickers], [*outputs, *states, run, stop], api_visibility="private")
+    run.click(on_run, [prompt, image, max_tokens, *pickers], [*outputs, *states, run, stop], api_visibility="private")
     # No `cancels=`: it would end the run before its last update, so "(stopped)" would never show.
     stop.click(on_stop, None, None, api_visibility="private")
 

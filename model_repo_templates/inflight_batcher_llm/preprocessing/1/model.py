@@ -19,26 +19,8 @@ from pathlib import Path
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
+from model_params import as_bool, optional_input, param, text_of  # model_repo_templates/shared/, copied here
 from transformers import AutoTokenizer
-
-
-def _param(config, key, default=""):
-    value = config.get("parameters", {}).get(key, {}).get("string_value", default)
-    return default if value.startswith("${") else value
-
-
-def _as_bool(text):
-    return str(text).strip().lower() in ("true", "1", "yes")
-
-
-def _optional(request, name):
-    tensor = pb_utils.get_input_tensor_by_name(request, name)
-    return None if tensor is None else tensor.as_numpy()
-
-
-def _text(value):
-    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
-
 
 IMAGE_INPUTS = {"IMAGE_INPUT": "image_input", "IMAGE_BYTES": "image_bytes_input", "IMAGE_URL": "image_url_input",
                 "VIDEO_BYTES": "video_bytes_input"}
@@ -48,7 +30,7 @@ def image_count(request, max_images):
     """Images in this request (0 without any); ValueError for mixed kinds or too many images."""
     present = []
     for name in IMAGE_INPUTS:
-        value = _optional(request, name)
+        value = optional_input(request, name)
         if value is not None and value.size:
             present.append((name, value))
     if not present:
@@ -86,8 +68,8 @@ def extra_ids(input_ids, extra_id, vocab_size):
 class TritonPythonModel:
     def initialize(self, args):
         config = json.loads(args["model_config"])
-        tokenizer_dir = _param(config, "tokenizer_dir")
-        self.add_special_tokens = _as_bool(_param(config, "add_special_tokens", "true"))
+        tokenizer_dir = param(config, "tokenizer_dir")
+        self.add_special_tokens = as_bool(param(config, "add_special_tokens", "true"))
         self.tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir, padding_side="left")
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
@@ -95,12 +77,12 @@ class TritonPythonModel:
         self.pad_id = self.tokenizer.pad_token_id
         self.vocab_size = len(self.tokenizer)
         self.fake_base = self.vocab_size  # the engine's vocab size once images are possible
-        self.max_images = int(_param(config, "max_num_images", "0") or 0)
-        self.marker = _param(config, "image_marker", "<image>") or "<image>"
+        self.max_images = int(param(config, "max_num_images", "0") or 0)
+        self.marker = param(config, "image_marker", "<image>") or "<image>"
         # the family's server-side wrapping (upstream v0.19 preprocessing: llava, vila, llava_onevision)
-        self.pre_prompt, self.post_prompt = _param(config, "pre_prompt"), _param(config, "post_prompt")
+        self.pre_prompt, self.post_prompt = param(config, "pre_prompt"), param(config, "post_prompt")
         if self.max_images:
-            self.fake_base, self.image_tokens = tokens_per_image(_param(config, "gpt_model_path"), self.max_images)
+            self.fake_base, self.image_tokens = tokens_per_image(param(config, "gpt_model_path"), self.max_images)
 
     def _special_tokens(self, text):
         """Whether to add special tokens to this prompt: not when it already starts with the BOS text."""
@@ -136,7 +118,7 @@ class TritonPythonModel:
         for words in rows:
             ids, offsets = [], []
             for word in words if words is not None else []:
-                text = _text(word)
+                text = text_of(word)
                 if not text:
                     continue
                 token_ids = self.tokenizer.encode(text, add_special_tokens=False)
@@ -158,16 +140,16 @@ class TritonPythonModel:
         bias = np.zeros((batch, self.vocab_size), dtype=np.float32)
         for row in range(batch):
             for word, weight in zip(words[row], weights[row], strict=False):
-                for token in self.tokenizer.encode(_text(word), add_special_tokens=False):
+                for token in self.tokenizer.encode(text_of(word), add_special_tokens=False):
                     bias[row, token] += weight
         return bias
 
     def _decoder_ids(self, request, batch, pad_ids):
         """(DECODER_INPUT_ID, REQUEST_DECODER_INPUT_LEN): the decoder query's ids, or the pad id alone."""
-        queries = _optional(request, "DECODER_QUERY")
+        queries = optional_input(request, "DECODER_QUERY")
         if queries is None:
             return pad_ids.reshape(batch, 1).astype(np.int32), np.ones((batch, 1), dtype=np.int32)
-        encoded = [self.tokenizer.encode(_text(q.reshape(-1)[0]), add_special_tokens=self.add_special_tokens)
+        encoded = [self.tokenizer.encode(text_of(q.reshape(-1)[0]), add_special_tokens=self.add_special_tokens)
                    for q in queries]
         ids = np.full((batch, max([1, *map(len, encoded)])), self.pad_id, dtype=np.int32)
         for row, row_ids in enumerate(encoded):
@@ -175,10 +157,10 @@ class TritonPythonModel:
         return ids, np.array([[max(1, len(r))] for r in encoded], dtype=np.int32)
 
     def _one(self, request):
-        queries = _optional(request, "QUERY")
+        queries = optional_input(request, "QUERY")
         batch = queries.shape[0]
         images = image_count(request, self.max_images)
-        encoded = [self._encode(_text(q.reshape(-1)[0]), images) for q in queries]
+        encoded = [self._encode(text_of(q.reshape(-1)[0]), images) for q in queries]
         if any(len(ids) == 0 for ids in encoded):
             raise ValueError("The prompt is empty after tokenization.")
         width = max(len(ids) for ids in encoded)
@@ -186,11 +168,11 @@ class TritonPythonModel:
         for row, ids in enumerate(encoded):
             input_ids[row, : len(ids)] = ids
         lengths = np.array([[len(ids)] for ids in encoded], dtype=np.int32)
-        output_len = _optional(request, "REQUEST_OUTPUT_LEN").astype(np.int32).reshape(batch, 1)
-        end_id = _optional(request, "END_ID")
-        pad_id = _optional(request, "PAD_ID")
-        bad = _optional(request, "BAD_WORDS_DICT")
-        stop = _optional(request, "STOP_WORDS_DICT")
+        output_len = optional_input(request, "REQUEST_OUTPUT_LEN").astype(np.int32).reshape(batch, 1)
+        end_id = optional_input(request, "END_ID")
+        pad_id = optional_input(request, "PAD_ID")
+        bad = optional_input(request, "BAD_WORDS_DICT")
+        stop = optional_input(request, "STOP_WORDS_DICT")
         pad_ids = (pad_id if pad_id is not None else np.full((batch, 1), self.pad_id)).astype(np.int32)
         decoder_ids, decoder_lengths = self._decoder_ids(request, batch, pad_ids)
         tensors = {
@@ -202,12 +184,12 @@ class TritonPythonModel:
             "BAD_WORDS_IDS": self._word_list(bad if bad is not None else [None] * batch),
             "STOP_WORDS_IDS": self._word_list(stop if stop is not None else [None] * batch),
             "EMBEDDING_BIAS": self._embedding_bias(
-                _optional(request, "EMBEDDING_BIAS_WORDS"), _optional(request, "EMBEDDING_BIAS_WEIGHTS"), batch
+                optional_input(request, "EMBEDDING_BIAS_WORDS"), optional_input(request, "EMBEDDING_BIAS_WEIGHTS"), batch
             ),
             "OUT_END_ID": (end_id if end_id is not None else np.full((batch, 1), self.end_id)).astype(np.int32),
             "OUT_PAD_ID": pad_ids,
         }
-        extra_id = _optional(request, "PROMPT_TABLE_EXTRA_ID")
+        extra_id = optional_input(request, "PROMPT_TABLE_EXTRA_ID")
         if extra_id is not None:
             tensors["OUT_PROMPT_TABLE_EXTRA_IDS"] = extra_ids(input_ids, extra_id.reshape(batch, 1), self.fake_base)
         return pb_utils.InferenceResponse([pb_utils.Tensor(k, v) for k, v in tensors.items()])

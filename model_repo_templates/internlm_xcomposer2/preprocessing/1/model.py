@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
+from model_params import as_bool, optional_input, param, text_of  # model_repo_templates/shared/, copied here
 from transformers import AutoTokenizer
 
 IMAGE_SHAPE = (3, 490, 490)
@@ -29,24 +30,6 @@ MSG_TABLE_ROWS = "The visual engine returned {rows} rows per image; this deploym
 MSG_ENGINE_TABLE = ("The LLM engine in {engine} has max_prompt_embedding_table_size {table} for max_batch_size {batch}: "
                     "below {tokens} rows per request; rebuild it with --max_multimodal_len {need}.")
 MSG_NO_TASK = "Partial LoRA must be active on every request: send lora_task_id, or set the lora_task_id parameter."
-
-
-def _param(config, key, default=""):
-    value = config.get("parameters", {}).get(key, {}).get("string_value", default)
-    return default if (not value or value.startswith("${")) else value
-
-
-def _as_bool(text):
-    return str(text).strip().lower() in ("true", "1", "yes")
-
-
-def _optional(request, name):
-    tensor = pb_utils.get_input_tensor_by_name(request, name)
-    return None if tensor is None else tensor.as_numpy()
-
-
-def _text(value):
-    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
 
 
 def split_at_marker(text, marker="<ImageHere>"):
@@ -160,17 +143,17 @@ class VisualEngine:
 class TritonPythonModel:
     def initialize(self, args):
         config = json.loads(args["model_config"])
-        self.add_special_tokens = _as_bool(_param(config, "add_special_tokens", "true"))
-        self.marker = _param(config, "image_marker", "<ImageHere>")
-        self.tokens = int(_param(config, "tokens_per_image", "1225"))
-        self.default_task = _param(config, "lora_task_id")
-        self.lora_weights_dir = _param(config, "lora_weights_dir")
-        self.tokenizer = AutoTokenizer.from_pretrained(_param(config, "tokenizer_dir"), trust_remote_code=True)
+        self.add_special_tokens = as_bool(param(config, "add_special_tokens", "true"))
+        self.marker = param(config, "image_marker", "<ImageHere>")
+        self.tokens = int(param(config, "tokens_per_image", "1225"))
+        self.default_task = param(config, "lora_task_id")
+        self.lora_weights_dir = param(config, "lora_weights_dir")
+        self.tokenizer = AutoTokenizer.from_pretrained(param(config, "tokenizer_dir"), trust_remote_code=True)
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.end_id, self.pad_id = self.tokenizer.eos_token_id, self.tokenizer.pad_token_id
-        self.vocab_size = engine_vocab_size(_param(config, "gpt_model_path"), self.tokens)
-        self.visual = self.load_visual(_param(config, "vit_plan_dir"))
+        self.vocab_size = engine_vocab_size(param(config, "gpt_model_path"), self.tokens)
+        self.visual = self.load_visual(param(config, "vit_plan_dir"))
 
     def load_visual(self, plan_path):
         """The visual engine preprocessing runs (the CPU twin's model puts its perception encoder here)."""
@@ -191,7 +174,7 @@ class TritonPythonModel:
         for words in rows:
             ids, offsets = [], []
             for word in words if words is not None else []:
-                token_ids = self.tokenizer.encode(_text(word), add_special_tokens=False) if _text(word) else []
+                token_ids = self.tokenizer.encode(text_of(word), add_special_tokens=False) if text_of(word) else []
                 if token_ids:
                     ids += token_ids
                     offsets.append(len(ids))
@@ -209,7 +192,7 @@ class TritonPythonModel:
             return np.zeros((1, 0), dtype=np.float32)
         bias = np.zeros((1, len(self.tokenizer)), dtype=np.float32)
         for word, weight in zip(words[0], weights[0], strict=False):
-            for token in self.tokenizer.encode(_text(word), add_special_tokens=False):
+            for token in self.tokenizer.encode(text_of(word), add_special_tokens=False):
                 bias[0, token] += weight
         return bias
 
@@ -218,7 +201,7 @@ class TritonPythonModel:
 
     def _lora_tensors(self, request):
         """The client's lora_weights / lora_config, else the adapter's on this instance's first request."""
-        weights, config = _optional(request, "LORA_WEIGHTS"), _optional(request, "LORA_CONFIG")
+        weights, config = optional_input(request, "LORA_WEIGHTS"), optional_input(request, "LORA_CONFIG")
         if weights is not None and config is not None:
             return {"OUT_LORA_WEIGHTS": weights, "OUT_LORA_CONFIG": config}
         if not self.lora_weights_dir or self.lora_sent:
@@ -228,34 +211,34 @@ class TritonPythonModel:
         return {"OUT_LORA_WEIGHTS": weights, "OUT_LORA_CONFIG": config}
 
     def _one(self, request):
-        queries = _optional(request, "QUERY")
+        queries = optional_input(request, "QUERY")
         if queries.shape[0] != 1:
             raise ValueError("Send one prompt per request (batch size 1).")
-        pixels = one_image(_optional(request, "IMAGE_INPUT"))
+        pixels = one_image(optional_input(request, "IMAGE_INPUT"))
         table = table_rows(self.visual(pixels), self.tokens)
-        ids = self.encode(_text(queries.reshape(-1)[0]))
+        ids = self.encode(text_of(queries.reshape(-1)[0]))
         input_ids = np.array([ids], dtype=np.int32)
-        end_id, pad_id = _optional(request, "END_ID"), _optional(request, "PAD_ID")
+        end_id, pad_id = optional_input(request, "END_ID"), optional_input(request, "PAD_ID")
         pad_ids = (pad_id if pad_id is not None else np.full((1, 1), self.pad_id)).astype(np.int32)
-        bad, stop = _optional(request, "BAD_WORDS_DICT"), _optional(request, "STOP_WORDS_DICT")
+        bad, stop = optional_input(request, "BAD_WORDS_DICT"), optional_input(request, "STOP_WORDS_DICT")
         tensors = {
             "INPUT_ID": input_ids,
             "REQUEST_INPUT_LEN": np.array([[len(ids)]], dtype=np.int32),
             "DECODER_INPUT_ID": pad_ids.reshape(1, 1),
             "REQUEST_DECODER_INPUT_LEN": np.ones((1, 1), dtype=np.int32),
-            "REQUEST_OUTPUT_LEN": _optional(request, "REQUEST_OUTPUT_LEN").astype(np.int32).reshape(1, 1),
+            "REQUEST_OUTPUT_LEN": optional_input(request, "REQUEST_OUTPUT_LEN").astype(np.int32).reshape(1, 1),
             "BAD_WORDS_IDS": self._word_list(bad if bad is not None else [None]),
             "STOP_WORDS_IDS": self._word_list(stop if stop is not None else [None]),
-            "EMBEDDING_BIAS": self._embedding_bias(_optional(request, "EMBEDDING_BIAS_WORDS"),
-                                                   _optional(request, "EMBEDDING_BIAS_WEIGHTS")),
+            "EMBEDDING_BIAS": self._embedding_bias(optional_input(request, "EMBEDDING_BIAS_WORDS"),
+                                                   optional_input(request, "EMBEDDING_BIAS_WEIGHTS")),
             "OUT_END_ID": (end_id if end_id is not None else np.full((1, 1), self.end_id)).astype(np.int32),
             "OUT_PAD_ID": pad_ids,
             "OUT_PROMPT_EMBEDDING_TABLE": table[None],
             "OUT_PROMPT_VOCAB_SIZE": np.array([[self.tokens]], dtype=np.int32),
-            "OUT_LORA_TASK_ID": lora_task(_optional(request, "LORA_TASK_ID"), self.default_task),
+            "OUT_LORA_TASK_ID": lora_task(optional_input(request, "LORA_TASK_ID"), self.default_task),
         }
         tensors.update(self._lora_tensors(request))
-        extra_id = _optional(request, "PROMPT_TABLE_EXTRA_ID")
+        extra_id = optional_input(request, "PROMPT_TABLE_EXTRA_ID")
         if extra_id is not None:
             tensors["OUT_PROMPT_TABLE_EXTRA_IDS"] = np.where(
                 input_ids >= self.vocab_size, extra_id.astype(np.uint64).reshape(1, 1), 0).astype(np.uint64)

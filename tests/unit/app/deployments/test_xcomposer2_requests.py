@@ -8,75 +8,19 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from app.adapters.registry import AdapterRegistry
 from app.core.errors import InvalidRequest, TooManyImages
 from app.deployments import messages as M
 from app.deployments.base import ReplyRequest
 from app.deployments.model_lora import MSG_OWN_ADAPTER_MISSING, MSG_OWN_ADAPTER_ONLY
 from app.deployments.triton_engine import TritonEngineDeployment
-from app.triton.client import ModelInfo
 from app.web.labels import adapter_of, base_label
-from tests.lora_helpers import TINY, write_peft
-
-XC2_INPUTS = {
-    "text_input": ("TYPE_STRING", (1,)), "max_tokens": ("TYPE_INT32", (1,)),
-    "image_input": ("TYPE_FP16", (3, 490, 490)),
-    "lora_task_id": ("TYPE_UINT64", (1,)), "lora_weights": ("TYPE_FP16", (-1, -1)),
-    "lora_config": ("TYPE_INT32", (-1, 3)),
-}
-CLIP_MEAN = np.array([0.48145466, 0.4578275, 0.40821073], np.float32)
-CLIP_STD = np.array([0.26862954, 0.26130258, 0.27577711], np.float32)
-
-
-class FakeStream:
-    def __init__(self):
-        self.text, self.cancelled, self.request_id, self.chunks, self.responses = "", False, "r1", 0, 0
-        self._parts = iter(["In the picture", ", a cat."])
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        part = next(self._parts)
-        self.text += part
-        return part
-
-    def cancel(self):
-        self.cancelled = True
-
-
-class FakeClient:
-    """What the deployment asks of TritonChatClient; records each request's prompt and extra inputs."""
-
-    url, model, stall_timeout = "127.0.0.1:1", "ensemble", 30.0
-
-    def __init__(self, **parameters):
-        self.info = ModelInfo(name="ensemble", inputs=XC2_INPUTS, decoupled=True, accumulated_text=False,
-                              parameters={"multimodal_family": "internlm-xcomposer2", "max_num_images": "1",
-                                          **parameters})
-        self.sent: list[tuple[str, dict]] = []
-
-    def model_info(self):
-        return self.info
-
-    def model_config(self, name):
-        return {}  # no tokenizer_dir: the named template
-
-    def stream(self, prompt, params, extra):
-        self.sent.append((prompt, dict(extra)))
-        return FakeStream()
-
-    def image_descriptions(self, extra):
-        return None
+from tests.xcomposer2_fakes import CLIP_MEAN, CLIP_STD, FakeClient, xc2_registry
 
 
 @pytest.fixture
 def adapters(tmp_path, monkeypatch):
     monkeypatch.setenv("TRITON_DEMO_CACHE", str(tmp_path / "cache"))  # task ids file inside tmp_path
-    root = tmp_path / "adapters"
-    write_peft(root / "xc2-partial", shape=TINY, seed=1)
-    write_peft(root / "pirate", shape=TINY, seed=2)
-    return AdapterRegistry(root)
+    return xc2_registry(tmp_path / "adapters")
 
 
 @pytest.fixture
@@ -114,6 +58,18 @@ def test_query_has_one_marker_in_the_family_template_and_the_image_is_fp16_1x3x4
     red = (np.array([1.0, 0.0, 0.0], np.float32) - CLIP_MEAN) / CLIP_STD  # a plain red picture, CLIP-normalised
     assert np.allclose(pixels[0, :, 245, 245].astype(np.float32), red, atol=2e-3)
     assert "[UNUSED_TOKEN_145]" in extra["stop_words"]
+
+
+def test_the_family_template_is_used_unless_another_is_asked_for(adapters, picture):
+    """No --template: the served config's family (internlm-xcomposer2) names internlm2; --template still wins."""
+    for template, opening in ((None, "[UNUSED_TOKEN_146]user\n<ImageHere>"), ("chatml", "<|im_start|>user\n<ImageHere>")):
+        client = FakeClient()
+        dep = TritonEngineDeployment(client, adapters, template=template, model_adapter="xc2-partial")
+        run(dep, ReplyRequest(ask("What is this?", picture), system_prompt=""))
+        assert client.sent[0][0].startswith(opening), client.sent[0][0]
+    assert TritonEngineDeployment(FakeClient(), adapters).template_name() == "internlm2"
+    cpu_demo = FakeClient(multimodal_family="cpu-ocr")  # its family says "tokenizer": the tokenizer's own, else chatml
+    assert TritonEngineDeployment(cpu_demo, adapters).template_name() == "chatml"
 
 
 def test_own_adapter_goes_with_weights_once_then_by_task_id_alone(adapters, picture):

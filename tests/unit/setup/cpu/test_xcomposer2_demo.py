@@ -8,7 +8,7 @@ import json
 import pytest
 
 from setup.cpu.xcomposer2_demo import COPIED_AS, twin_encoder_family, write_xcomposer2_demo_repository
-from setup.repo.writer import parse_model_config
+from setup.repo.writer import SHARED_DIR, parse_model_config
 from setup.repo.xcomposer2_checks import check_xcomposer2_cpu
 
 
@@ -27,6 +27,7 @@ def test_the_twin_has_the_community_layout_with_cpu_pieces(repo):
                                                      "tensorrt_llm_bls"]
     code = repo / "preprocessing" / "1"
     assert (code / COPIED_AS).is_file() and (code / "encoder_lib" / "encoder.py").is_file()
+    assert (code / "model_params.py").read_bytes() == (SHARED_DIR / "model_params.py").read_bytes()  # the layout's
     assert "class CpuVisual" in (code / "model.py").read_text()
     assert (repo / "tensorrt_llm" / "1" / "engine_lib").is_dir()  # the CPU engine in the tensorrt_llm slot
     pre = params(repo, "preprocessing")

@@ -1,7 +1,6 @@
 """The multimodal template set: writer checks, config drift against the text templates, fake-id
 placement in preprocessing, the BLS image routing, and the CPU OCR encoder library."""
 
-import importlib.util
 import json
 import re
 import sys
@@ -22,6 +21,7 @@ from setup.repo.writer import (
     parse_model_config,
     write_repository,
 )
+from tests.template_models import load_template_model
 
 MULTIMODAL_MODELS = {"ensemble", "preprocessing", "postprocessing", "tensorrt_llm", "tensorrt_llm_bls",
                      "multimodal_encoders"}
@@ -187,12 +187,7 @@ def _load_model(relative: str):
     stub.Tensor = _Tensor
     stub.get_input_tensor_by_name = lambda request, name: (
         _Tensor(name, request[name]) if request.get(name) is not None else None)
-    sys.modules["triton_python_backend_utils"] = stub
-    path = TEMPLATES_DIR / relative
-    spec = importlib.util.spec_from_file_location(f"model_{path.parent.parent.name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_template_model(relative, stub, name=f"model_{Path(relative).parent.parent.name}")
 
 
 class CharTokenizer:

@@ -2,14 +2,12 @@
 triton_python_backend_utils: per-sequence streams, stop words kept and searched after an echoed
 prompt, valid UTF-8 deltas, decoder ids, prompt-table extra ids, BOS and postprocessing modes."""
 
-import importlib.util
-import sys
 import types
 
 import numpy as np
 import pytest
 
-from setup.paths import TEMPLATES_DIR
+from tests.template_models import load_template_model
 
 
 class _Tensor:
@@ -66,12 +64,7 @@ def _stub(models):
 
 
 def _load(relative, models=None):
-    sys.modules["triton_python_backend_utils"] = _stub(models or {})
-    path = TEMPLATES_DIR / relative
-    spec = importlib.util.spec_from_file_location(f"template_{path.parent.parent.name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_template_model(relative, _stub(models or {}))
 
 
 def _response(**tensors):

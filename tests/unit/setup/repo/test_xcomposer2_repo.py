@@ -14,6 +14,7 @@ from setup.paths import TEMPLATES_DIR
 from setup.repo import writer as writer_module
 from setup.repo.fill import placeholders
 from setup.repo.writer import (
+    SHARED_DIR,
     DeploymentConfig,
     RepoError,
     dry_run,
@@ -71,6 +72,23 @@ def test_the_layout_has_no_encoder_model_and_every_config_parses(repo):
         assert config.name == model and config.max_batch_size == 32  # the fork's Triton batch
         assert not placeholders((repo / model / "config.pbtxt").read_text())
         assert (repo / model / "1").is_dir()
+
+
+def test_each_preprocessing_gets_the_shared_helpers_beside_its_code(repo, tmp_path):
+    """model_repo_templates/shared/model_params.py is written once and copied into every model folder that uses it
+    (each stands alone at run time): this layout's preprocessing and the text layout's."""
+    shared = (SHARED_DIR / "model_params.py").read_bytes()
+    assert (repo / "preprocessing" / "1" / "model_params.py").read_bytes() == shared
+    assert "from model_params import" in (repo / "preprocessing" / "1" / "model.py").read_text()
+    assert not (repo / "postprocessing" / "1" / "model_params.py").exists()
+    assert load_template("inflight_batcher_llm").shared == {"preprocessing": ("model_params.py",)}
+    assert load_template("internlm_xcomposer2_cpu").shared == {"preprocessing": ("model_params.py",)}
+
+
+def test_a_shared_file_that_is_not_there_is_named(tmp_path, monkeypatch):
+    monkeypatch.setattr(writer_module, "SHARED_DIR", tmp_path / "nowhere")
+    with pytest.raises(RepoError, match=r"shares model_params.py with its preprocessing model, but .*nowhere"):
+        write_repository(xc2_config(tmp_path), tmp_path / "repo")
 
 
 def test_preprocessing_takes_one_image_and_returns_the_table(repo):

@@ -1,0 +1,44 @@
+"""What the browser tests do and read in the Compare tab, shared by the test files."""
+
+from __future__ import annotations
+
+from tests.browser.chat_helpers import set_number, toasts, wait_until
+
+COLUMNS = 4
+FINISHED = ("done", "stopped", "failed")
+
+
+def column_states(page) -> list[str]:
+    """Each column's state line (its state and figures, or "not used ...")."""
+    return [page.locator(f"#compare-state-{i}").inner_text().strip() for i in range(COLUMNS)]
+
+
+def column_texts(page) -> list[str]:
+    return [page.locator(f"#compare-out-{i} textarea").input_value() for i in range(COLUMNS)]
+
+
+def attach_picture(page, picture) -> None:
+    """Put one picture in Compare's image box and wait until the box names it."""
+    page.set_input_files("#compare-image input[type=file]", str(picture))
+    wait_until(lambda: picture.name in page.locator("#compare-image").inner_text(), what="the picture to upload")
+
+
+def run_compare(page, prompt: str, picture=None, max_tokens: int | None = None, timeout: float = 240) -> list[str]:
+    """Open Compare, attach `picture` (if any), type `prompt`, run; the column texts once every used column has
+    finished (a refusal's toast fails at once)."""
+    page.get_by_role("tab", name="Compare").click()
+    if picture is not None:
+        attach_picture(page, picture)
+    page.fill("#compare-prompt textarea", prompt)
+    if max_tokens is not None:
+        set_number(page, "compare-max-tokens", max_tokens)
+    page.click("#compare-run")
+
+    def finished():
+        if toasts(page):
+            raise AssertionError(f"Compare was refused: {toasts(page)}")
+        states = column_states(page)
+        used = [s for s in states if not s.startswith("not used")]
+        return used and all(s.startswith(FINISHED) for s in used) and page.locator("#compare-run").is_enabled()
+    wait_until(finished, timeout=timeout, step=0.2, what="every used column to finish")
+    return column_texts(page)

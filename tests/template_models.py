@@ -1,0 +1,26 @@
+"""Load a Python model of model_repo_templates/ in a test, as the repository writer would lay it out: beside the
+shared helpers it is given (model_repo_templates/shared/), with a stand-in for triton_python_backend_utils."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import types
+
+from setup.paths import TEMPLATES_DIR
+from setup.repo.writer import SHARED_DIR
+
+
+def load_template_model(relative: str, pb_utils: types.ModuleType, name: str | None = None):
+    """Import model_repo_templates/`relative` with `pb_utils` as triton_python_backend_utils (the shared helpers are
+    imported afresh, so they see this stand-in too)."""
+    sys.modules["triton_python_backend_utils"] = pb_utils
+    for shared in SHARED_DIR.glob("*.py"):
+        sys.modules.pop(shared.stem, None)
+    if str(SHARED_DIR) not in sys.path:
+        sys.path.append(str(SHARED_DIR))
+    path = TEMPLATES_DIR / relative
+    spec = importlib.util.spec_from_file_location(name or f"template_{path.parent.parent.name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

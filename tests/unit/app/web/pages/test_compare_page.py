@@ -1,0 +1,35 @@
+"""The Compare tab's first column picks: something to compare at once, but on a model whose own adapter takes no
+other (InternLM-XComposer2's Partial LoRA) only the base column, which keeps that adapter on."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.chat.context import AppConfig, AppContext
+from app.deployments.triton_engine import TritonEngineDeployment
+from app.web.labels import COMPARE_NONE, adapter_of
+from app.web.pages.compare import first_picks
+from tests.xcomposer2_fakes import FakeClient, xc2_registry
+
+BASE_WITH_OWN = "base model + xc2-partial (part of the model, always on)"
+
+
+@pytest.fixture
+def context(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_DEMO_CACHE", str(tmp_path / "cache"))
+
+    def make(**parameters) -> AppContext:
+        registry = xc2_registry(tmp_path / "adapters")
+        deployment = TritonEngineDeployment(FakeClient(**parameters), registry, model_adapter="xc2-partial")
+        return AppContext(AppConfig(adapters_dir=str(tmp_path / "adapters")), deployment=deployment)
+    return make
+
+
+def test_xcomposer2_starts_with_the_base_column_alone(context):
+    picks = first_picks(context())
+    assert picks == [BASE_WITH_OWN, COMPARE_NONE, COMPARE_NONE, COMPARE_NONE]
+    assert adapter_of(picks[0]) is None  # the base column: the deployment adds the model's own adapter
+
+
+def test_xcomposer2_that_combines_starts_with_its_other_adapters_too(context):
+    assert first_picks(context(combines_adapters="true")) == [BASE_WITH_OWN, "pirate", COMPARE_NONE, COMPARE_NONE]
