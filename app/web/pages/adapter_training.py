@@ -101,6 +101,36 @@ def message_html(text: str) -> str:
     return f'<span id="train-result">{html.escape(text)}</span>'
 
 
+def train_handlers(ctx: AppContext):
+    """(on_train, on_cancel): the Train and Cancel handlers, each checking access before anything else.
+
+    on_train is a generator of (status HTML, loss frame): refusals as one message, then progress every
+    POLL_SECONDS, then how it ended (with the adapter check when it worked).
+    """
+    defaults = default_settings()
+
+    def on_train(name_text, base_text, upload_path, table, rank_value, steps_value, rate_value, max_len_value,
+                 target_list, request: gr.Request):
+        require_access(ctx, request)
+        try:
+            examples = read_examples(upload_path, table)
+            settings = defaults.with_changes(rank=rank_value, steps=steps_value, learning_rate=rate_value,
+                                             max_len=max_len_value, target_modules=tuple(target_list or ()))
+            job = ctx.training.start(name_text, resolve_base(ctx, base_text), examples, settings)
+        except (TrainError, ChatError, WorkspaceError) as exc:
+            yield message_html(f"⚠️ {exc}"), EMPTY_PLOT
+            return
+        while not job.wait(POLL_SECONDS):
+            yield progress_html(job), loss_frame(job)
+        yield progress_html(job) + "<br>" + message_html(finish(ctx, job)), loss_frame(job)
+
+    def on_cancel(request: gr.Request):
+        require_access(ctx, request)
+        return message_html(ctx.training.cancel())
+
+    return on_train, on_cancel
+
+
 def build(ctx: AppContext):
     """The Train section (inside the Adapters tab); returns the Train event, for the page to chain list updates."""
     defaults, limits = default_settings(), default_limits()
@@ -138,25 +168,7 @@ def build(ctx: AppContext):
         plot = gr.LinePlot(EMPTY_PLOT, x="step", y="loss", title="Training loss", elem_id="train-loss",
                            height=240)
 
-    def on_train(name_text, base_text, upload_path, table, rank_value, steps_value, rate_value, max_len_value,
-                 target_list, request: gr.Request):
-        require_access(ctx, request)
-        try:
-            examples = read_examples(upload_path, table)
-            settings = defaults.with_changes(rank=rank_value, steps=steps_value, learning_rate=rate_value,
-                                             max_len=max_len_value, target_modules=tuple(target_list or ()))
-            job = ctx.training.start(name_text, resolve_base(ctx, base_text), examples, settings)
-        except (TrainError, ChatError, WorkspaceError) as exc:
-            yield message_html(f"⚠️ {exc}"), EMPTY_PLOT
-            return
-        while not job.wait(POLL_SECONDS):
-            yield progress_html(job), loss_frame(job)
-        yield progress_html(job) + "<br>" + message_html(finish(ctx, job)), loss_frame(job)
-
-    def on_cancel(request: gr.Request):
-        require_access(ctx, request)
-        return message_html(ctx.training.cancel())
-
+    on_train, on_cancel = train_handlers(ctx)
     event = start.click(on_train, [name, base, upload, pairs, rank, steps, rate, max_len, targets], [status, plot],
                         api_name="train_adapter")
     cancel.click(on_cancel, None, cancel_note, api_name="cancel_training")
