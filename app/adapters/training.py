@@ -17,12 +17,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.adapters.intake import check_name
+from setup.lora.convert import HF_TO_TRT, LoraConvertError
 from setup.lora.dataset import Example
+from setup.lora.engine import load_engine_spec
 from setup.lora.train import TrainResult, prepare_training, where_it_runs
 from setup.lora.train_settings import TrainCancelled, TrainError, TrainSettings
 
 MSG_NOTHING_TO_CANCEL = "No training is running."
 MSG_CANCELLING = "Cancelling the training; nothing will be written."
+MSG_ENGINE_RANK = "The engine takes adapters up to rank {max_rank}; pick a rank of {max_rank} or less."
+MSG_ENGINE_MODULES = "The engine was built for LoRA on {allowed}; {names} cannot be used with it."
 MSG_NAME_TAKEN = "An adapter named '{name}' exists already; pick another name (or remove that adapter first)."
 
 
@@ -69,9 +73,10 @@ class TrainingJob:
 class Trainer:
     """Starts trainings into `folder` (the adapters folder), one at a time, and remembers the last one."""
 
-    def __init__(self, folder: Path, default_base: Path | None = None):
+    def __init__(self, folder: Path, default_base: Path | None = None, engine_dir: Path | None = None):
         self.folder = Path(folder)
         self.default_base = default_base
+        self.engine_dir = Path(engine_dir) if engine_dir else None
         self._lock = threading.Lock()
         self._job: TrainingJob | None = None
 
@@ -86,6 +91,7 @@ class Trainer:
         name = check_name((name or "").strip())
         if (self.folder / name).exists():
             raise TrainError(MSG_NAME_TAKEN.format(name=name))
+        self.check_engine(settings)
         run = prepare_training(base, examples, self.folder / name, settings,
                                description=f"Trained in the app's Adapters tab on {len(examples)} pairs.")
         job = TrainingJob(name=name, steps=run.settings.steps, pairs=len(examples),
@@ -115,6 +121,21 @@ class Trainer:
             run.release()
             raise
         return job
+
+    def check_engine(self, settings: TrainSettings) -> None:
+        """TrainError when the engine the adapters are checked against could not use such an adapter."""
+        if self.engine_dir is None:
+            return
+        try:
+            spec = load_engine_spec(self.engine_dir)
+        except LoraConvertError as exc:
+            raise TrainError(str(exc)) from None
+        if spec.max_rank and int(settings.rank) > spec.max_rank:
+            raise TrainError(MSG_ENGINE_RANK.format(max_rank=spec.max_rank))
+        missing = [m for m in settings.target_modules if HF_TO_TRT.get(m) not in spec.target_modules]
+        if missing:
+            raise TrainError(MSG_ENGINE_MODULES.format(allowed=", ".join(spec.target_modules) or "no modules",
+                                                       names=", ".join(missing)))
 
     def cancel(self) -> str:
         """Ask the running training to stop; the sentence to show."""

@@ -53,6 +53,7 @@ def test_train_a_style_adapter_and_pick_it_in_chat_and_compare(training_app):
 
     page.get_by_role("tab", name="Adapters").click()
     page.click("#train-section button:has-text('Train an adapter')")
+    page.wait_for_selector("#train-name input")  # the section opened
     assert "1 thread(s)" in page.inner_text("#train-section")  # says it keeps to one core
     page.fill("#train-name input", "arr-style")
     page.set_input_files("#train-data input[type=file]", str(data))

@@ -61,3 +61,20 @@ def test_default_base_is_the_tokenizer_folder_or_the_demo_model(tmp_path):
     assert default_base_dir(str(tmp_path), demo=True) == tmp_path
     assert default_base_dir(None, demo=True) == model_dir()
     assert default_base_dir(None, demo=False) is None
+
+
+def test_an_adapter_the_engine_could_not_use_is_refused(tiny_base, tmp_path):
+    import json
+
+    engine = tmp_path / "engine"
+    engine.mkdir()
+    engine.joinpath("config.json").write_text(json.dumps({
+        "pretrained_config": {"hidden_size": 32, "num_attention_heads": 4, "num_hidden_layers": 2,
+                              "intermediate_size": 64, "dtype": "float16"},
+        "build_config": {"lora_config": {"lora_target_modules": ["attn_q", "attn_v"], "max_lora_rank": 4}}}))
+    trainer = Trainer(tmp_path / "adapters", engine_dir=engine)
+    with pytest.raises(TrainError, match="up to rank 4; pick a rank of 4 or less"):
+        trainer.start("x", tiny_base, EXAMPLES, SETTINGS)
+    with pytest.raises(TrainError, match="built for LoRA on attn_q, attn_v; k_proj cannot be used with it"):
+        trainer.start("x", tiny_base, EXAMPLES, SETTINGS.with_changes(rank=4))
+    assert trainer.current() is None
