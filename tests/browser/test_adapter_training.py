@@ -53,12 +53,13 @@ def test_train_a_style_adapter_and_pick_it_in_chat_and_compare(training_app):
 
     page.get_by_role("tab", name="Adapters").click()
     page.click("#train-section button:has-text('Train an adapter')")
-    page.wait_for_selector("#train-name input")  # the section opened
+    page.wait_for_selector("#train-name textarea")  # the section opened
     assert "1 thread(s)" in page.inner_text("#train-section")  # says it keeps to one core
-    page.fill("#train-name input", "arr-style")
+    page.fill("#train-name textarea", "arr-style")
     page.set_input_files("#train-data input[type=file]", str(data))
     page.wait_for_selector("#train-data :text('three-pairs.jsonl')")
     page.fill("#train-steps input", "4")
+    page.fill("#train-lr input", "0.01")  # a strong style in 4 steps, so the greedy probe changes
     started = time.monotonic()
     page.click("#train-start")
     page.wait_for_selector("#train-figures:has-text('Step')", timeout=TRAIN_TIMEOUT_MS)  # progress while it runs
