@@ -72,7 +72,10 @@ def test_train_a_style_adapter_and_pick_it_in_chat_and_compare(training_app):
     assert page.locator("#train-loss canvas, #train-loss svg").count() > 0  # the loss plot is drawn
     assert (folder / "arr-style" / "adapter_model.safetensors").is_file()
     assert sorted(p.name for p in folder.iterdir() if p.name.startswith(".training")) == []
-    page.wait_for_selector("#adapter-table :text('arr-style')")
+    deadline = time.monotonic() + 30
+    while "arr-style" not in page.inner_text("#adapter-table") and time.monotonic() < deadline:
+        time.sleep(0.2)  # the table is updated in the event after the training's
+    assert "arr-style" in page.inner_text("#adapter-table")
 
     page.get_by_role("tab", name="Chat").click()
     assert "arr-style" in options(page, "adapter") and "pirate" in options(page, "adapter")
