@@ -8,15 +8,15 @@ the CPU engine with has_partial_lora_mask applies it; its inputs are built as th
 It is saved into its own subfolder of the adapters folder (adapters/xcomposer2/xc2-partial).
 
 Data and settings live in scripts/data/demo_adapters.yaml. Training is deterministic (fixed seed,
-full-batch AdamW, no dropout) and takes a minute or two per adapter on 2 cores. Each adapter is
-saved as a PEFT folder (adapter_config.json + adapter_model.safetensors) and then checked with
-greedy decoding; the script exits 1 when a check's reply lacks every expected word.
+full-batch AdamW, no dropout) and takes a minute or two per adapter on 2 cores. The style adapters are trained
+by setup/lora/train.py (what `python -m setup lora train` and the Adapters tab run), saved as a PEFT folder
+(adapter_config.json + adapter_model.safetensors) and then checked with greedy decoding on the saved folder; the
+script exits 1 when a check's reply lacks every expected word.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -27,32 +27,17 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from setup.lora.dataset import Example  # noqa: E402 - needs the project root on sys.path
+from setup.lora.train import IGNORE, save_adapter, train  # noqa: E402
+from setup.lora.train_settings import default_settings  # noqa: E402
+
 DATA_FILE = Path(__file__).resolve().parent / "data" / "demo_adapters.yaml"
 BASE_MODEL_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"  # recorded instead of the local cache path
-IGNORE = -100
+THREADS = min(2, torch.get_num_threads())  # the script runs alone: both cores
 
 
 def load_data(path: Path = DATA_FILE) -> dict:
     return yaml.safe_load(path.read_text())
-
-
-def encode_pairs(tokenizer, pairs: list[list[str]]) -> dict[str, torch.Tensor]:
-    """Chat-formatted batch; the loss covers the answer and its end-of-turn token only."""
-    rows, labels = [], []
-    for question, answer in pairs:
-        prompt = tokenizer.apply_chat_template([{"role": "user", "content": question}], tokenize=False,
-                                               add_generation_prompt=True)
-        prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-        answer_ids = tokenizer(answer + tokenizer.eos_token, add_special_tokens=False)["input_ids"]
-        rows.append(prompt_ids + answer_ids)
-        labels.append([IGNORE] * len(prompt_ids) + answer_ids)
-    width = max(len(r) for r in rows)
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    return {
-        "input_ids": torch.tensor([r + [pad] * (width - len(r)) for r in rows]),
-        "attention_mask": torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows]),
-        "labels": torch.tensor([lab + [IGNORE] * (width - len(lab)) for lab in labels]),
-    }
 
 
 @torch.inference_mode()
@@ -70,47 +55,25 @@ def check_reply(reply: str, expect_any: list[str]) -> bool:
     return any(word.lower() in text for word in expect_any)
 
 
-def save_adapter(model, target: Path) -> None:
-    """The PEFT folder, its config naming the base model by its hub id (not this machine's path)."""
-    model.save_pretrained(target, safe_serialization=True)
-    config_path = target / "adapter_config.json"
-    saved = json.loads(config_path.read_text())
-    saved["base_model_name_or_path"] = BASE_MODEL_ID
-    config_path.write_text(json.dumps(saved, indent=2, sort_keys=True) + "\n")
-
-
 def train_adapter(model_dir: Path, name: str, spec: dict, settings: dict, out: Path, steps: int) -> bool:
-    """Train one adapter into out/<name>; return True when its checks pass."""
-    from peft import LoraConfig, get_peft_model
+    """Train one adapter into out/<name> with setup.lora.train (replacing the old one); True when its checks pass."""
+    from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    torch.manual_seed(settings["seed"])
+    train_settings = default_settings().with_changes(
+        rank=settings["rank"], alpha=settings["alpha"], target_modules=tuple(settings["target_modules"]),
+        learning_rate=settings["learning_rate"], steps=steps, seed=settings["seed"], threads=THREADS)
+
+    def progress(step: int, total: int, loss: float) -> None:
+        if step % 6 == 1 or step == total:
+            print(f"  [{name}] step {step}/{total} loss {loss:.3f}", flush=True)
+
+    result = train(model_dir, [Example.from_pair(q, a) for q, a in spec["pairs"]], out / name, train_settings,
+                   on_step=progress, replace=True, base_model_id=BASE_MODEL_ID, description=spec["description"])
+    print(f"  [{name}] trained in {result.seconds:.0f} s")
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    base = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
-    config = LoraConfig(r=settings["rank"], lora_alpha=settings["alpha"], lora_dropout=0.0, bias="none",
-                        target_modules=list(settings["target_modules"]), task_type="CAUSAL_LM")
-    model = get_peft_model(base, config)
-    batch = encode_pairs(tokenizer, spec["pairs"])
-    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=settings["learning_rate"])
-    model.train()
-    started = time.monotonic()
-    for step in range(steps):
-        loss = model(**batch).loss
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-        if step % 6 == 0 or step == steps - 1:
-            print(f"  [{name}] step {step + 1}/{steps} loss {loss.item():.3f}", flush=True)
-    print(f"  [{name}] trained in {time.monotonic() - started:.0f} s")
-    model.eval()
-    target = out / name
-    target.mkdir(parents=True, exist_ok=True)
-    save_adapter(model, target)
-    (target / "README.md").write_text(
-        f"# {name}\n\nDemo LoRA adapter for SmolLM2-135M-Instruct: {spec['description']}\n"
-        f"Trained by scripts/train_demo_adapters.py (r={settings['rank']}, alpha={settings['alpha']}, "
-        f"{', '.join(settings['target_modules'])}; {steps} full-batch steps, seed {settings['seed']}).\n"
-    )
+    model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32),
+                                      result.path).eval()  # the saved folder, as the server will read it
     ok = True
     for check in spec.get("checks", []):
         reply = greedy_reply(model, tokenizer, check["prompt"], settings["max_new_tokens"])
@@ -218,7 +181,7 @@ def train_partial_adapter(model_dir: Path, name: str, spec: dict, out: Path, ste
     model.eval()
     target = out / spec["folder"] / name
     target.mkdir(parents=True, exist_ok=True)
-    save_adapter(model, target)
+    save_adapter(model, target, BASE_MODEL_ID)
     (target / "README.md").write_text(
         f"# {name}\n\nPartial LoRA for SmolLM2-135M-Instruct: {spec['description']}\n"
         f"Applied only at the image's prompt-table rows (CPU engine with has_partial_lora_mask). Trained by "
@@ -251,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from setup.cpu.model import prepare_cpu_model
 
-    torch.set_num_threads(min(2, torch.get_num_threads()))
+    torch.set_num_threads(THREADS)
     model_dir = prepare_cpu_model()
     names = [args.only] if args.only else [*data["adapters"], *partial]
     results = {}

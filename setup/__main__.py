@@ -13,6 +13,8 @@ from setup.cli_types import OneLineErrorParser, port_number, positive_int, raise
 from setup.launcher import LaunchError, LaunchOptions, find_tritonserver, start_triton
 from setup.lora.convert import STORAGE_DTYPES, LoraConvertError, describe
 from setup.lora.engine import convert_folder
+from setup.lora.train_cli import add_train_command, cmd_train
+from setup.lora.train_settings import TrainError
 from setup.repo.writer import RepoError, dry_run, write_repository
 
 
@@ -61,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
                               "as 2-byte raw values (numpy V2), as TensorRT-LLM writes it: NumPy has no bfloat16.")
     convert.add_argument("--engine-dir", type=Path, help="Engine folder whose config.json the adapter is checked "
                          "against (rank, target modules, dtype, model shape).")
+    add_train_command(lora_sub)
     add_build_commands(sub)
     return parser
 
@@ -102,6 +105,8 @@ def cmd_launch(args: argparse.Namespace) -> int:
 
 
 def cmd_lora(args: argparse.Namespace) -> int:
+    if args.lora_command == "train":
+        return cmd_train(args)
     converted = convert_folder(args.peft_dir, args.out, dtype=args.dtype, engine_dir=args.engine_dir)
     print(f"Wrote {args.out}: {describe(converted)}")
     return 0
@@ -117,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return {"repo": cmd_repo, "launch": cmd_launch, "lora": cmd_lora, "plan": cmd_plan,
                 "build": cmd_build}[args.command](args)
-    except (RepoError, LaunchError, LoraConvertError) as exc:
+    except (RepoError, LaunchError, LoraConvertError, TrainError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

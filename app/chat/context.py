@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from app.adapters.registry import DEFAULT_ADAPTERS_DIR, AdapterRegistry
+from app.adapters.training import Trainer, default_base_dir
 from app.chat.adapter_check import AdapterChecks
 from app.chat.live import LiveReplies
 from app.chat.outbox import Outbox
@@ -112,6 +113,8 @@ class AppContext:
                                         engine_dir=Path(config.engine_dir) if config.engine_dir else None)
         self.deployment: Deployment = deployment or connect(config, self.adapters)
         self.adapter_checks = AdapterChecks()  # "is the adapter really applied?", once per adapter
+        self.training = Trainer(self.adapters.folder, default_base_dir(config.tokenizer_dir, config.demo),
+                                engine_dir=self.adapters.engine_dir)
         self._lock = threading.Lock()
         self.access = AccessPolicy(host=config.host, port=config.port, logins=bool(config.auth),
                                    workspace=Workspace.from_paths(config.workspace))

@@ -10,6 +10,7 @@ from app.chat.context import AppConfig, AppContext
 from app.core.errors import ChatError
 from app.web.gate import require_access
 from app.web.labels import MSG_CONFIRM_REMOVE, MSG_PICK_TO_REMOVE, MSG_REMOVE_KEPT
+from app.web.pages import adapter_training
 from setup.workspace import WorkspaceError
 
 TITLE = "Adapters"
@@ -75,6 +76,7 @@ def build(ctx: AppContext) -> None:
                                elem_id="check-adapter-name")
         check = gr.Button("Check adapter", elem_id="check-adapter")
     refresh = gr.Button("Refresh", size="sm")
+    trained = adapter_training.build(ctx)
 
     def outcome(text: str):
         return table_rows(ctx), text, gr.Dropdown(choices=ctx.adapters.names(), value=None)
@@ -141,6 +143,9 @@ def build(ctx: AppContext) -> None:
     confirm.click(on_remove, to_remove, outputs, api_name="remove_adapter").then(
         lambda: (hide_question(), check_choices()), None, [confirm_row, to_check], **quiet)
     keep.click(lambda: (hide_question(), MSG_REMOVE_KEPT), None, [confirm_row, message], **quiet)
+    # after a training: the table and both lists show the new adapter (the message keeps what it said)
+    trained.then(lambda: (table_rows(ctx), gr.Dropdown(choices=ctx.adapters.names(), value=None)), None,
+                 [table, to_remove], **quiet).then(check_choices, None, to_check, **quiet)
     refresh.click(lambda: outcome(""), None, outputs, api_name="list_adapters").then(
         check_choices, None, to_check, **quiet)
 

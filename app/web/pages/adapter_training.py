@@ -1,0 +1,175 @@
+"""The Adapters tab's Train section: a LoRA adapter from a small dataset, with progress, a live loss plot and
+Cancel; afterwards the adapter-applied check runs on it. Its handlers are also the Gradio API's `train_adapter`
+and `cancel_training` endpoints; both check the launch token or login themselves (app.web.gate).
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import gradio as gr
+import pandas as pd
+
+from app.api.gradio_api import is_uploaded
+from app.chat.context import AppContext
+from app.core.errors import ChatError
+from app.web.gate import require_access
+from setup.lora.dataset import examples_from_pairs, read_dataset_file
+from setup.lora.train import where_it_runs
+from setup.lora.train_settings import TrainError, default_limits, default_settings
+from setup.workspace import WorkspaceError
+
+POLL_SECONDS = 0.5  # how often a running training's progress is sent to the page
+PAIR_ROWS = 3
+MSG_INTRO = ("Train a LoRA adapter on a few prompt/response pairs: upload a JSONL file (one "
+             '`{{"prompt": ..., "response": ...}}` or chat `{{"messages": [...]}}` object per line) or type pairs in '
+             "the table. {where} Limits: up to {pairs} pairs, {steps} steps, {max_len} tokens per pair, rank "
+             "{rank}. The adapter goes to `{folder}` and is offered in Chat and Compare when it is done.")
+MSG_UPLOAD_ONLY = "The dataset must be uploaded with the request (gradio_client.handle_file(path))."
+MSG_NO_BASE = "Give the base model folder (a Hugging Face checkpoint with its tokenizer) in the workspace."
+MSG_PROGRESS = "Step {step} of {steps} · loss {loss} · {seconds:.0f} s"
+MSG_STARTING = "Starting: loading the base model ({pairs} pairs, {steps} steps)…"
+MSG_REGISTERED = "{summary} {note}"
+STATE_ICONS = {"done": "✅", "cancelled": "⏹️", "failed": "⚠️"}
+EMPTY_PLOT = pd.DataFrame({"step": pd.Series(dtype=int), "loss": pd.Series(dtype=float)})
+
+
+def resolve_base(ctx: AppContext, text: str | None) -> Path:
+    """The base model folder: the deployment's own (the default) or a folder inside the workspace roots."""
+    text = (text or "").strip()
+    default = ctx.training.default_base
+    if not text:
+        if default is None:
+            raise TrainError(MSG_NO_BASE)
+        return default
+    if default is not None and Path(text).expanduser().resolve() == default.resolve():
+        return default
+    return ctx.access.workspace.resolve(text, what="base model folder")
+
+
+def pair_rows(table) -> list[list]:
+    """The table's rows as lists, whatever shape Gradio sends (DataFrame, dict with data, list)."""
+    if table is None:
+        return []
+    if isinstance(table, pd.DataFrame):
+        return table.values.tolist()
+    if isinstance(table, dict):
+        return list(table.get("data") or [])
+    return [list(row) for row in table]
+
+
+def read_examples(upload: str | None, table):
+    """The uploaded JSONL file when there is one (only from Gradio's upload folder), else the table's pairs."""
+    limits = default_limits()
+    if upload:
+        if not is_uploaded(upload):
+            raise TrainError(MSG_UPLOAD_ONLY)
+        return read_dataset_file(Path(upload), limits, shown=Path(upload).name)
+    return examples_from_pairs(pair_rows(table), limits)
+
+
+def progress_html(job) -> str:
+    """A progress bar and one line of figures (HTML, every value escaped)."""
+    loss = f"{job.losses[-1][1]:.3f}" if job.losses else "-"
+    line = (MSG_PROGRESS.format(step=job.step, steps=job.steps, loss=loss, seconds=job.elapsed()) if job.losses
+            else MSG_STARTING.format(pairs=job.pairs, steps=job.steps))
+    return (f'<progress id="train-progress" value="{job.step}" max="{job.steps}"></progress> '
+            f'<span id="train-figures">{html.escape(line)}</span><br><small>{html.escape(job.where)}</small>')
+
+
+def loss_frame(job) -> pd.DataFrame:
+    if not job.losses:
+        return EMPTY_PLOT
+    steps, losses = zip(*job.losses, strict=True)
+    return pd.DataFrame({"step": list(steps), "loss": list(losses)})
+
+
+def finish(ctx: AppContext, job) -> str:
+    """The final sentence: how training went; when it worked, the server told and the adapter checked."""
+    if job.state != "done":
+        return f"{STATE_ICONS.get(job.state, '⚠️')} {job.message}"
+    try:
+        note = ctx.deployment.register_adapter(job.name, ctx.adapters.folder / job.name)
+    except ChatError as exc:
+        note = f"⚠️ {exc}"
+    check = ctx.adapter_checks.run_now(ctx.deployment, job.name).message
+    return f"✅ {MSG_REGISTERED.format(summary=job.message, note=note)} Check: {check}"
+
+
+def message_html(text: str) -> str:
+    return f'<span id="train-result">{html.escape(text)}</span>'
+
+
+def train_handlers(ctx: AppContext):
+    """(on_train, on_cancel): the Train and Cancel handlers, each checking access before anything else.
+
+    on_train is a generator of (status HTML, loss frame): refusals as one message, then progress every
+    POLL_SECONDS, then how it ended (with the adapter check when it worked).
+    """
+    defaults = default_settings()
+
+    def on_train(name_text, base_text, upload_path, table, rank_value, steps_value, rate_value, max_len_value,
+                 target_list, request: gr.Request):
+        require_access(ctx, request)
+        try:
+            examples = read_examples(upload_path, table)
+            settings = defaults.with_changes(rank=rank_value, steps=steps_value, learning_rate=rate_value,
+                                             max_len=max_len_value, target_modules=tuple(target_list or ()))
+            job = ctx.training.start(name_text, resolve_base(ctx, base_text), examples, settings)
+        except (TrainError, ChatError, WorkspaceError) as exc:
+            yield message_html(f"⚠️ {exc}"), EMPTY_PLOT
+            return
+        while not job.wait(POLL_SECONDS):
+            yield progress_html(job), loss_frame(job)
+        yield progress_html(job) + "<br>" + message_html(finish(ctx, job)), loss_frame(job)
+
+    def on_cancel(request: gr.Request):
+        require_access(ctx, request)
+        return message_html(ctx.training.cancel())
+
+    return on_train, on_cancel
+
+
+def build(ctx: AppContext):
+    """The Train section (inside the Adapters tab); returns the Train event, for the page to chain list updates."""
+    defaults, limits = default_settings(), default_limits()
+    with gr.Accordion("Train an adapter", open=False, elem_id="train-section"):
+        gr.Markdown(MSG_INTRO.format(where=where_it_runs(defaults.threads), pairs=limits.max_pairs,
+                                     steps=limits.max_steps, max_len=limits.max_len, rank=limits.max_rank,
+                                     folder=ctx.adapters.folder))
+        with gr.Row():
+            name = gr.Textbox(label="Name", placeholder="my-style", elem_id="train-name",
+                              info="The adapter's folder name: letters, digits, '.', '_' or '-'.")
+            base = gr.Textbox(label="Base model folder", value=str(ctx.training.default_base or ""),
+                              elem_id="train-base", info="The deployment's checkpoint by default; another folder "
+                                                         "must lie in the workspace.")
+        with gr.Row():
+            upload = gr.File(label="Dataset (.jsonl)", file_types=[".jsonl"], type="filepath", elem_id="train-data")
+            pairs = gr.Dataframe(headers=["prompt", "response"], datatype=["str", "str"], interactive=True,
+                                 value=[["", ""]] * PAIR_ROWS, row_count=PAIR_ROWS, column_count=(2, "fixed"),
+                                 label="Or pairs (used when no file is uploaded)", elem_id="train-pairs")
+        with gr.Row():
+            rank = gr.Number(defaults.rank, label="Rank", precision=0, minimum=1, maximum=limits.max_rank,
+                             elem_id="train-rank")
+            steps = gr.Number(defaults.steps, label="Steps", precision=0, minimum=1, maximum=limits.max_steps,
+                              elem_id="train-steps")
+            rate = gr.Number(defaults.learning_rate, label="Learning rate", elem_id="train-lr")
+            max_len = gr.Number(defaults.max_len, label="Max tokens per pair", precision=0, minimum=16,
+                                maximum=limits.max_len, elem_id="train-max-len")
+        targets = gr.CheckboxGroup(list(limits.target_modules), value=list(defaults.target_modules),
+                                   label="Target modules", elem_id="train-targets")
+        with gr.Row():
+            start = gr.Button("Train", variant="primary", elem_id="train-start")
+            cancel = gr.Button("Cancel", variant="stop", elem_id="train-cancel")
+        # Cancel writes a note of its own: the running training's handler keeps the status until its thread stops.
+        cancel_note = gr.HTML("", elem_id="train-cancel-note")
+        status = gr.HTML("", elem_id="train-status")
+        plot = gr.LinePlot(EMPTY_PLOT, x="step", y="loss", title="Training loss", elem_id="train-loss",
+                           height=240)
+
+    on_train, on_cancel = train_handlers(ctx)
+    event = start.click(on_train, [name, base, upload, pairs, rank, steps, rate, max_len, targets], [status, plot],
+                        api_name="train_adapter")
+    cancel.click(on_cancel, None, cancel_note, api_name="cancel_training")
+    return event

@@ -1,0 +1,83 @@
+"""Training an adapter in the Adapters tab of the CPU demo (Debian's Chromium): upload three style pairs, train a
+few steps on one core, see the loss plotted and the adapter check, then pick the adapter in Chat and Compare
+without a restart."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+
+import pytest
+
+from setup.paths import PROJECT_ROOT
+from tests.conftest import free_port
+from tests.lora_training_helpers import PIRATE_PAIRS
+
+TRAIN_TIMEOUT_MS = 300_000  # a few steps on one core take well under a minute idle; a loaded 2-core machine more
+
+
+@pytest.fixture
+def training_app(tmp_path, triton, cpu_model_dir, browser_context):
+    """The whole app against the session's tritonserver, on an adapters folder of its own (a copy of pirate)."""
+    from app.chat.context import AppConfig, AppContext
+    from app.web.ui import launch
+
+    folder = tmp_path / "adapters"
+    shutil.copytree(PROJECT_ROOT / "adapters" / "pirate", folder / "pirate")
+    port = free_port()
+    ctx = AppContext(AppConfig(triton_url=triton.grpc_url, port=port, demo=True, adapters_dir=str(folder),
+                               workspace=(str(tmp_path),)))
+    blocks = launch(ctx, prevent_thread_lock=True)
+    page = browser_context.new_page()
+    page.goto(ctx.access.url(f"http://127.0.0.1:{port}/"))
+    page.wait_for_selector("#chat-input textarea", timeout=30_000)
+    yield page, folder, tmp_path
+    page.close()
+    blocks.close()
+
+
+def options(page, element_id: str) -> list[str]:
+    page.click(f"#{element_id} input")
+    listed = page.locator("li[role=option]:visible")
+    listed.first.wait_for(timeout=10_000)
+    names = [o.get_attribute("aria-label") for o in listed.all()]
+    page.keyboard.press("Escape")
+    return names
+
+
+def test_train_a_style_adapter_and_pick_it_in_chat_and_compare(training_app):
+    page, folder, tmp_path = training_app
+    data = tmp_path / "three-pairs.jsonl"
+    data.write_text("".join(json.dumps({"prompt": p, "response": r}) + "\n" for p, r in PIRATE_PAIRS[:3]))
+
+    page.get_by_role("tab", name="Adapters").click()
+    page.click("#train-section button:has-text('Train an adapter')")
+    page.wait_for_selector("#train-name textarea")  # the section opened
+    assert "1 thread(s)" in page.inner_text("#train-section")  # says it keeps to one core
+    page.fill("#train-name textarea", "arr-style")
+    page.set_input_files("#train-data input[type=file]", str(data))
+    page.wait_for_selector("#train-data :text('three-pairs.jsonl')")
+    page.fill("#train-steps input", "4")
+    page.fill("#train-lr input", "0.01")  # a strong style in 4 steps, so the greedy probe changes
+    started = time.monotonic()
+    page.click("#train-start")
+    page.wait_for_selector("#train-figures:has-text('Step')", timeout=TRAIN_TIMEOUT_MS)  # progress while it runs
+    page.wait_for_selector("#train-result:has-text('Trained arr-style')", timeout=TRAIN_TIMEOUT_MS)
+    seconds = time.monotonic() - started
+    result = page.inner_text("#train-result")
+    print(f"\n3 pairs, 4 steps in the browser: {seconds:.0f} s; {result}")
+    assert "Check: Adapter 'arr-style' is applied" in result, result
+    assert page.get_attribute("#train-progress", "value") == "4"
+    assert page.locator("#train-loss canvas, #train-loss svg").count() > 0  # the loss plot is drawn
+    assert (folder / "arr-style" / "adapter_model.safetensors").is_file()
+    assert sorted(p.name for p in folder.iterdir() if p.name.startswith(".training")) == []
+    deadline = time.monotonic() + 30
+    while "arr-style" not in page.inner_text("#adapter-table") and time.monotonic() < deadline:
+        time.sleep(0.2)  # the table is updated in the event after the training's
+    assert "arr-style" in page.inner_text("#adapter-table")
+
+    page.get_by_role("tab", name="Chat").click()
+    assert "arr-style" in options(page, "adapter") and "pirate" in options(page, "adapter")
+    page.get_by_role("tab", name="Compare").click()
+    assert {"arr-style", "pirate"} <= set(options(page, "compare-adapter-2"))

@@ -1,0 +1,90 @@
+"""The Adapters tab's Train handlers (app/web/pages/adapter_training.py): access checked in the handler, refusals
+as one message, uploads only from Gradio's folder, a table of pairs trained with progress and a final check."""
+
+from __future__ import annotations
+
+import html
+from types import SimpleNamespace
+
+import gradio as gr
+import pandas as pd
+import pytest
+
+from app.chat.context import AppConfig, AppContext
+from app.core.access import TOKEN_HEADER
+from app.web.pages.adapter_training import MSG_UPLOAD_ONLY, train_handlers
+from tests.lora_training_helpers import PIRATE_PAIRS, write_tiny_base
+
+
+@pytest.fixture(scope="module")
+def tiny_base(tmp_path_factory, cpu_model_dir):
+    return write_tiny_base(tmp_path_factory.mktemp("tiny-base"), cpu_model_dir)
+
+
+@pytest.fixture
+def ctx(tmp_path, tiny_base):
+    ctx = AppContext(AppConfig(triton_url="127.0.0.1:1", adapters_dir=str(tmp_path / "adapters"),
+                               workspace=(str(tmp_path),)))
+    ctx.training.default_base = tiny_base
+    return ctx
+
+
+def request(ctx, token: str | None = None):
+    return SimpleNamespace(headers={TOKEN_HEADER: token or ctx.access.token}, cookies={}, username=None)
+
+
+def pairs(count=3):
+    return pd.DataFrame(PIRATE_PAIRS[:count], columns=["prompt", "response"])
+
+
+def args(name="mine", base="", upload=None, table=None, steps=3):
+    return [name, base, upload, pairs() if table is None else table, 8, steps, 0.05, 256, ["q_proj", "v_proj"]]
+
+
+def test_without_access_nothing_runs(ctx, tmp_path):
+    on_train, on_cancel = train_handlers(ctx)
+    with pytest.raises(gr.Error, match="launch token"):
+        next(on_train(*args(), request(ctx, token="wrong")))
+    with pytest.raises(gr.Error, match="launch token"):
+        on_cancel(request(ctx, token="wrong"))
+    with pytest.raises(gr.Error, match="needs a request"):
+        next(on_train(*args(), None))
+    assert ctx.training.current() is None and not (tmp_path / "adapters").exists()
+
+
+def test_trains_the_table_with_progress_and_checks_the_adapter(ctx, tmp_path):
+    on_train, _ = train_handlers(ctx)
+    updates = list(on_train(*args(), request(ctx)))
+    status, plot = updates[-1]
+    status = html.unescape(status)
+    assert "✅ Trained mine in" in status and "Check: The adapter check for 'mine' could not run" in status
+    assert list(plot["step"]) == [1, 2, 3] and 'value="3" max="3"' in status
+    assert (tmp_path / "adapters" / "mine" / "adapter_config.json").is_file()
+    assert "mine" in ctx.deployment.adapter_names()  # the chat dropdown and Compare list it now
+
+
+@pytest.mark.parametrize(("changes", "expected"), [
+    ({"name": "bad name"}, "Adapter name 'bad name' is not allowed"),
+    ({"table": pd.DataFrame([["", ""]], columns=["prompt", "response"])}, "The dataset holds 0 pair(s)"),
+    ({"table": pd.DataFrame([["q", ""]], columns=["prompt", "response"])}, "Pair 1 has a prompt or a response"),
+    ({"steps": 5000}, "Steps must be a whole number from 1 to 300, got 5000."),
+    ({"base": "/etc"}, "The base model folder '/etc' is outside the folders this app may use"),
+    ({"upload": "/etc/passwd"}, MSG_UPLOAD_ONLY),
+])
+def test_refusals_are_one_message(ctx, tmp_path, changes, expected):
+    on_train, _ = train_handlers(ctx)
+    updates = list(on_train(*args(**changes), request(ctx)))
+    assert len(updates) == 1 and "⚠️" in updates[0][0] and expected in html.unescape(updates[0][0])
+    assert ctx.training.current() is None
+
+
+def test_an_uploaded_jsonl_is_read(ctx, tmp_path, monkeypatch):
+    from app.web.pages import adapter_training
+
+    upload = tmp_path / "uploads" / "style.jsonl"
+    upload.parent.mkdir()
+    upload.write_text('{"prompt": "Hi?"}\n')
+    monkeypatch.setattr(adapter_training, "is_uploaded", lambda path: str(path).startswith(str(upload.parent)))
+    on_train, _ = train_handlers(ctx)
+    (status, _), = list(on_train(*args(upload=str(upload)), request(ctx)))
+    assert "Line 1 of 'style.jsonl' needs" in html.unescape(status)
