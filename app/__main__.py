@@ -4,6 +4,7 @@
     python -m app --triton HOST:GRPC_PORT [--port 7860]                  UI against a running server
     python -m app --openai URL [--api-key-file FILE] [--model NAME]      UI against an OpenAI-compatible server
         (vLLM, SGLang, NIM, trtllm-serve, a Dynamo frontend, or this app's own /v1)
+    python -m app bench ... / python -m app compare ...                  load benchmark / the Compare tab's job
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import signal
 import sys
 
 from app.chat.context import AppConfig, AppContext
-from app.core.constants import SUPPORTED_MODELS
+from app.core.constants import LLMAPI_MODEL, SUPPORTED_MODELS
 from app.core.errors import ChatError
 from app.deployments.connect import DEPLOYMENTS, read_api_key
 from app.deployments.openai_compat import ADAPTERS_AS
@@ -31,7 +32,6 @@ from setup.workspace import WorkspaceError, check_root
 
 HELP = AppConfig.help()
 XCOMPOSER2_DEMO = "xcomposer2"  # --demo --deployment: the InternLM-XComposer2 twin (the engine kind serves it)
-LLMAPI_MODEL = "tensorrt_llm"  # the llmapi model's name in upstream's layout and in the demo
 
 
 def _auth_file(path: str) -> tuple[tuple[str, str], ...]:
@@ -130,6 +130,10 @@ def main(argv: list[str] | None = None) -> int:
         from app.bench.cli import main as bench_main
 
         return bench_main(argv[1:])
+    if argv[:1] == ["compare"]:
+        from app.cli.compare import main as compare_main
+
+        return compare_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.pacing_rate is not None and not args.demo:

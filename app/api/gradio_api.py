@@ -1,4 +1,5 @@
-"""Gradio API endpoints (scriptable with gradio_client): the chat panel's job without the browser."""
+"""Gradio API endpoints (scriptable with gradio_client): the chat panel's and the Compare tab's jobs without the
+browser."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import gradio as gr
 from gradio.data_classes import FileData
 
 from app.api.messages import MSG_API_CANNOT_DESCRIBE, MSG_API_NO_IMAGES
+from app.chat.compare import DEFAULT_MAX_TOKENS, CompareRun, column_names
 from app.chat.context import AppContext
 from app.chat.messages import BASE_MODEL_WORDS
 from app.chat.sampling import message_text, panel_sampling, sampling_params
@@ -47,7 +49,7 @@ def uploaded_paths(files: list | None) -> list[str]:
 
 
 def register(ctx: AppContext) -> None:
-    """Add the `generate` and `what_the_model_saw` endpoints to the current Blocks."""
+    """Add the `generate`, `compare` and `what_the_model_saw` endpoints to the current Blocks."""
 
     def generate(text: str, max_tokens: int = D["max_tokens"], temperature: float = D["temperature"],
                  top_p: float = D["top_p"], top_k: int = D["top_k"], seed: int = D["seed"],
@@ -85,6 +87,29 @@ def register(ctx: AppContext) -> None:
             if stream is not None:
                 stream.cancel()  # no-op when finished; frees the server when the caller went away
 
+    def compare(prompt: str, adapters: list[str] | None = None, max_tokens: int = DEFAULT_MAX_TOKENS,
+                images: list[FileData] | None = None) -> Iterator[list[dict]]:
+        """The Compare tab's job: `prompt` (and `images`, as `generate` takes them) streamed at once through each
+        column's model, greedy, at most `max_tokens` new tokens each.
+
+        `adapters` names one column each: an adapter of the adapters folder, or "" / None / "base model" for the
+        base model; None alone means the base model alone; at most three adapters. Each update lists every column
+        as {column, text, state, figures} (`state`: waiting for the first token, streaming, done, stopped or
+        failed; `figures` once it has tokens); the last update has every column ended. A caller that goes away
+        stops every column on the server.
+        """
+        run = None
+        try:
+            params = sampling_params(max_tokens=max_tokens)
+            paths = uploaded_paths(images)
+            run = CompareRun(ctx, message_text(prompt), column_names(adapters), params, images=paths or None)
+            yield from run.entry_updates()
+        except ChatError as exc:
+            raise gr.Error(str(exc), print_exception=False) from None
+        finally:
+            if run is not None:
+                run.cancel()  # no-op when every column finished; frees the server when the caller went away
+
     def what_the_model_saw(images: list[FileData]) -> list[dict]:
         """What the deployment's image encoder finds in each image, as the chat's "What the model saw" shows it:
         labels with confidences, faces, colours, shapes, text, and the description the model is given."""
@@ -101,4 +126,5 @@ def register(ctx: AppContext) -> None:
             raise gr.Error(str(exc), print_exception=False) from None
 
     gr.api(generate, api_name="generate")
+    gr.api(compare, api_name="compare")
     gr.api(what_the_model_saw, api_name="what_the_model_saw")

@@ -15,13 +15,19 @@ from dataclasses import dataclass
 
 from app.chat.context import AppContext
 from app.chat.figures import figures_text, measure
-from app.chat.messages import MSG_COMPARE_NO_COLUMNS, MSG_COMPARE_TOO_MANY
+from app.chat.messages import (
+    BASE_MODEL_WORDS,
+    MSG_COMPARE_ADAPTERS,
+    MSG_COMPARE_NO_COLUMNS,
+    MSG_COMPARE_TOO_MANY,
+)
 from app.chat.turns import add_user_message, check_new_turn, open_stream, reply_text
 from app.core.constants import MAX_COMPARE_ADAPTERS
 from app.core.errors import ChatError, InvalidRequest
 from app.core.sampling import SamplingParams
 
 UPDATE_SECONDS = 0.1
+DEFAULT_MAX_TOKENS = 96  # new tokens per column unless the caller says (the tab's slider starts here)
 WAITING, STREAMING, DONE, STOPPED, FAILED = "waiting for the first token", "streaming", "done", "stopped", "failed"
 
 
@@ -32,6 +38,25 @@ class ColumnView:
     text: str
     state: str
     figures: str = ""
+
+
+def column_names(adapters: object) -> list[str | None]:
+    """A caller's column list as CompareRun takes it: None for the base model (given as None, "" or "base
+    model"), else the adapter's name; InvalidRequest in a sentence for anything but a list of names. None
+    itself means the base model alone."""
+    if adapters is None:
+        return [None]
+    if not isinstance(adapters, list | tuple) or not all(a is None or isinstance(a, str) for a in adapters):
+        raise InvalidRequest(MSG_COMPARE_ADAPTERS.format(value=adapters))
+    names = [(a or "").strip() for a in adapters]
+    return [None if not name or name == BASE_MODEL_WORDS else name for name in names]
+
+
+def column_entries(columns: list[str | None], views: list[ColumnView]) -> list[dict[str, str]]:
+    """The columns as the APIs and the command line give them: one {column, text, state, figures} per column,
+    `column` naming its adapter ("base model" for None)."""
+    return [{"column": name or BASE_MODEL_WORDS, "text": view.text, "state": view.state, "figures": view.figures}
+            for name, view in zip(columns, views, strict=True)]
 
 
 class CompareRun:
@@ -116,5 +141,17 @@ class CompareRun:
                 yield self.views()
                 time.sleep(UPDATE_SECONDS)
             yield self.views()
+        finally:
+            self.cancel()
+
+    def entry_updates(self) -> Iterator[list[dict[str, str]]]:
+        """`column_entries` of every column each time one changed, until every column has finished (the last
+        update shows every column's end state); a reader that stops early cancels every column."""
+        last = None
+        try:
+            for views in self.view_updates():
+                if views != last:  # the first snapshot with every column ended always differs from the one before
+                    yield column_entries(self.columns, views)
+                last = views
         finally:
             self.cancel()

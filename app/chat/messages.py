@@ -16,6 +16,8 @@ MSG_NOT_TEXT = "The message must be text, got {kind}."
 
 MSG_COMPARE_NO_COLUMNS = "Pick the base model or at least one adapter to compare."
 MSG_COMPARE_TOO_MANY = "Compare takes the base model and at most {limit} adapters."
+MSG_COMPARE_ADAPTERS = ("adapters must be a list of adapter names, an empty name (or \"base model\") for the base "
+                        "model; got {value!r}.")
 
 # "Is the adapter really applied?" (app/chat/adapter_check.py)
 MSG_APPLIED = "Adapter '{adapter}' is applied: on {probe} its first tokens differ from the base model's ({how})."

@@ -35,6 +35,7 @@ HISTORY_MODES = {
     "whole conversation": "Every reply sees the whole conversation, whichever adapter wrote the earlier replies.",
 }
 MAX_COMPARE_ADAPTERS = 3
+LLMAPI_MODEL = "tensorrt_llm"  # the llmapi model's name in upstream's layout and in the demo
 MSG_TEXT_ONLY = "This deployment is text-only: images are not sent. Remove the image or deploy a vision model."
 
 CPU_DEMO_NOTE = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from app.chat.compare import ColumnView, CompareRun
+from app.chat.compare import DEFAULT_MAX_TOKENS, ColumnView, CompareRun
 from app.chat.context import AppConfig, AppContext
 from app.core.constants import MAX_COMPARE_ADAPTERS
 from app.core.errors import ChatError
@@ -60,7 +60,7 @@ def build(ctx: AppContext) -> None:
         pickers = [gr.Dropdown(column_choices(ctx), value=pick, label=f"Column {i + 1}",
                                elem_id=f"compare-adapter-{i}", min_width=160)
                    for i, pick in enumerate(first_picks(ctx))]
-    max_tokens = gr.Slider(1, 512, value=96, step=1, label="Max new tokens", elem_id="compare-max-tokens")
+    max_tokens = gr.Slider(1, 512, value=DEFAULT_MAX_TOKENS, step=1, label="Max new tokens", elem_id="compare-max-tokens")
     with gr.Row():
         run = gr.Button("Compare", variant="primary", elem_id="compare-run")
         stop = gr.Button(STOP, elem_id="compare-stop", interactive=False)

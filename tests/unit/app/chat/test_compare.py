@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from PIL import Image
 
-from app.chat.compare import DONE, CompareRun
+from app.chat.compare import DONE, CompareRun, column_names
 from app.chat.context import AppConfig, AppContext
 from app.core.errors import InvalidImage, InvalidRequest
 from app.core.sampling import SamplingParams
@@ -15,45 +15,10 @@ from app.deployments import messages as M
 from app.deployments.model_lora import MSG_OWN_ADAPTER_ONLY
 from app.deployments.prompts import current_turn_images
 from app.deployments.triton_engine import TritonEngineDeployment
+from tests.compare_fakes import RecordingDeployment
 from tests.xcomposer2_fakes import FakeClient, xc2_registry
 
 PARAMS = SamplingParams(max_tokens=8)
-
-
-class WordStream:
-    def __init__(self, text: str):
-        self.text, self.cancelled, self.chunks, self.time_to_first_token = "", False, 0, None
-        self._parts = iter(text.split(" "))
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        part = next(self._parts)
-        self.text += part + " "
-        self.chunks += 1
-        return part
-
-    def cancel(self):
-        self.cancelled = True
-
-
-class RecordingDeployment:
-    """Takes any image but 'broken.png'; records every request it opens."""
-
-    kind, url, model = "fake", "fake://", "fake"
-
-    def __init__(self):
-        self.requests, self.checked = [], []
-
-    def check_images(self, files, text):
-        self.checked.append(list(files))
-        if any(str(f).endswith("broken.png") for f in files):
-            raise InvalidImage("broken.png is truncated or damaged and cannot be read completely.")
-
-    def open_reply(self, request):
-        self.requests.append(request)
-        return WordStream(f"reply from {request.adapter or 'base'}")
 
 
 @pytest.fixture
@@ -139,3 +104,42 @@ def test_xcomposer2_that_combines_runs_another_adapter_beside_its_own(tmp_path, 
     tasks = sorted(extra["lora_task_id"] for _, extra in client.sent)
     assert tasks == sorted([xc2_adapters.task_id("xc2-partial"), xc2_adapters.task_id("pirate")])
     assert all(extra["image_input"].shape == (1, 3, 490, 490) for _, extra in client.sent)
+
+
+@pytest.mark.parametrize("given, columns", [
+    (None, [None]),
+    (["", "pirate"], [None, "pirate"]),
+    ([None, "base model", " french "], [None, None, "french"]),
+    ([], []),
+])
+def test_callers_name_columns_as_the_tab_does(given, columns):
+    assert column_names(given) == columns
+
+
+@pytest.mark.parametrize("given", ["pirate", [1, "pirate"], {"a": 1}, [["pirate"]]])
+def test_a_column_list_that_is_not_names_is_refused_in_a_sentence(given):
+    with pytest.raises(InvalidRequest, match="adapters must be a list of adapter names"):
+        column_names(given)
+
+
+def test_entries_change_with_the_columns_and_end_with_every_column_done(tmp_path):
+    entries = list(CompareRun(context(tmp_path, RecordingDeployment()), "Hi", [None, "pirate"], PARAMS).entry_updates())
+    assert all(a != b for a, b in zip(entries, entries[1:], strict=False))  # no update repeats the one before
+    last = entries[-1]
+    assert [e["column"] for e in last] == ["base model", "pirate"] and [e["state"] for e in last] == [DONE, DONE]
+    assert last[1]["text"].startswith("reply from pirate") and "tokens" in last[1]["figures"]
+
+
+def test_a_reader_that_stops_early_cancels_every_column(tmp_path):
+    deployment = RecordingDeployment(endless=True)
+    updates = CompareRun(context(tmp_path, deployment), "Hi", [None, "pirate"], PARAMS).entry_updates()
+    next(updates)
+    updates.close()  # what Gradio does when the caller goes away
+    assert len(deployment.opened) == 2 and all(stream.cancelled for stream in deployment.opened)
+
+
+def test_an_unknown_adapter_is_refused_and_the_columns_opened_before_it_are_cancelled(tmp_path):
+    deployment = RecordingDeployment(endless=True)
+    with pytest.raises(InvalidRequest, match="There is no adapter named 'nobody'"):
+        CompareRun(context(tmp_path, deployment), "Hi", [None, "nobody"], PARAMS)
+    assert [stream.cancelled for stream in deployment.opened] == [True]

@@ -1,0 +1,72 @@
+"""Fakes for Compare's unit tests (the run, the Gradio endpoint, the command): a deployment that records what it
+opens, streams that answer word by word, and streams that run until cancelled."""
+
+from __future__ import annotations
+
+import threading
+
+from app.core.constants import MSG_UNKNOWN_ADAPTER
+from app.core.errors import InvalidImage, InvalidRequest
+
+
+class WordStream:
+    def __init__(self, text: str):
+        self.text, self.cancelled, self.chunks, self.time_to_first_token = "", False, 0, None
+        self._parts = iter(text.split(" "))
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        part = next(self._parts)
+        self.text += part + " "
+        self.chunks += 1
+        return part
+
+    def cancel(self):
+        self.cancelled = True
+
+
+class EndlessStream(WordStream):
+    """One word, then nothing until cancelled (a long reply whose reader may go away)."""
+
+    def __init__(self, text: str):
+        super().__init__(text)
+        self._stop = threading.Event()
+
+    def __next__(self):
+        if self.chunks == 0:
+            return super().__next__()
+        self._stop.wait(30)
+        raise StopIteration
+
+    def cancel(self):
+        self.cancelled = True
+        self._stop.set()
+
+
+class RecordingDeployment:
+    """Takes any image but 'broken.png' and the adapters in `known`; records every request it opens. `endless`:
+    every reply runs until cancelled."""
+
+    kind, url, model = "fake", "fake://", "fake"
+
+    def __init__(self, known: tuple[str, ...] = ("pirate", "french", "formal", "terse"), endless: bool = False):
+        self.requests, self.checked, self.opened = [], [], []
+        self.known, self.endless = known, endless
+
+    def check_images(self, files, text):
+        self.checked.append(list(files))
+        if any(str(f).endswith("broken.png") for f in files):
+            raise InvalidImage("broken.png is truncated or damaged and cannot be read completely.")
+
+    def adapter_names(self):
+        return list(self.known)
+
+    def open_reply(self, request):
+        if request.adapter and request.adapter not in self.known:
+            raise InvalidRequest(MSG_UNKNOWN_ADAPTER.format(adapter=request.adapter, known=", ".join(self.known)))
+        self.requests.append(request)
+        stream = (EndlessStream if self.endless else WordStream)(f"reply from {request.adapter or 'base'}")
+        self.opened.append(stream)
+        return stream

@@ -1,0 +1,87 @@
+"""Compare without the browser, against the real CPU demo: the Gradio API's `compare` endpoint with gradio_client
+(streamed columns, the tab's sentences, a caller that leaves) and `python -m app compare` as a subprocess, through
+the app (--app) and straight to the session's tritonserver (--triton)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+from gradio_client import Client
+
+PROMPT = "What is the capital of France?"
+
+
+def run_compare(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["nice", "-n", "19", sys.executable, "-m", "app", "compare", *args], capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_compare_streams_the_base_model_beside_an_adapter(app_url):
+    job = Client(app_url, verbose=False).submit(prompt=PROMPT, adapters=["", "pirate"], max_tokens=24,
+                                                api_name="/compare")
+    updates = list(job)
+    assert len(updates) >= 3
+    last = updates[-1]
+    assert [entry["column"] for entry in last] == ["base model", "pirate"]
+    assert [entry["state"] for entry in last] == ["done", "done"], last
+    assert "Paris" in last[0]["text"] and last[1]["text"].strip()
+    assert all("tokens" in entry["figures"] for entry in last)
+    base_texts = [update[0]["text"] for update in updates]
+    assert all(later.startswith(earlier.rstrip()) for earlier, later in zip(base_texts, base_texts[1:], strict=False))
+
+
+@pytest.mark.parametrize("kwargs, sentence", [
+    ({"prompt": ""}, "Type a message first."),
+    ({"prompt": "hi", "adapters": ["", "pirate", "french", "pirate2", "pirate3"]},
+     "Compare takes the base model and at most 3 adapters."),
+    ({"prompt": "hi", "adapters": ["nobody"]}, "There is no adapter named 'nobody'."),
+])
+def test_bad_input_gets_the_tabs_sentence(app_url, kwargs, sentence):
+    with pytest.raises(Exception, match=sentence):
+        Client(app_url, verbose=False).predict(**kwargs, api_name="/compare")
+
+
+def test_a_caller_that_leaves_stops_every_column(app_served):
+    ctx, url = app_served
+    api = url + "gradio_api/call/compare"
+    with httpx.Client(timeout=30) as client:
+        info = client.get(url + "gradio_api/info").json()["named_endpoints"]["/compare"]["parameters"]
+        args = {"prompt": "Tell me a very long story about a dragon.", "adapters": ["", "pirate"], "max_tokens": 2000}
+        data = [args.get(p["parameter_name"], p["parameter_default"]) for p in info]
+        event = client.post(api, json={"data": data}).json()["event_id"]
+        with client.stream("GET", f"{api}/{event}") as stream:
+            seen = 0
+            for line in stream.iter_lines():
+                seen += line.startswith("data:")
+                if seen >= 3:
+                    break  # leave mid-stream: the connection closes here
+    deadline = time.monotonic() + 15
+    while ctx.live.read().in_progress and time.monotonic() < deadline:
+        time.sleep(1.1)  # readings are at most one a second
+    assert ctx.live.read().in_progress == 0, "the columns kept generating for a caller that left"
+
+
+def test_the_command_through_the_app_prints_each_column(app_url):
+    done = run_compare("--app", app_url, "--prompt", PROMPT, "--base", "--adapter", "pirate", "--max-tokens", "24")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("=== base model ===\n") and "\n\n=== pirate ===\n" in done.stdout
+    assert "Paris" in done.stdout.split("=== pirate ===")[0]
+    assert done.stdout.count("--- done · ") == 2
+
+
+def test_the_command_straight_to_triton_and_its_refusals(triton):
+    done = run_compare("--triton", triton.grpc_url, "--prompt", PROMPT, "--base", "--max-tokens", "24", "--json")
+    assert done.returncode == 0, done.stderr
+    assert '"column": "base model"' in done.stdout and "Paris" in done.stdout
+    refused = run_compare("--triton", triton.grpc_url, "--prompt", PROMPT, "--adapter", "nobody")
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr.startswith("error: There is no adapter named 'nobody'.") and refused.stderr.count("\n") == 1
+
+
+def test_the_command_refuses_through_the_app_with_the_apps_sentence(app_url):
+    refused = run_compare("--app", app_url, "--prompt", "  ", "--base")
+    assert refused.returncode == 2 and refused.stderr == "error: Type a message first.\n"

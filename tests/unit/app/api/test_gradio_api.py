@@ -1,0 +1,93 @@
+"""The Gradio API's `compare` endpoint, called as Gradio calls it: it streams every column's {column, text, state,
+figures}, refuses bad input with the Compare tab's own sentence (a gr.Error, no traceback) and stops every column
+when the caller goes away."""
+
+from __future__ import annotations
+
+import gradio as gr
+import pytest
+from PIL import Image
+
+from app.api.gradio_api import register
+from app.chat.compare import DONE
+from app.chat.context import AppConfig, AppContext
+from app.chat.messages import MSG_COMPARE_NO_COLUMNS, MSG_COMPARE_TOO_MANY, MSG_EMPTY_PROMPT
+from app.core.constants import MAX_COMPARE_ADAPTERS
+from tests.compare_fakes import RecordingDeployment
+
+
+@pytest.fixture
+def uploads(tmp_path, monkeypatch):
+    """Gradio's upload folder, where the endpoint takes images from."""
+    folder = tmp_path / "gradio"
+    folder.mkdir()
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(folder))
+    return folder
+
+
+def endpoint(tmp_path, deployment, name: str = "compare"):
+    ctx = AppContext(AppConfig(adapters_dir=str(tmp_path / "adapters")), deployment=deployment)
+    with gr.Blocks() as blocks:
+        register(ctx)
+    (fn,) = [block.fn for block in blocks.fns.values() if block.api_name == name]
+    return fn
+
+
+def refusal(fn, **kwargs) -> str:
+    with pytest.raises(gr.Error) as caught:
+        list(fn(**kwargs))
+    return caught.value.message
+
+
+def test_compare_streams_every_column_to_its_end(tmp_path):
+    deployment = RecordingDeployment()
+    updates = list(endpoint(tmp_path, deployment)(prompt="Hi", adapters=["", "pirate"], max_tokens=12))
+    assert [entry["column"] for entry in updates[-1]] == ["base model", "pirate"]
+    assert [entry["state"] for entry in updates[-1]] == [DONE, DONE]
+    assert updates[-1][1]["text"].startswith("reply from pirate") and updates[-1][1]["figures"]
+    assert [r.sampling.max_tokens for r in deployment.requests] == [12, 12]
+
+
+def test_without_adapters_it_compares_the_base_model_alone(tmp_path):
+    deployment = RecordingDeployment()
+    updates = list(endpoint(tmp_path, deployment)(prompt="Hi"))
+    assert [entry["column"] for entry in updates[-1]] == ["base model"] and deployment.requests[0].adapter is None
+
+
+@pytest.mark.parametrize("kwargs, sentence", [
+    ({"prompt": "   "}, MSG_EMPTY_PROMPT),
+    ({"prompt": None}, MSG_EMPTY_PROMPT),
+    ({"prompt": "Hi", "adapters": []}, MSG_COMPARE_NO_COLUMNS),
+    ({"prompt": "Hi", "adapters": ["", "pirate", "french", "formal", "terse"]},
+     MSG_COMPARE_TOO_MANY.format(limit=MAX_COMPARE_ADAPTERS)),
+    ({"prompt": "Hi", "adapters": ["", "nobody"]}, "There is no adapter named 'nobody'. Known: pirate, french"),
+    ({"prompt": "Hi", "adapters": "pirate"}, "adapters must be a list of adapter names"),
+    ({"prompt": "Hi", "max_tokens": 0}, "max tokens must be between"),
+    ({"prompt": "Hi", "max_tokens": "many"}, "max tokens must be a number"),
+    ({"prompt": "Hi", "images": [{"path": "/etc/passwd"}]}, "Images must be uploaded with the request"),
+])
+def test_bad_input_gets_the_tabs_sentence(tmp_path, kwargs, sentence):
+    deployment = RecordingDeployment()
+    assert refusal(endpoint(tmp_path, deployment), **kwargs).startswith(sentence)
+    assert all(stream.cancelled for stream in deployment.opened)  # nothing left running
+
+
+def test_an_uploaded_image_goes_to_every_column_and_a_broken_one_is_refused(tmp_path, uploads):
+    picture = uploads / "red.png"
+    Image.new("RGB", (32, 32), (255, 0, 0)).save(picture)
+    deployment = RecordingDeployment()
+    compare = endpoint(tmp_path, deployment)
+    list(compare(prompt="What is it?", adapters=["", "pirate"], images=[{"path": str(picture)}]))
+    assert deployment.checked == [[str(picture)]] and [list(r.messages)[0]["content"] for r in deployment.requests] \
+        == [{"path": str(picture)}] * 2
+    broken = uploads / "broken.png"
+    broken.write_bytes(b"\x89PNG")
+    assert "broken.png is truncated" in refusal(compare, prompt="What is it?", images=[{"path": str(broken)}])
+
+
+def test_a_caller_that_goes_away_stops_every_column(tmp_path):
+    deployment = RecordingDeployment(endless=True)
+    updates = endpoint(tmp_path, deployment)(prompt="Hi", adapters=["", "pirate"])
+    assert [entry["state"] for entry in next(updates)]  # the columns are open
+    updates.close()  # Gradio closes the generator when the client disconnects
+    assert len(deployment.opened) == 2 and all(stream.cancelled for stream in deployment.opened)
