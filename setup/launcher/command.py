@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from setup.launcher.options import LaunchOptions, TritonInstall
 
+# How long tritonserver waits for a python-backend stub to start (the backend's default is 30 s). On a small CPU
+# machine that is busy, several stubs importing torch at once can take longer, and a stub that misses it makes
+# the server abort (boost::interprocess::lock_exception) instead of loading slowly.
+CPU_STUB_TIMEOUT_SECONDS = 120
+
 
 def _rank_args(install: TritonInstall, opts: LaunchOptions, rank: int, shm_prefix: str) -> list[str]:
     args = [
@@ -21,7 +26,8 @@ def _rank_args(install: TritonInstall, opts: LaunchOptions, rank: int, shm_prefi
     if install.backend_dir is not None:
         args.append(f"--backend-directory={install.backend_dir}")
     if opts.cpu_only:
-        args += ["--pinned-memory-pool-byte-size=0", "--allow-gpu-metrics=false"]
+        args += ["--pinned-memory-pool-byte-size=0", "--allow-gpu-metrics=false",
+                 f"--backend-config=python,stub-timeout-seconds={CPU_STUB_TIMEOUT_SECONDS}"]
     if rank == 0:
         if opts.multimodal_gpu0_cuda_mem_pool_bytes:
             args.append(f"--cuda-memory-pool-byte-size=0:{opts.multimodal_gpu0_cuda_mem_pool_bytes}")

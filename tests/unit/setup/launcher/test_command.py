@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from setup.launcher.command import build_command
+from setup.launcher.command import CPU_STUB_TIMEOUT_SECONDS, build_command
 from setup.launcher.options import LaunchOptions, TritonInstall
 
 BINARY = Path("/opt/tritonserver/bin/tritonserver")
@@ -30,6 +30,8 @@ def test_a_backend_folder_is_passed_only_when_the_install_has_one():
 def test_cpu_only_turns_off_pinned_memory_and_gpu_metrics():
     cmd = build_command(TritonInstall(binary=BINARY), options(cpu_only=True))
     assert {"--pinned-memory-pool-byte-size=0", "--allow-gpu-metrics=false"} <= set(cmd)
+    assert f"--backend-config=python,stub-timeout-seconds={CPU_STUB_TIMEOUT_SECONDS}" in cmd
+    assert not any("stub-timeout" in arg for arg in build_command(TritonInstall(binary=BINARY), options()))
     assert "--allow-gpu-metrics=false" not in build_command(TritonInstall(binary=BINARY), options())
 
 
