@@ -6,8 +6,9 @@ from setup.launcher.options import LaunchOptions, TritonInstall
 
 # How long tritonserver waits for a python-backend stub to start (the backend's default is 30 s). On a small CPU
 # machine that is busy, several stubs importing torch at once can take longer, and a stub that misses it makes
-# the server abort (boost::interprocess::lock_exception) instead of loading slowly.
-CPU_STUB_TIMEOUT_SECONDS = 120
+# the server abort (boost::interprocess::lock_exception) instead of loading slowly (seen at load average 40).
+# A stub that fails for a real reason reports it at once; the limit only ends a stub that never answers.
+CPU_STUB_TIMEOUT_SECONDS = 300
 
 
 def _rank_args(install: TritonInstall, opts: LaunchOptions, rank: int, shm_prefix: str) -> list[str]:
