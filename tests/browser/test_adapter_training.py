@@ -9,6 +9,7 @@ import shutil
 import time
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from setup.paths import PROJECT_ROOT
 from tests.conftest import free_port
@@ -37,13 +38,19 @@ def training_app(tmp_path, triton, cpu_model_dir, browser_context):
     blocks.close()
 
 
-def options(page, element_id: str) -> list[str]:
+def offers(page, element_id: str, name: str) -> bool:
+    """Whether the dropdown lists `name`: typed into it, so a long list's clipped tail counts too (the choices are
+    also read afresh when the dropdown gets focus)."""
     page.click(f"#{element_id} input")
-    listed = page.locator("li[role=option]:visible")
-    listed.first.wait_for(timeout=10_000)
-    names = [o.get_attribute("aria-label") for o in listed.all()]
-    page.keyboard.press("Escape")
-    return names
+    page.fill(f"#{element_id} input", name)
+    option = page.locator(f"li[role=option][aria-label='{name}']:visible")
+    try:
+        option.first.wait_for(timeout=10_000)
+        return True
+    except PlaywrightTimeout:
+        return False
+    finally:
+        page.keyboard.press("Escape")
 
 
 def test_train_a_style_adapter_and_pick_it_in_chat_and_compare(training_app):
@@ -78,6 +85,65 @@ def test_train_a_style_adapter_and_pick_it_in_chat_and_compare(training_app):
     assert "arr-style" in page.inner_text("#adapter-table")
 
     page.get_by_role("tab", name="Chat").click()
-    assert "arr-style" in options(page, "adapter") and "pirate" in options(page, "adapter")
+    assert offers(page, "adapter", "arr-style") and offers(page, "adapter", "pirate")
     page.get_by_role("tab", name="Compare").click()
-    assert {"arr-style", "pirate"} <= set(options(page, "compare-adapter-2"))
+    assert offers(page, "compare-adapter-2", "arr-style") and offers(page, "compare-adapter-2", "pirate")
+
+
+def open_train_section(page) -> None:
+    page.get_by_role("tab", name="Adapters").click()
+    page.click("#train-section button:has-text('Train an adapter')")
+    page.wait_for_selector("#train-name textarea")  # the section opened
+
+
+def type_pairs(page, pairs) -> None:
+    """Type prompt/response pairs into the table's cells the way a person does (double-click, type, Enter)."""
+    for row, pair in enumerate(pairs):
+        for column, text in enumerate(pair):
+            cell = page.locator(f"#train-pairs [data-testid=cell-{row}-{column}]")
+            cell.dblclick()
+            editor = cell.locator("textarea")
+            editor.wait_for(timeout=10_000)
+            editor.fill(text)
+            editor.press("Enter")
+    for row, pair in enumerate(pairs):  # every cell kept what was typed
+        for column, text in enumerate(pair):
+            shown = page.locator(f"#train-pairs [data-testid=cell-{row}-{column}] span[data-editable]")
+            assert shown.inner_text().strip() == text  # the cell's text, not its menu button
+
+
+def hidden_entries(folder) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
+
+
+def test_pairs_typed_in_the_table_train_for_two_steps(training_app):
+    page, folder, _tmp_path = training_app
+    open_train_section(page)
+    page.fill("#train-name textarea", "typed-style")
+    type_pairs(page, PIRATE_PAIRS[:3])
+    page.fill("#train-steps input", "2")
+    page.fill("#train-lr input", "0.01")
+    started = time.monotonic()
+    page.click("#train-start")
+    page.wait_for_selector("#train-result:has-text('Trained typed-style')", timeout=TRAIN_TIMEOUT_MS)
+    result = page.inner_text("#train-result")
+    print(f"\n3 typed pairs, 2 steps in the browser: {time.monotonic() - started:.0f} s; {result}")
+    assert "over 2 steps" in result and "Check:" in result, result
+    assert (folder / "typed-style" / "adapter_model.safetensors").is_file() and hidden_entries(folder) == []
+
+
+def test_cancel_in_the_browser_keeps_nothing(training_app):
+    page, folder, _tmp_path = training_app
+    open_train_section(page)
+    page.fill("#train-name textarea", "never-kept")
+    type_pairs(page, PIRATE_PAIRS[:2])
+    page.fill("#train-steps input", "100")
+    page.click("#train-start")
+    page.wait_for_selector("#train-figures:has-text('Step')", timeout=TRAIN_TIMEOUT_MS)  # past its first step
+    page.click("#train-cancel")
+    page.wait_for_selector("#train-cancel-note:has-text('Cancelling the training')")
+    page.wait_for_selector("#train-result:has-text('Training cancelled at step')", timeout=TRAIN_TIMEOUT_MS)
+    assert "nothing was written" in page.inner_text("#train-result")
+    assert sorted(p.name for p in folder.iterdir()) == ["pirate"]  # no adapter, no .training-* folder, no lock
+    page.click("#train-cancel")  # nothing left to cancel
+    page.wait_for_selector("#train-cancel-note:has-text('No training is running')")
