@@ -39,11 +39,13 @@ def training_app(tmp_path, triton, cpu_model_dir, browser_context):
 
 
 def offers(page, element_id: str, name: str) -> bool:
-    """Whether the dropdown lists `name`: typed into it, so a long list's clipped tail counts too (the choices are
-    also read afresh when the dropdown gets focus)."""
+    """Whether the open dropdown lists `name` (typed in as a filter; a list low on the page shows only what fits
+    above the window's bottom, so the last choices may be cut off). The choices are read afresh when the dropdown
+    gets focus: that update is let in first, as it redraws the list."""
     page.click(f"#{element_id} input")
+    page.wait_for_timeout(1_000)
     page.fill(f"#{element_id} input", name)
-    option = page.locator(f"li[role=option][aria-label='{name}']:visible")
+    option = page.locator(f"li[role=option][aria-label='{name}']")
     try:
         option.first.wait_for(timeout=10_000)
         return True
@@ -142,8 +144,8 @@ def test_cancel_in_the_browser_keeps_nothing(training_app):
     page.wait_for_selector("#train-figures:has-text('Step')", timeout=TRAIN_TIMEOUT_MS)  # past its first step
     page.click("#train-cancel")
     page.wait_for_selector("#train-cancel-note:has-text('Cancelling the training')")
-    page.wait_for_selector("#train-result:has-text('Training cancelled at step')", timeout=TRAIN_TIMEOUT_MS)
-    assert "nothing was written" in page.inner_text("#train-result")
+    page.wait_for_selector("#train-status #train-result:has-text('Training cancelled at step')", timeout=TRAIN_TIMEOUT_MS)
+    assert "nothing was written" in page.inner_text("#train-status #train-result")
     assert sorted(p.name for p in folder.iterdir()) == ["pirate"]  # no adapter, no .training-* folder, no lock
     page.click("#train-cancel")  # nothing left to cancel
     page.wait_for_selector("#train-cancel-note:has-text('No training is running')")
