@@ -4,7 +4,9 @@ Two stages, so a caller can refuse a request at once and run the work elsewhere:
 
 - `prepare_training` checks everything that can be checked before work starts (settings against the limits,
   the number of pairs, the base folder, the output folder, every example's length with the chat template) and
-  takes the one training slot of this process; a second training at the same time is refused.
+  takes the one training slot: this process's, and the output's folder's (an flock on a hidden lock file there,
+  so a CLI training and the app's training into the same adapters folder exclude each other too; the kernel
+  drops it when the process ends, even by a crash). A second training at the same time is refused.
 - `TrainingRun.run` trains with a progress callback (step, steps, loss) and a cancel event, which stops it within
   the current layer's forward or backward pass. The adapter is written into a hidden temporary folder beside the
   output and renamed into place at the end, so a cancelled or failed training leaves nothing behind.
@@ -18,7 +20,9 @@ Imports: setup.lora.dataset, setup.lora.messages, setup.lora.train_settings.
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import shutil
 import tempfile
 import threading
@@ -36,6 +40,7 @@ ADAPTER_README = "README.md"
 ProgressCallback = Callable[[int, int, float], None]  # (step, steps, loss)
 
 _SLOT = threading.Lock()  # one training at a time in this process
+LOCK_NAME = ".lora-training.lock"  # in the output's folder: one training at a time there, across processes
 
 
 class _Stop(Exception):
@@ -45,6 +50,48 @@ class _Stop(Exception):
 def training_running() -> bool:
     """Whether a training holds this process's slot (prepared or running)."""
     return _SLOT.locked()
+
+
+def lock_folder(folder: Path) -> int:
+    """Take the folder's training lock (an exclusive flock on `folder/LOCK_NAME`, made when missing); its file
+    descriptor, for `unlock_folder`. TrainError (MSG_BUSY) when another process holds it.
+
+    The file is removed on unlock, so a training leaves nothing in the adapters folder; the descriptor is not
+    inherited by programs the process starts (O_CLOEXEC). A file left by a crashed process is locked afresh.
+    """
+    path = Path(folder) / LOCK_NAME
+    while True:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise TrainError(msg.MSG_OUT_UNWRITABLE.format(path=folder, reason=exc.strerror or exc)) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise TrainError(msg.MSG_BUSY) from None
+        except OSError as exc:
+            os.close(fd)
+            raise TrainError(msg.MSG_OUT_UNWRITABLE.format(path=folder, reason=exc.strerror or exc)) from None
+        try:
+            current = os.stat(path).st_ino
+        except FileNotFoundError:
+            current = None
+        if current == os.fstat(fd).st_ino:  # not a file its holder removed between our open and our lock
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+            return fd
+        os.close(fd)
+
+
+def unlock_folder(folder: Path, fd: int) -> None:
+    """Remove the lock file (while still holding it, so no one locks a removed file unnoticed) and release it."""
+    try:
+        (Path(folder) / LOCK_NAME).unlink(missing_ok=True)
+    except OSError:
+        pass  # the lock itself goes with the descriptor; a file left behind is locked afresh next time
+    finally:
+        os.close(fd)
 
 
 def pick_device() -> str:
@@ -142,16 +189,21 @@ class TrainingRun:
     """A checked training request holding the slot; `run()` once, or `release()` to give the slot back."""
 
     def __init__(self, base: Path, batch: dict, out: Path, settings: TrainSettings, replace: bool,
-                 base_model_id: str | None, description: str, pairs: int):
+                 base_model_id: str | None, description: str, pairs: int, lock_fd: int):
         self.base, self.batch, self.out, self.settings = base, batch, out, settings
         self.replace, self.base_model_id, self.description, self.pairs = replace, base_model_id, description, pairs
+        self._lock_fd = lock_fd
         self._released = False
 
     def release(self) -> None:
-        """Give the training slot back (run() does it itself); safe to call twice."""
+        """Give the training slot back, the folder's lock and the process's (run() does it itself); safe to call
+        twice."""
         if not self._released:
             self._released = True
-            _SLOT.release()
+            try:
+                unlock_folder(self.out.parent, self._lock_fd)
+            finally:
+                _SLOT.release()
 
     def run(self, on_step: ProgressCallback | None = None, cancel: threading.Event | None = None) -> TrainResult:
         """Train, save into a temporary folder, rename it to `out`; TrainCancelled / TrainError otherwise."""
@@ -271,7 +323,13 @@ def prepare_training(base: Path, examples: Sequence[Example], out: Path, setting
         raise TrainError(msg.MSG_OUT_EXISTS.format(path=out))
     if not _SLOT.acquire(blocking=False):
         raise TrainError(msg.MSG_BUSY)
+    lock_fd = None
     try:
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise TrainError(msg.MSG_OUT_UNWRITABLE.format(path=out, reason=exc.strerror or exc)) from None
+        lock_fd = lock_folder(out.parent)
         from transformers import AutoTokenizer
 
         try:
@@ -279,14 +337,12 @@ def prepare_training(base: Path, examples: Sequence[Example], out: Path, setting
         except (OSError, ValueError) as exc:
             raise TrainError(msg.MSG_BASE_UNREADABLE.format(path=base, reason=exc)) from None
         batch = encode_examples(tokenizer, examples, settings.max_len)
-        try:
-            out.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise TrainError(msg.MSG_OUT_UNWRITABLE.format(path=out, reason=exc.strerror or exc)) from None
     except BaseException:
+        if lock_fd is not None:
+            unlock_folder(out.parent, lock_fd)
         _SLOT.release()
         raise
-    return TrainingRun(base, batch, out, settings, replace, base_model_id, description, len(examples))
+    return TrainingRun(base, batch, out, settings, replace, base_model_id, description, len(examples), lock_fd)
 
 
 def train(base: Path, examples: Sequence[Example], out: Path, settings: TrainSettings, *,

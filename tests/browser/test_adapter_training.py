@@ -37,12 +37,16 @@ def training_app(tmp_path, triton, cpu_model_dir, browser_context):
     blocks.close()
 
 
-def options(page, element_id: str) -> list[str]:
+def options(page, element_id: str) -> set[str]:
+    """Every choice the dropdown lists when opened. The choices are read afresh when it gets focus, and that
+    update redraws the list, so it is let in first; options are read whether or not they fit in the window."""
     page.click(f"#{element_id} input")
-    listed = page.locator("li[role=option]:visible")
-    listed.first.wait_for(timeout=10_000)
-    names = [o.get_attribute("aria-label") for o in listed.all()]
+    page.wait_for_timeout(1_000)
+    listed = page.locator("li[role=option]")
+    listed.first.wait_for(state="attached", timeout=10_000)
+    names = {o.get_attribute("aria-label") for o in listed.all()}
     page.keyboard.press("Escape")
+    page.locator("body").click(position={"x": 5, "y": 5})  # blur, so the next dropdown opens afresh
     return names
 
 
@@ -78,6 +82,65 @@ def test_train_a_style_adapter_and_pick_it_in_chat_and_compare(training_app):
     assert "arr-style" in page.inner_text("#adapter-table")
 
     page.get_by_role("tab", name="Chat").click()
-    assert "arr-style" in options(page, "adapter") and "pirate" in options(page, "adapter")
+    assert {"arr-style", "pirate"} <= options(page, "adapter")
     page.get_by_role("tab", name="Compare").click()
-    assert {"arr-style", "pirate"} <= set(options(page, "compare-adapter-2"))
+    assert {"arr-style", "pirate"} <= options(page, "compare-adapter-2")
+
+
+def open_train_section(page) -> None:
+    page.get_by_role("tab", name="Adapters").click()
+    page.click("#train-section button:has-text('Train an adapter')")
+    page.wait_for_selector("#train-name textarea")  # the section opened
+
+
+def type_pairs(page, pairs) -> None:
+    """Type prompt/response pairs into the table's cells the way a person does (double-click, type, Enter)."""
+    for row, pair in enumerate(pairs):
+        for column, text in enumerate(pair):
+            cell = page.locator(f"#train-pairs [data-testid=cell-{row}-{column}]")
+            cell.dblclick()
+            editor = cell.locator("textarea")
+            editor.wait_for(timeout=10_000)
+            editor.fill(text)
+            editor.press("Enter")
+    for row, pair in enumerate(pairs):  # every cell kept what was typed
+        for column, text in enumerate(pair):
+            shown = page.locator(f"#train-pairs [data-testid=cell-{row}-{column}] span[data-editable]")
+            assert shown.inner_text().strip() == text  # the cell's text, not its menu button
+
+
+def hidden_entries(folder) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
+
+
+def test_pairs_typed_in_the_table_train_for_two_steps(training_app):
+    page, folder, _tmp_path = training_app
+    open_train_section(page)
+    page.fill("#train-name textarea", "typed-style")
+    type_pairs(page, PIRATE_PAIRS[:3])
+    page.fill("#train-steps input", "2")
+    page.fill("#train-lr input", "0.01")
+    started = time.monotonic()
+    page.click("#train-start")
+    page.wait_for_selector("#train-result:has-text('Trained typed-style')", timeout=TRAIN_TIMEOUT_MS)
+    result = page.inner_text("#train-result")
+    print(f"\n3 typed pairs, 2 steps in the browser: {time.monotonic() - started:.0f} s; {result}")
+    assert "over 2 steps" in result and "Check:" in result, result
+    assert (folder / "typed-style" / "adapter_model.safetensors").is_file() and hidden_entries(folder) == []
+
+
+def test_cancel_in_the_browser_keeps_nothing(training_app):
+    page, folder, _tmp_path = training_app
+    open_train_section(page)
+    page.fill("#train-name textarea", "never-kept")
+    type_pairs(page, PIRATE_PAIRS[:2])
+    page.fill("#train-steps input", "100")
+    page.click("#train-start")
+    page.wait_for_selector("#train-figures:has-text('Step')", timeout=TRAIN_TIMEOUT_MS)  # past its first step
+    page.click("#train-cancel")
+    page.wait_for_selector("#train-cancel-note:has-text('Cancelling the training')")
+    page.wait_for_selector("#train-status #train-result:has-text('Training cancelled at step')", timeout=TRAIN_TIMEOUT_MS)
+    assert "nothing was written" in page.inner_text("#train-status #train-result")
+    assert sorted(p.name for p in folder.iterdir()) == ["pirate"]  # no adapter, no .training-* folder, no lock
+    page.click("#train-cancel")  # nothing left to cancel
+    page.wait_for_selector("#train-cancel-note:has-text('No training is running')")

@@ -149,14 +149,15 @@ def build(ctx: AppContext):
             pairs = gr.Dataframe(headers=["prompt", "response"], datatype=["str", "str"], interactive=True,
                                  value=[["", ""]] * PAIR_ROWS, row_count=PAIR_ROWS, column_count=(2, "fixed"),
                                  label="Or pairs (used when no file is uploaded)", elem_id="train-pairs")
+        # No minimum/maximum on the fields: Gradio would refuse an out-of-range value with its own words (and a
+        # traceback in the log) before the handler runs; the training's check says which limit, in a sentence.
         with gr.Row():
-            rank = gr.Number(defaults.rank, label="Rank", precision=0, minimum=1, maximum=limits.max_rank,
-                             elem_id="train-rank")
-            steps = gr.Number(defaults.steps, label="Steps", precision=0, minimum=1, maximum=limits.max_steps,
+            rank = gr.Number(defaults.rank, label=f"Rank (1-{limits.max_rank})", precision=0, elem_id="train-rank")
+            steps = gr.Number(defaults.steps, label=f"Steps (1-{limits.max_steps})", precision=0,
                               elem_id="train-steps")
             rate = gr.Number(defaults.learning_rate, label="Learning rate", elem_id="train-lr")
-            max_len = gr.Number(defaults.max_len, label="Max tokens per pair", precision=0, minimum=16,
-                                maximum=limits.max_len, elem_id="train-max-len")
+            max_len = gr.Number(defaults.max_len, label=f"Max tokens per pair (16-{limits.max_len})", precision=0,
+                                elem_id="train-max-len")
         targets = gr.CheckboxGroup(list(limits.target_modules), value=list(defaults.target_modules),
                                    label="Target modules", elem_id="train-targets")
         with gr.Row():

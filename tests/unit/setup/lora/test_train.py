@@ -125,3 +125,58 @@ def test_too_long_example_missing_base_and_existing_output_are_refused(tiny_base
     with pytest.raises(TrainError, match="training needs at least 1"):
         prepare_training(tiny_base, [], tmp_path / "x", settings())
     assert not training_running()
+
+
+HOLD_THE_LOCK = """
+import sys, time
+from pathlib import Path
+from setup.lora.train import lock_folder
+lock_folder(Path(sys.argv[1]))
+print("locked", flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_training_in_another_process_holds_the_folder(tiny_base, tmp_path):
+    """A second process (the CLI, another app) training into the same adapters folder: refused with the same
+    sentence, nothing written; when that process dies without cleaning up, the folder is free again."""
+    import signal
+    import subprocess
+    import sys
+
+    from setup.lora.train import LOCK_NAME
+    from setup.paths import PROJECT_ROOT
+
+    folder = tmp_path / "adapters"
+    folder.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_THE_LOCK, str(folder)], cwd=PROJECT_ROOT,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(TrainError) as refused:
+            prepare_training(tiny_base, examples(), folder / "mine", settings())
+        assert str(refused.value) == msg.MSG_BUSY and not training_running()
+        assert [p.name for p in folder.iterdir()] == [LOCK_NAME]  # the holder's file only; nothing of ours
+        other = prepare_training(tiny_base, examples(), tmp_path / "elsewhere" / "mine", settings())
+        other.release()  # another folder is not locked
+    finally:
+        holder.send_signal(signal.SIGKILL)  # a crash: no cleanup runs in the holder
+        holder.wait(timeout=30)
+        holder.stdout.close()
+    result = train(tiny_base, examples(), folder / "mine", settings(steps=1))
+    assert result.path == folder / "mine" and sorted(p.name for p in folder.iterdir()) == ["mine"]
+
+
+def test_the_lock_file_is_gone_after_a_refusal_and_after_a_training(tiny_base, tmp_path):
+    from setup.lora.train import LOCK_NAME, lock_folder, unlock_folder
+
+    with pytest.raises(TrainError, match="Pair 1 is"):
+        prepare_training(tiny_base, [Example.from_pair("Tell me a story. " * 40, "Arr.")], tmp_path / "x",
+                         settings(max_len=64))
+    assert list(tmp_path.iterdir()) == []
+    fd = lock_folder(tmp_path)
+    assert (tmp_path / LOCK_NAME).read_text().strip().isdigit()
+    with pytest.raises(TrainError, match="one training at a time"):
+        lock_folder(tmp_path)  # flock excludes a second descriptor in the same process too
+    unlock_folder(tmp_path, fd)
+    assert list(tmp_path.iterdir()) == []
