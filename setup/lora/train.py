@@ -153,6 +153,16 @@ def save_adapter(model, target: Path, base_model_id: str | None = None) -> None:
         config_path.write_text(json.dumps(saved, indent=2, sort_keys=True) + "\n")
 
 
+def _usual_modes(folder: Path) -> None:
+    """The modes a folder and its files made by hand would have (the umask's), not mkdtemp's owner-only 700 and
+    600: a server reading the adapters folder as another user (a container) can read a trained adapter."""
+    umask = os.umask(0)
+    os.umask(umask)
+    folder.chmod(0o777 & ~umask)
+    for path in folder.iterdir():
+        path.chmod((0o777 if path.is_dir() else 0o666) & ~umask)
+
+
 def _watch_cancel(model, cancel: threading.Event) -> list:
     """Hooks on every LoRA B module that raise _Stop in the forward or backward pass once `cancel` is set."""
 
@@ -288,6 +298,7 @@ class TrainingRun:
                 f"Base model: {self.base_model_id or self.base.name}. Trained by setup/lora/train.py (r={s.rank}, "
                 f"alpha={s.lora_alpha:g}, {', '.join(s.target_modules)}; {s.steps} full-batch steps on "
                 f"{self.pairs} pairs, learning rate {s.learning_rate:g}, seed {s.seed}).\n")
+            _usual_modes(staging)
         except OSError as exc:
             shutil.rmtree(staging, ignore_errors=True)
             raise TrainError(msg.MSG_OUT_UNWRITABLE.format(path=self.out, reason=exc.strerror or exc)) from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 
 import pytest
@@ -39,6 +40,10 @@ def test_loss_falls_and_peft_loads_the_folder(tiny_base, tmp_path):
     assert result.path == folder and {"adapter_config.json", "adapter_model.safetensors", "README.md"} <= {
         p.name for p in folder.iterdir()}
     assert [p.name for p in folder.parent.iterdir()] == ["tiny"]  # no temporary folder left
+    umask = os.umask(0)
+    os.umask(umask)
+    assert {oct(p.stat().st_mode & 0o777) for p in folder.iterdir()} == {oct(0o666 & ~umask)}  # not mkdtemp's 600
+    assert folder.stat().st_mode & 0o777 == 0o777 & ~umask
     model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny_base), folder)
     assert model.peft_config["default"].r == 8
     assert set(model.peft_config["default"].target_modules) == {"q_proj", "k_proj", "v_proj"}
