@@ -56,9 +56,23 @@ def test_each_image_of_a_message_is_described_on_its_own(encoder):
     assert cat.startswith("It shows a cat (") and "Text" not in cat, cat
     assert "a red circle" in circle and "red" in [c for c, _ in seen[1].colours], circle
     assert 'Text: "OPEN DAILY 9-17"' in board, board
-    ids = encoder.description_ids(cat)
+    ids = encoder.description_ids(cat, 1)
     np.testing.assert_array_equal(table[:96], encoder.embeddings[ids].astype(np.float16))
-    assert encoder.tokenizer.decode([i for i in ids if i != encoder.pad_id]) == f"[Image: {cat}]"
+    assert encoder.tokenizer.decode([i for i in ids if i != encoder.pad_id]) == f"[Image 1: {cat}]"
+    board_ids = encoder.description_ids(board, 3)
+    np.testing.assert_array_equal(table[192:], encoder.embeddings[board_ids].astype(np.float16))
+
+
+def test_one_image_alone_is_not_numbered(encoder):
+    """Numbers only tell several images of one message apart; the same image alone is "[Image: ...]"."""
+    from PIL import Image
+
+    table, (seen,) = encoder.encode(_pixels([Image.fromarray(red_circle())]))
+    ids = encoder.description_ids(seen.sentence())
+    np.testing.assert_array_equal(table, encoder.embeddings[ids].astype(np.float16))
+    assert encoder.tokenizer.decode([i for i in ids if i != encoder.pad_id]) == f"[Image: {seen.sentence()}]"
+    assert encoder.image_block(np.ascontiguousarray(red_circle()[:, :, ::-1]), 2)[0] == encoder.description_ids(
+        seen.sentence(), 2)
 
 
 def test_a_long_description_is_cut_before_the_closing_bracket(encoder):
@@ -77,13 +91,13 @@ def test_an_image_seen_again_is_remembered_not_run_again(encoder):
     pixels = _pixels([Image.fromarray(red_circle())])
     first_table, first_seen = encoder.encode(pixels)
     calls, hits = [], encoder.memo.hits
-    original = encoder.image_block
-    encoder.image_block = lambda bgr: calls.append(bgr) or original(bgr)
+    original = encoder.see
+    encoder.see = lambda bgr: calls.append(bgr) or original(bgr)
     try:
         table, seen = encoder.encode(pixels.copy())
         encoder.encode(pixels[:, :, ::-1].copy())  # other pixels: run again
     finally:
-        del encoder.image_block
+        del encoder.see
     assert encoder.memo.hits == hits + 1 and len(calls) == 1
     np.testing.assert_array_equal(table, first_table)
     assert seen[0].as_dict() == first_seen[0].as_dict()

@@ -111,21 +111,31 @@ class OcrEncoder:
         ids = self._ids(self.ocr_settings.get("text_format", "[Image text: {text}]").format(text=shown))
         return self.fit_block(ids, self.close_ids)
 
-    def image_block(self, bgr):
-        """(exactly `tokens` ids, what was read) for one uint8 BGR image."""
-        text = self.read_text(bgr)
-        return self.text_ids(text), text
+    def see(self, bgr):
+        """What one uint8 BGR image gives: here the text read in it."""
+        return self.read_text(bgr)
+
+    def block_ids(self, seen, number: int | None = None):
+        """Exactly `tokens` ids for what an image gave (`number`: its place among several; unused here)."""
+        return self.text_ids(seen)
+
+    def image_block(self, bgr, number: int | None = None):
+        """(exactly `tokens` ids, what was seen) for one uint8 BGR image; `number` as in block_ids."""
+        seen = self.see(bgr)
+        return self.block_ids(seen, number), seen
 
     def encode(self, images):
         """[n, 3, H, W] normalised pixels -> (table [n * tokens, hidden] float16, what each image gave).
 
-        Recent images are remembered by their pixels, so asking again what one showed (the app's
-        "What the model saw") or a follow-up question about it does not run the parts again."""
+        With several images each block is numbered (block_ids). Recent images are remembered by their
+        pixels, so asking again what one showed (the app's "What the model saw") or a follow-up question
+        about it does not run the parts again."""
         texts, ids = [], []
-        for pixels in images:
-            block, seen = self.memo.get_or_make(
-                pixels, lambda p=pixels: self.image_block(to_bgr_uint8(p, self.mean, self.std, self.rescale)))
+        several = len(images) > 1
+        for number, pixels in enumerate(images, start=1):
+            seen = self.memo.get_or_make(
+                pixels, lambda p=pixels: self.see(to_bgr_uint8(p, self.mean, self.std, self.rescale)))
             texts.append(seen)
-            ids += block
+            ids += self.block_ids(seen, number if several else None)
         table = self.embeddings[np.asarray(ids, dtype=np.int64)] if ids else np.zeros((0, self.hidden), np.float32)
         return table.astype(np.float16), texts
