@@ -123,3 +123,18 @@ def test_ocr_beside_the_other_parts_gives_what_one_after_the_other_gives(lib, en
         side_by_side = p.perceive(picture, encoder.photo_text).as_dict()
         assert side_by_side == alone.perceive(picture, encoder.photo_text).as_dict()
     assert alone.perceive(sign()).text == "" and "OPEN" in p.perceive(sign(), encoder.photo_text).text
+
+
+@pytest.mark.parametrize("mean, std", [([0, 0, 0], [1, 1, 1]), ([0.48, 0.46, 0.41], [0.27, 0.26, 0.28])])
+def test_float16_pixels_back_to_bytes_by_table_as_by_arithmetic(lib, mean, std):
+    """to_bgr_uint8 looks float16 pixels up in a table of every bit pattern: the same bytes as the arithmetic,
+    for a photo and for any float16 value (NaN and infinities included)."""
+    from PIL import Image
+
+    ocr = lib.ocr
+    photo_pixels = _pixels([Image.fromarray(photo("chelsea"))])[0]
+    anything = np.random.default_rng(0).integers(0, 65536, (3, 64, 48), dtype=np.uint16).view(np.float16)
+    for pixels in (photo_pixels, anything):
+        table = ocr.to_bgr_uint8(pixels, mean, std, 1 / 255)
+        assert table.flags.c_contiguous and table.shape == (*pixels.shape[1:], 3)
+        np.testing.assert_array_equal(table, ocr._to_bgr_arithmetic(pixels, mean, std, 1 / 255))
