@@ -56,9 +56,23 @@ def test_each_image_of_a_message_is_described_on_its_own(encoder):
     assert cat.startswith("It shows a cat (") and "Text" not in cat, cat
     assert "a red circle" in circle and "red" in [c for c, _ in seen[1].colours], circle
     assert 'Text: "OPEN DAILY 9-17"' in board, board
-    ids = encoder.description_ids(cat)
+    ids = encoder.description_ids(cat, 1)
     np.testing.assert_array_equal(table[:96], encoder.embeddings[ids].astype(np.float16))
-    assert encoder.tokenizer.decode([i for i in ids if i != encoder.pad_id]) == f"[Image: {cat}]"
+    assert encoder.tokenizer.decode([i for i in ids if i != encoder.pad_id]) == f"[Image 1: {cat}]"
+    board_ids = encoder.description_ids(board, 3)
+    np.testing.assert_array_equal(table[192:], encoder.embeddings[board_ids].astype(np.float16))
+
+
+def test_one_image_alone_is_not_numbered(encoder):
+    """Numbers only tell several images of one message apart; the same image alone is "[Image: ...]"."""
+    from PIL import Image
+
+    table, (seen,) = encoder.encode(_pixels([Image.fromarray(red_circle())]))
+    ids = encoder.description_ids(seen.sentence())
+    np.testing.assert_array_equal(table, encoder.embeddings[ids].astype(np.float16))
+    assert encoder.tokenizer.decode([i for i in ids if i != encoder.pad_id]) == f"[Image: {seen.sentence()}]"
+    assert encoder.image_block(np.ascontiguousarray(red_circle()[:, :, ::-1]), 2)[0] == encoder.description_ids(
+        seen.sentence(), 2)
 
 
 def test_a_long_description_is_cut_before_the_closing_bracket(encoder):
@@ -77,13 +91,13 @@ def test_an_image_seen_again_is_remembered_not_run_again(encoder):
     pixels = _pixels([Image.fromarray(red_circle())])
     first_table, first_seen = encoder.encode(pixels)
     calls, hits = [], encoder.memo.hits
-    original = encoder.image_block
-    encoder.image_block = lambda bgr: calls.append(bgr) or original(bgr)
+    original = encoder.see
+    encoder.see = lambda bgr: calls.append(bgr) or original(bgr)
     try:
         table, seen = encoder.encode(pixels.copy())
         encoder.encode(pixels[:, :, ::-1].copy())  # other pixels: run again
     finally:
-        del encoder.image_block
+        del encoder.see
     assert encoder.memo.hits == hits + 1 and len(calls) == 1
     np.testing.assert_array_equal(table, first_table)
     assert seen[0].as_dict() == first_seen[0].as_dict()
@@ -109,3 +123,18 @@ def test_ocr_beside_the_other_parts_gives_what_one_after_the_other_gives(lib, en
         side_by_side = p.perceive(picture, encoder.photo_text).as_dict()
         assert side_by_side == alone.perceive(picture, encoder.photo_text).as_dict()
     assert alone.perceive(sign()).text == "" and "OPEN" in p.perceive(sign(), encoder.photo_text).text
+
+
+@pytest.mark.parametrize("mean, std", [([0, 0, 0], [1, 1, 1]), ([0.48, 0.46, 0.41], [0.27, 0.26, 0.28])])
+def test_float16_pixels_back_to_bytes_by_table_as_by_arithmetic(lib, mean, std):
+    """to_bgr_uint8 looks float16 pixels up in a table of every bit pattern: the same bytes as the arithmetic,
+    for a photo and for any float16 value (NaN and infinities included)."""
+    from PIL import Image
+
+    ocr = lib.ocr
+    photo_pixels = _pixels([Image.fromarray(photo("chelsea"))])[0]
+    anything = np.random.default_rng(0).integers(0, 65536, (3, 64, 48), dtype=np.uint16).view(np.float16)
+    for pixels in (photo_pixels, anything):
+        table = ocr.to_bgr_uint8(pixels, mean, std, 1 / 255)
+        assert table.flags.c_contiguous and table.shape == (*pixels.shape[1:], 3)
+        np.testing.assert_array_equal(table, ocr._to_bgr_arithmetic(pixels, mean, std, 1 / 255))

@@ -131,6 +131,19 @@ def test_image_blocks_go_to_markers_or_the_last_user_turn():
         images.prompt_ids(tok, "a<image>b", [[-1], [-2]], header)
 
 
+def test_image_ids_pass_the_image_number_to_the_encoder():
+    """The stand-in numbers the blocks of several images as the engine path's encoder does ("[Image 2: ...]")."""
+    from PIL import Image
+
+    class Encoder:
+        def image_block(self, bgr, number=None):
+            return [number or 0, int(bgr[0, 0, 0])], "seen"
+
+    red = Image.new("RGB", (4, 4), (200, 0, 9))
+    assert images.image_ids(Encoder(), red) == ([0, 9], "seen")  # BGR order: blue first
+    assert images.image_ids(Encoder(), red, 2) == ([2, 9], "seen")
+
+
 def arrays(**values):
     def get(name):
         value = values.get(name)

@@ -108,3 +108,18 @@ def test_every_family_entry_loads_and_pixel_families_are_complete():
     assert entries["blip2-opt"].visual_tokens_per_image == 32
     assert entries["vila"].visual_tokens_per_image == 196
     assert entries["vila"].prompt.user_text("Compare", 2) == "<image><image>\nCompare"
+
+
+@pytest.mark.parametrize("name", [n for n, f in families().items() if f.preprocess is not None and not f.preprocess.as_bytes])
+def test_table_lookup_gives_the_numbers_of_per_pixel_float32_arithmetic(name):
+    """normalize looks every 8-bit value up in a table: the same float32 numbers (and float16 after the cast)
+    as rescaling, subtracting and dividing each pixel."""
+    from app.vision.preprocess import normalize
+
+    spec = get_family(name).preprocess
+    resized = resize_image(photo(500, 300, seed=3), spec)
+    pixels = np.asarray(resized, dtype=np.float32) * np.float32(spec.rescale)
+    direct = ((pixels - np.float32(spec.mean)) / np.float32(spec.std)).transpose(2, 0, 1)
+    np.testing.assert_array_equal(normalize(resized, spec), direct)
+    np.testing.assert_array_equal(normalize(resized, spec, np.float16), direct.astype(np.float16))
+    assert pixel_batch([photo(500, 300, seed=3)], spec).dtype == np.float16

@@ -19,12 +19,18 @@ LATIN = re.compile(r"[A-Za-z0-9]")
 
 
 class PerceptionEncoder(OcrEncoder):
-    """OcrEncoder whose block for an image is the embedding of its Perception's sentence."""
+    """OcrEncoder whose block for an image is the embedding of its Perception's sentence.
+
+    One image's block is "[Image: ...]" (`text_format`); when a message has several, each says which
+    it is, "[Image 1: ...]", "[Image 2: ...]" (`numbered_format`): unnumbered, SmolLM2-135M named only
+    the second of two pictures.
+    """
 
     def __init__(self, folder, hf_dir=None, ocr_engine=None, perceiver=None):
         super().__init__(folder, hf_dir, ocr_engine)
         self.perception_settings = self.config.get("perception", {})
         self.format = self.perception_settings.get("text_format", "[Image: {text}]")
+        self.numbered_format = self.perception_settings.get("numbered_format", "[Image {number}: {text}]")
         self.close_ids = self._ids(self.format.split("{text}")[-1])
         self.perceiver = perceiver or Perceiver(self.perception_settings, folder=Path(folder))
         self.ocr_min_score = float(self.perceiver.settings["ocr_min_score"])
@@ -40,14 +46,18 @@ class PerceptionEncoder(OcrEncoder):
         words = self.read_text(bgr, self.ocr_min_score).split()
         return " ".join(w for w in words if LATIN.search(w))
 
-    def description_ids(self, sentence: str) -> list[int]:
-        """Exactly `tokens` ids for one description (cut before the closing bracket, or padded)."""
-        return self.fit_block(self._ids(self.format.format(text=sentence)), self.close_ids)
+    def description_ids(self, sentence: str, number: int | None = None) -> list[int]:
+        """Exactly `tokens` ids for one description (cut before the closing bracket, or padded); `number`:
+        the image's place among several of one message (None: the only one)."""
+        text = self.format.format(text=sentence) if number is None else \
+            self.numbered_format.format(number=number, text=sentence)
+        return self.fit_block(self._ids(text), self.close_ids)
 
-    def image_block(self, bgr):
-        """(exactly `tokens` ids, the Perception) for one uint8 BGR image."""
-        seen = self.describe(bgr)
-        return self.description_ids(seen.sentence()), seen
+    def see(self, bgr: np.ndarray) -> Perception:
+        return self.describe(bgr)
+
+    def block_ids(self, seen: Perception, number: int | None = None) -> list[int]:
+        return self.description_ids(seen.sentence(), number)
 
 
 def make_encoder(folder, hf_dir=None) -> OcrEncoder:

@@ -180,7 +180,8 @@ class TritonPythonModel:
             raise ValueError(images.MSG_TOO_MANY.format(limit=MAX_IMAGES, count=len(urls)))
         blocks = []
         for index, url in enumerate(urls):
-            ids, seen = images.image_ids(self.encoder, images.decode_image_url(url, index))
+            number = index + 1 if len(urls) > 1 else None  # several: each block says which image it is
+            ids, seen = images.image_ids(self.encoder, images.decode_image_url(url, index), number)
             pb_utils.Logger.log_verbose(f"llmapi cpu stand-in: image {index} saw: {seen}")
             blocks.append(ids)
         return blocks

@@ -2,9 +2,9 @@
 
 Upstream takes http(s) URLs the server can reach and inline `data:` URIs and refuses local paths and
 file:// URLs (the input is client-controlled). The stand-in fetches nothing: it decodes `data:` URIs only.
-Each image becomes the encoder's fixed-size block of ids ("[Image: ...]" padded), which is what the
-engine path's prompt table holds for it; the blocks go at the prompt's `<image>` markers, else at the
-start of the last user turn. No Triton import, so tests use it directly.
+Each image becomes the encoder's fixed-size block of ids ("[Image: ...]" padded; "[Image 1: ...]",
+"[Image 2: ...]" for several), which is what the engine path's prompt table holds for it; the blocks go
+at the prompt's `<image>` markers, else at the start of the last user turn. No Triton import, so tests use it directly.
 """
 
 from __future__ import annotations
@@ -52,10 +52,11 @@ def decode_image_url(url: str, index: int):
     return image
 
 
-def image_ids(encoder, image) -> tuple[list[int], str]:
-    """The encoder's block of token ids for one image, and what it saw (its description or text)."""
+def image_ids(encoder, image, number: int | None = None) -> tuple[list[int], str]:
+    """The encoder's block of token ids for one image, and what it saw (its description or text); `number`:
+    the image's place among several of one request ("[Image 2: ...]"), None for the only one."""
     bgr = np.ascontiguousarray(np.asarray(image, dtype=np.uint8)[:, :, ::-1])
-    ids, seen = encoder.image_block(bgr)
+    ids, seen = encoder.image_block(bgr, number)
     return ids, seen.sentence() if hasattr(seen, "sentence") else seen
 
 
