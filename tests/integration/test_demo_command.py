@@ -23,7 +23,7 @@ def ask(ui: int, content, model: str | None = None) -> str:
             **({"model": model} if model else {})}
     request = urllib.request.Request(f"http://127.0.0.1:{ui}/v1/chat/completions", data=json.dumps(body).encode(),
                                      headers={"Content-Type": "application/json"})
-    return json.loads(urllib.request.urlopen(request, timeout=120).read())["choices"][0]["message"]["content"]
+    return json.loads(urllib.request.urlopen(request, timeout=300).read())["choices"][0]["message"]["content"]
 
 
 def sign() -> str:
