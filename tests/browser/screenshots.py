@@ -57,7 +57,7 @@ def main() -> None:
             browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
             page = browser.new_page(viewport=DESKTOP)
             page.goto(ctx.access.url(f"http://127.0.0.1:{port}/"))
-            page.wait_for_selector("#chat-input textarea", timeout=60_000)
+            page.wait_for_selector("#chat-input textarea")
             chat(page, args.out)
             for tab in TABS:
                 page.get_by_role("tab", name=tab).click()

@@ -31,7 +31,7 @@ def training_app(tmp_path, triton, cpu_model_dir, browser_context):
     blocks = launch(ctx, prevent_thread_lock=True)
     page = browser_context.new_page()
     page.goto(ctx.access.url(f"http://127.0.0.1:{port}/"))
-    page.wait_for_selector("#chat-input textarea", timeout=30_000)
+    page.wait_for_selector("#chat-input textarea")
     yield page, folder, tmp_path
     page.close()
     blocks.close()
@@ -43,7 +43,7 @@ def options(page, element_id: str) -> set[str]:
     page.click(f"#{element_id} input")
     page.wait_for_timeout(1_000)
     listed = page.locator("li[role=option]")
-    listed.first.wait_for(state="attached", timeout=10_000)
+    listed.first.wait_for(state="attached")
     names = {o.get_attribute("aria-label") for o in listed.all()}
     page.keyboard.press("Escape")
     page.locator("body").click(position={"x": 5, "y": 5})  # blur, so the next dropdown opens afresh
@@ -100,7 +100,7 @@ def type_pairs(page, pairs) -> None:
             cell = page.locator(f"#train-pairs [data-testid=cell-{row}-{column}]")
             cell.dblclick()
             editor = cell.locator("textarea")
-            editor.wait_for(timeout=10_000)
+            editor.wait_for()
             editor.fill(text)
             editor.press("Enter")
     for row, pair in enumerate(pairs):  # every cell kept what was typed

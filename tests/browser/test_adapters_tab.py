@@ -39,7 +39,7 @@ def adapters_page(tmp_path, browser_context):
 def _options(page, element_id: str) -> list[str]:
     page.click(f"#{element_id} input")
     options = page.locator("li[role=option]:visible")
-    options.first.wait_for(timeout=5_000)
+    options.first.wait_for()
     names = [o.get_attribute("aria-label") for o in options.all()]
     page.keyboard.press("Escape")
     return names
@@ -57,22 +57,22 @@ def test_remove_list_follows_an_add_and_removing_asks_first(adapters_page):
     assert page.input_value("#remove-adapter-name input") == ""
 
     page.click("#remove-adapter")  # nothing chosen: says so, asks nothing
-    page.wait_for_selector("#adapter-message:has-text('Pick an adapter to remove')", timeout=10_000)
+    page.wait_for_selector("#adapter-message:has-text('Pick an adapter to remove')")
     assert not page.locator("#remove-adapter-yes").is_visible()
 
     page.click("#remove-adapter-name input")
     page.locator('li[role=option][aria-label="mine"]:visible').click()
     page.click("#remove-adapter")
-    page.wait_for_selector("#remove-adapter-question:has-text('Remove mine?')", timeout=10_000)
+    page.wait_for_selector("#remove-adapter-question:has-text('Remove mine?')")
     assert (folder / "mine").is_dir()  # asking deletes nothing
     page.click("#remove-adapter-keep")
-    page.wait_for_selector("#adapter-message:has-text('Nothing removed')", timeout=10_000)
+    page.wait_for_selector("#adapter-message:has-text('Nothing removed')")
     assert not page.locator("#remove-adapter-yes").is_visible() and (folder / "mine").is_dir()
 
     page.click("#remove-adapter")
     page.click("#remove-adapter-yes")
-    page.wait_for_selector("#adapter-message:has-text('Removed mine')", timeout=10_000)
+    page.wait_for_selector("#adapter-message:has-text('Removed mine')")
     assert not (folder / "mine").exists() and "mine" not in page.inner_text("#adapter-table")
     # the question closes in the event that follows the removal (the remove_adapter API returns the list only)
-    page.wait_for_selector("#remove-adapter-yes", state="hidden", timeout=10_000)
+    page.wait_for_selector("#remove-adapter-yes", state="hidden")
     assert _options(page, "remove-adapter-name") == ["pirate"]

@@ -40,9 +40,9 @@ def test_benchmark_tab_draws_its_charts(browser_context, pages_url, tmp_path):
         page.wait_for_selector("#bench-run")
         page.fill("#bench-output-len input[type=number]", "5")
         page.click("#bench-run")
-        page.wait_for_selector("#bench-status:has-text('Done:')", timeout=60_000)
+        page.wait_for_selector("#bench-status:has-text('Done:')")
         for chart in ("#bench-latency", "#bench-throughput"):
-            page.wait_for_selector(f"{chart} canvas, {chart} svg", timeout=20_000)
+            page.wait_for_selector(f"{chart} canvas, {chart} svg")
         assert "tokens/s" in page.inner_text("#bench-table")
         page.screenshot(path=str(tmp_path / "benchmark.png"), full_page=True)
     finally:
@@ -56,7 +56,7 @@ def test_server_tab_shows_live_metrics(browser_context, pages_url):
         page.goto(pages_url)
         page.get_by_role("tab", name="Server").click()
         page.wait_for_selector("#server-summary:has-text('models: pacing')")
-        page.wait_for_selector("#server-load canvas, #server-load svg", timeout=20_000)
+        page.wait_for_selector("#server-load canvas, #server-load svg")
         assert "in flight" in page.inner_text("#server-summary")
     finally:
         page.close()
@@ -69,7 +69,7 @@ def test_server_tab_tells_how_to_use_the_api_and_the_page_can_call_it(browser_co
         page.goto(pages_url)
         page.get_by_role("tab", name="Server").click()
         page.get_by_text("Use this deployment from code").click()
-        page.wait_for_selector("#server-api-text:has-text('/v1/chat/completions')", timeout=10_000)
+        page.wait_for_selector("#server-api-text:has-text('/v1/chat/completions')")
         assert "OpenAI-compatible API" in page.inner_text("#server-api-text")
         # the API is served on the page's own origin: the browser can stream a reply from it
         text = page.evaluate("""async () => {

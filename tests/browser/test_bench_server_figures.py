@@ -55,7 +55,7 @@ def test_benchmark_axes_bars_and_table(browser_context, pages_url):  # noqa: F81
         # Both charts drawn with their axes (the zero line at least), rather than a fixed wait after the first text.
         for chart in ("#bench-latency", "#bench-throughput"):
             page.wait_for_function("chart => [...document.querySelectorAll(chart + ' svg text')]"
-                                   ".some(t => t.textContent === '0')", arg=chart, timeout=60_000)
+                                   ".some(t => t.textContent === '0')", arg=chart)
         latency, bars = _axis_texts(page, "#bench-latency"), _axis_texts(page, "#bench-throughput")
         assert {"1", "2"} <= set(latency) and not {"1.5", "1.1", "1.0"} & set(latency), latency
         assert "0" in bars and "0" in latency, (bars, latency)  # both y axes start at zero
@@ -72,7 +72,7 @@ def test_benchmark_problems_are_messages_not_an_error_over_the_tab(browser_conte
         page.click("#bench-run")
         page.wait_for_selector("#bench-status:has-text('no-such-model')")
         assert page.inner_text("#bench-status").startswith("⚠️")
-        page.wait_for_selector(".toast-body:has-text('no-such-model')", timeout=10_000)
+        page.wait_for_selector(".toast-body:has-text('no-such-model')")
         assert _errors_shown(page) == 0
         assert "concurrency" in page.inner_text("#bench-table")  # the table is still there
         assert page.locator("#bench-run").is_enabled()
@@ -81,7 +81,7 @@ def test_benchmark_problems_are_messages_not_an_error_over_the_tab(browser_conte
         image = tmp_path / "sign.png"
         image.write_bytes(png_bytes())
         page.set_input_files("#bench-image input[type=file]", str(image))
-        page.wait_for_selector("#bench-image img", timeout=10_000)
+        page.wait_for_selector("#bench-image img")
         page.click("#bench-run")  # the pacing model takes no images: said before any request is sent
         page.wait_for_selector("#bench-status:has-text('image')")
         assert page.inner_text("#bench-status").startswith("⚠️") and _errors_shown(page) == 0
@@ -94,9 +94,9 @@ def test_benchmark_stop_cuts_the_run_short(browser_context, pages_url):  # noqa:
     try:
         page.fill("#bench-output-len input[type=number]", "200")  # 10 s per request at 20 words/s
         page.click("#bench-run")
-        page.wait_for_selector("#bench-status:has-text('Running concurrency 1')", timeout=60_000)
+        page.wait_for_selector("#bench-status:has-text('Running concurrency 1')")
         page.click("#bench-stop")
-        page.wait_for_selector("#bench-status:has-text('Stopped.')", timeout=60_000)
+        page.wait_for_selector("#bench-status:has-text('Stopped.')")
         # Cut short: the request under way (10 s of words) did not finish, so no row of figures was made.
         assert "Concurrency 1 was cut short" in page.inner_text("#bench-status")
         assert _table_rows(page) == [] and _errors_shown(page) == 0
@@ -118,11 +118,11 @@ def test_server_tab_shows_what_the_users_live_through(browser_context, pages_url
             headers: {'Content-Type': 'application/json'},
             body: JSON.stringify({model: 'pacing', stream: true, max_tokens: 60,
                                   messages: [{role: 'user', content: 'hi'}]})}).then(r => r.text())); }""")
-        page.wait_for_selector("#server-users:has-text('2 replies in progress')", timeout=10_000)
+        page.wait_for_selector("#server-users:has-text('2 replies in progress')")
         page.wait_for_function("""() => { const m = document.querySelector('#server-users').innerText
-            .match(/([0-9.]+) output tokens\\/s/); return m && parseFloat(m[1]) >= 20; }""", timeout=10_000)
+            .match(/([0-9.]+) output tokens\\/s/); return m && parseFloat(m[1]) >= 20; }""")
         page.evaluate("() => Promise.all(window.replies)")
-        page.wait_for_selector("#server-users:has-text('0 replies in progress')", timeout=10_000)
+        page.wait_for_selector("#server-users:has-text('0 replies in progress')")
         assert "first token after" in page.inner_text("#server-users")
         figures = Client(pages_url[1], verbose=False).predict(api_name="/server_figures")  # the same, by API
         assert figures["replies_in_progress"] == 0 and figures["output_tokens_total"] >= 120

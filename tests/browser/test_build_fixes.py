@@ -78,7 +78,7 @@ def test_plan_before_the_download_with_lines_that_wrap(build_page, tmp_path, wid
     assert box["x"] + box["width"] <= width and box["height"] > 100
     page.screenshot(path=str(tmp_path / f"plan-{width}.png"), full_page=True)
     page.click("#build-run")  # Run needs the checkpoint itself
-    page.wait_for_selector(".toast-body:has-text('does not exist')", timeout=10_000)
+    page.wait_for_selector(".toast-body:has-text('does not exist')")
     assert not (tmp_path / "out").exists()
 
 
@@ -96,11 +96,11 @@ def test_a_cancelled_job_resumes_after_a_reload_without_the_form(build_page, tmp
     page.wait_for_function("""() => { const t = document.querySelector('#build-log textarea');
         return t.scrollHeight - t.scrollTop - t.clientHeight <= 2; }""")  # the newest line in view
     page.click("#build-cancel")
-    _wait_status(page, "cancelled", timeout=60)
+    _wait_status(page, "cancelled")
 
     page.reload()  # the form is back to its defaults
-    page.wait_for_selector("#build-family input", timeout=60_000)
-    _wait_status(page, "cancelled", timeout=60)
+    page.wait_for_selector("#build-family input")
+    _wait_status(page, "cancelled")
     assert page.input_value("#build-checkpoint textarea") == ""
     assert "can resume" in page.input_value("#build-jobs input")
     monkeypatch.setenv("STANDIN_DELAY", "0.01")
@@ -118,7 +118,7 @@ def test_stop_server_says_stopping_at_once(build_page, tmp_path):
     page, page_service, _, _ = build_page
     with pacing_server(tmp_path / "server") as server:  # a real tritonserver, stopped by the page
         assert page_service.deployment.start(lambda: server.process)
-        page.wait_for_selector("#build-server:has-text('Triton ready')", timeout=60_000)
+        page.wait_for_selector("#build-server:has-text('Triton ready')")
         # What the server line said, in the order it said it (a MutationObserver sees every state, however short).
         page.evaluate("""() => { window.serverSaid = [];
             const box = document.querySelector('#build-server');

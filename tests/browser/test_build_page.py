@@ -41,7 +41,7 @@ def shown_plan(page, must_contain: str) -> str:
     """The plan's text once the box shows `must_contain`, checked to be all readable: the box holds the whole
     script the export button downloads, and it is either fully in view or scrolls to show the rest."""
     page.wait_for_function("text => document.querySelector('#build-plan textarea').value.includes(text)",
-                           arg=must_contain, timeout=60_000)
+                           arg=must_contain)
     shown = page.input_value("#build-plan textarea")
     page.wait_for_selector("#build-export:not([disabled])")
     with page.expect_download() as download:
@@ -83,8 +83,8 @@ def test_browser_runs_llava_plan_then_cancels_another(browser_context, build_pag
     page.wait_for_function("document.querySelector('#build-log textarea').value.includes('working')",
                            timeout=120_000)
     page.click("#build-cancel")
-    _wait_status(page, "cancelled", timeout=60)
+    _wait_status(page, "cancelled")
     assert page.locator("#build-status li.step-cancelled").count() == 1
     page.reload()
-    _wait_status(page, "cancelled", timeout=60)  # the job list survives a reload
+    _wait_status(page, "cancelled")  # the job list survives a reload
     page.close()

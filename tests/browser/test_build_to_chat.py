@@ -37,7 +37,7 @@ def test_launch_from_build_page_then_chat(browser_context, fresh_app):
         page.click("#build-cpu-demo")
         page.wait_for_selector("#build-open-chat", state="visible", timeout=240_000)
         page.click("#build-open-chat")
-        page.wait_for_selector("#chat-input textarea", state="visible", timeout=10_000)
+        page.wait_for_selector("#chat-input textarea", state="visible")
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not page.locator("#status").inner_text().startswith("Ready"):
             time.sleep(0.5)
@@ -47,6 +47,6 @@ def test_launch_from_build_page_then_chat(browser_context, fresh_app):
         assert "Paris" in settled_reply(page, timeout=120)
         page.get_by_role("tab", name="Build").click()
         page.click("#build-stop-server")
-        page.wait_for_selector("text=Triton stopped.", timeout=60_000)
+        page.wait_for_selector("text=Triton stopped.")
     finally:
         page.close()

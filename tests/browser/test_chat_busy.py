@@ -30,7 +30,7 @@ def test_a_message_sent_while_replying_waits_and_is_answered_next(sized_page):
     start_long_reply(page, 100)
     pick(page, "adapter", "pirate")  # for the next message only
     ask(page, "Second question")
-    wait_until(lambda: page.locator("#chat-input textarea").input_value() == "", timeout=10,
+    wait_until(lambda: page.locator("#chat-input textarea").input_value() == "",
                what="the box to be emptied")  # the server took the message
     waiting = wait_until(lambda: [t for t in user_texts(page) if "waiting to be sent" in t],
                          what="the queued message to show")
@@ -48,7 +48,7 @@ def test_stop_is_enabled_only_while_a_reply_runs(sized_page):
     start_long_reply(page, 300)
     page.click("#stop")
     wait_until(lambda: "(stopped)" in bot_texts(page)[-1], what="(stopped)")
-    wait_until(lambda: not page.locator("#stop").is_enabled(), timeout=10, what="Stop to be disabled")
+    wait_until(lambda: not page.locator("#stop").is_enabled(), what="Stop to be disabled")
     assert page.locator("#regenerate").is_enabled()
 
 
@@ -58,6 +58,6 @@ def test_the_trash_icon_cancels_a_running_reply(sized_page, triton):
     start_long_reply(page, 300)
     page.click("#chatbot button[aria-label=Clear]")
     wait_until(lambda: not replying(page), what="the reply to end")
-    wait_until(lambda: engine_cancellations(triton) > before, timeout=20, what="the engine to log the cancellation")
+    wait_until(lambda: engine_cancellations(triton) > before, what="the engine to log the cancellation")
     page.wait_for_timeout(1500)  # a late update of the cancelled reply would bring the conversation back
     assert page.locator("#chatbot .message").count() == 0

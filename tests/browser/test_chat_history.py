@@ -36,7 +36,7 @@ def short_reply(page, question: str) -> str:
 def test_conversations_survive_a_reload_and_switch(sized_page):
     page = sized_page
     first = short_reply(page, "What is the capital of France?")
-    wait_until(lambda: listed(page).startswith("What is the capital of France? · 2 messages"), timeout=10,
+    wait_until(lambda: listed(page).startswith("What is the capital of France? · 2 messages"),
                what="the list to show the conversation")
     page.reload()
     wait_until(lambda: bot_texts(page), what="the conversation to come back")
@@ -44,14 +44,14 @@ def test_conversations_survive_a_reload_and_switch(sized_page):
     assert reply_body(bot_texts(page)[0]) == reply_body(first)
 
     page.click("#new-chat")
-    wait_until(lambda: page.locator("#chatbot .message").count() == 0, timeout=10, what="an empty chat")
+    wait_until(lambda: page.locator("#chatbot .message").count() == 0, what="an empty chat")
     short_reply(page, "Name a colour.")
     pick_conversation(page, "What is the capital of France?")
-    wait_until(lambda: user_texts(page) == ["What is the capital of France?"], timeout=10, what="the switch")
+    wait_until(lambda: user_texts(page) == ["What is the capital of France?"], what="the switch")
     pick_conversation(page, "Name a colour.")
-    wait_until(lambda: user_texts(page) == ["Name a colour."], timeout=10, what="the switch back")
+    wait_until(lambda: user_texts(page) == ["Name a colour."], what="the switch back")
     page.click("#delete-chat")
-    wait_until(lambda: user_texts(page) == ["What is the capital of France?"], timeout=10, what="the deletion")
+    wait_until(lambda: user_texts(page) == ["What is the capital of France?"], what="the deletion")
 
 
 def download(page, button: str) -> tuple[str, str]:
@@ -75,16 +75,16 @@ def test_export_json_and_markdown_then_import(sized_page, tmp_path):
     assert name.endswith(".md") and "## You\n\nWhat is the capital of France?" in markdown
 
     page.click("#new-chat")
-    wait_until(lambda: page.locator("#chatbot .message").count() == 0, timeout=10, what="an empty chat")
+    wait_until(lambda: page.locator("#chatbot .message").count() == 0, what="an empty chat")
     exported = tmp_path / "exported.json"
     exported.write_text(text, encoding="utf-8")
     page.set_input_files("#export-import input[type=file]", str(exported))
-    wait_until(lambda: user_texts(page) == ["What is the capital of France?"], timeout=20, what="the import")
+    wait_until(lambda: user_texts(page) == ["What is the capital of France?"], what="the import")
     assert listed(page).startswith("What is the capital of France?")
 
     broken = tmp_path / "broken.json"
     broken.write_text('{"messages": "none"}', encoding="utf-8")
     page.set_input_files("#export-import input[type=file]", str(broken))
-    wait_until(lambda: any("broken.json is not a conversation file" in t for t in toasts(page)), timeout=20,
+    wait_until(lambda: any("broken.json is not a conversation file" in t for t in toasts(page)),
                what="the refusal")
     assert user_texts(page) == ["What is the capital of France?"]  # the conversation shown is untouched

@@ -27,7 +27,7 @@ def test_400px_the_box_is_in_view_and_the_adapter_under_it(page):
     assert placeholder[0] < 2 * placeholder[1]  # the placeholder fits on one line
     assert not page.get_by_text("CPU demo: a real Triton server").is_visible()  # the notes are folded
     page.get_by_text("About this demo").click()
-    page.get_by_text("CPU demo: a real Triton server").wait_for(state="visible", timeout=5_000)  # one click away
+    page.get_by_text("CPU demo: a real Triton server").wait_for(state="visible")  # one click away
 
 
 def test_the_titles_bold_capitals_come_from_the_complete_bold_font(page):

@@ -31,7 +31,7 @@ def toast_says(page, text: str) -> bool:
 def test_enter_on_an_empty_box_is_a_toast(sized_page):
     page = sized_page
     ask(page, "   ")
-    wait_until(lambda: toast_says(page, "Type a message first."), timeout=10, what="the toast")
+    wait_until(lambda: toast_says(page, "Type a message first."), what="the toast")
     assert error_overlays(page) == 0 and bot_texts(page) == []
     assert usable(page, "#chat-input textarea") and usable(page, "#chatbot")
     page.fill("#chat-input textarea", "still typing")  # the box takes text at once
@@ -53,7 +53,7 @@ def test_a_bad_or_huge_image_is_a_toast_and_the_text_stays(sized_page, tmp_path,
         page.set_input_files("#chat-input input[type=file]", str(image))
         page.fill("#chat-input textarea", "What does it say?")
         page.keyboard.press("Enter")
-        wait_until(lambda message=message: toast_says(page, message), timeout=60, what=message)
+        wait_until(lambda message=message: toast_says(page, message), what=message)
         assert error_overlays(page) == 0 and page.locator("#chatbot .message").count() == 0
         assert page.locator("#chat-input textarea").input_value() == "What does it say?"  # nothing lost
         assert usable(page, "#chat-input textarea") and usable(page, "#chatbot")

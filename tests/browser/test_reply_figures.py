@@ -70,7 +70,7 @@ def test_compare_columns_show_state_figures_and_stopped(sized_page):
     page.locator("#compare-max-tokens input[type=number]").press("Enter")
     page.fill("#compare-prompt textarea", "Tell me a long story about a dragon and a knight.")
     page.click("#compare-run")
-    wait_until(lambda: all(s.startswith("streaming") for s in column_states(page)[:2]), timeout=60,
+    wait_until(lambda: all(s.startswith("streaming") for s in column_states(page)[:2]),
                what="both columns to stream")
     page.click("#compare-stop")
     states = wait_until(lambda: (s := column_states(page)) and all(x.startswith("stopped") for x in s[:2]) and s,
@@ -78,4 +78,4 @@ def test_compare_columns_show_state_figures_and_stopped(sized_page):
     assert all(COMPARE_FIGURES.match(state) for state in states[:2]), states
     for i in range(2):
         assert page.locator(f"#compare-out-{i} textarea").input_value().endswith("(stopped)")
-    wait_until(lambda: not page.locator("#compare-stop").is_enabled(), timeout=10, what="Stop to be disabled")
+    wait_until(lambda: not page.locator("#compare-stop").is_enabled(), what="Stop to be disabled")

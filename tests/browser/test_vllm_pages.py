@@ -41,11 +41,11 @@ def test_stop_cancels_on_vllm(vpage, vllm):
     vpage.locator("#max-tokens input[type=number]").press("Enter")
     ask(vpage, "Write a very long story about a dragon and a knight.")
     wait_until(lambda: any(len(t) > 20 for t in bot_texts(vpage)), timeout=180, what="the reply to stream")
-    wait_until(lambda: metrics_value(vllm.url, "vllm:num_requests_running") >= 1, timeout=60, step=0.2,
+    wait_until(lambda: metrics_value(vllm.url, "vllm:num_requests_running") >= 1, step=0.2,
                what="vLLM to count the request as running")
     vpage.click("#stop")
-    wait_until(lambda: "(stopped)" in (bot_texts(vpage) or [""])[-1], timeout=60, what="the reply to say (stopped)")
-    wait_until(lambda: metrics_value(vllm.url, "vllm:num_requests_running") == 0, timeout=60, step=0.2,
+    wait_until(lambda: "(stopped)" in (bot_texts(vpage) or [""])[-1], what="the reply to say (stopped)")
+    wait_until(lambda: metrics_value(vllm.url, "vllm:num_requests_running") == 0, step=0.2,
                what="vLLM to end the request")  # far sooner than 1,500 tokens would take
 
 
@@ -72,11 +72,11 @@ def test_adapters_tab_adds_at_runtime_and_checks(vpage, vllm_app, tmp_path):
     vpage.get_by_label("Add from a folder on the server").fill(str(source))
     vpage.click("#add-adapter-folder")
     message = vpage.locator("#adapter-message")
-    message.filter(has_text="Added").wait_for(timeout=60_000)
+    message.filter(has_text="Added").wait_for()
     assert "Registered with the server at run time" in message.inner_text()
     pick(vpage, "check-adapter-name", name)
     vpage.click("#check-adapter")
-    message.filter(has_text="does not seem to be applied").wait_for(timeout=60_000)
+    message.filter(has_text="does not seem to be applied").wait_for()
     pick(vpage, "check-adapter-name", "pirate")
     vpage.click("#check-adapter")
-    message.filter(has_text="Adapter 'pirate' is applied").wait_for(timeout=60_000)
+    message.filter(has_text="Adapter 'pirate' is applied").wait_for()
