@@ -67,7 +67,7 @@ def test_demo_serves_and_ctrl_c_stops_everything(kind):
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     try:
-        deadline, page = time.monotonic() + 240, None
+        deadline, page = time.monotonic() + 480, None  # a limit for a failed start only
         while time.monotonic() < deadline and page is None:
             try:
                 page = urllib.request.urlopen(f"http://127.0.0.1:{ui}/", timeout=2).read().decode()

@@ -53,6 +53,10 @@ class TritonPythonModel:
         self._names = (args.get("model_name", "tensorrt_llm"), args.get("model_version", "1"))
         self._active = {}  # triton request id -> GenerationRequest
         self._lock = threading.Lock()
+        # Asking a sender whether it is cancelled after its final response crashes tritonserver (the backend has
+        # freed it: SIGSEGV in TRITONBACKEND_ResponseFactoryIsCancelled). The final send and that question take
+        # this lock, and a request answered already counts as cancelled.
+        self._final_lock = threading.Lock()
         self.service = EngineService(self._build, self._dispatch, self._cancelled)
         self.service.start()
 
@@ -125,10 +129,13 @@ class TritonPythonModel:
             gen.stop_requested = True
 
     def _cancelled(self, gen):
-        try:
-            return gen.sender.is_cancelled() if gen.sender is not None else gen.request.is_cancelled()
-        except Exception:
-            return False
+        with self._final_lock:
+            if getattr(gen, "final_sent", False):
+                return True
+            try:
+                return gen.sender.is_cancelled() if gen.sender is not None else gen.request.is_cancelled()
+            except Exception:
+                return False
 
     def _dispatch(self, event):
         gen = event.gen
@@ -191,14 +198,16 @@ class TritonPythonModel:
             lps = gen.log_probs if gen.exclude_input else [0.0] * len(gen.input_ids) + gen.log_probs
             response = pb_utils.InferenceResponse(self._outputs(gen, ids, lps))
         gen.final_response = response
-        if gen.sender is not None:
-            try:
-                if response is None:
-                    gen.sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
-                else:
-                    gen.sender.send(response, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
-            except Exception:
-                pass  # the client is gone (cancelled); nothing left to tell it
+        with self._final_lock:
+            gen.final_sent = True
+            if gen.sender is not None:
+                try:
+                    if response is None:
+                        gen.sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+                    else:
+                        gen.sender.send(response, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+                except Exception:
+                    pass  # the client is gone (cancelled); nothing left to tell it
         gen.done.set()
 
     def finalize(self):

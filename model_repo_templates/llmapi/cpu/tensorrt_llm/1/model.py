@@ -74,6 +74,10 @@ class TritonPythonModel:
         self.encoder_dir = params.get(ENCODER_PARAMETER, "")
         self._active = {}  # triton request id -> GenerationRequest
         self._lock = threading.Lock()
+        # Asking a sender whether it is cancelled after its final response crashes tritonserver (the backend has
+        # freed it: SIGSEGV in TRITONBACKEND_ResponseFactoryIsCancelled). The final send and that question take
+        # this lock, and a request answered already counts as cancelled.
+        self._final_lock = threading.Lock()
         self.service = EngineService(self._build, self._dispatch, self._cancelled, name="llmapi-cpu")
         self.service.start()
 
@@ -188,10 +192,13 @@ class TritonPythonModel:
 
     # ---- answers --------------------------------------------------------------------------
     def _cancelled(self, gen):
-        try:
-            return gen.sender.is_cancelled() if gen.sender is not None else gen.request.is_cancelled()
-        except Exception:
-            return False
+        with self._final_lock:
+            if getattr(gen, "final_sent", False):
+                return True
+            try:
+                return gen.sender.is_cancelled() if gen.sender is not None else gen.request.is_cancelled()
+            except Exception:
+                return False
 
     def _text(self, gen):
         """All text so far (the LLM API's output.text), cut at the first stop string; (text, stop hit)."""
@@ -270,11 +277,13 @@ class TritonPythonModel:
         self.runner.release(gen)
         response = error or self._response(gen, text, finish_reason, stop_reason)
         gen.final_response = response
-        if gen.sender is not None:
-            try:
-                gen.sender.send(response, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
-            except Exception:
-                pass  # the client is gone (cancelled); nothing left to tell it
+        with self._final_lock:
+            gen.final_sent = True
+            if gen.sender is not None:
+                try:
+                    gen.sender.send(response, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+                except Exception:
+                    pass  # the client is gone (cancelled); nothing left to tell it
         gen.done.set()
 
     def finalize(self):
