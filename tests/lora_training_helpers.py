@@ -4,6 +4,8 @@ style pairs, for the LoRA training tests."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja")
@@ -31,3 +33,24 @@ def write_tiny_base(target: Path, tokenizer_dir: Path) -> Path:
         if (tokenizer_dir / name).is_file():
             shutil.copy(tokenizer_dir / name, target / name)
     return target
+
+
+@contextmanager
+def app_on_own_adapters(tmp_path: Path, triton) -> Iterator[tuple]:
+    """The whole app against the session's tritonserver, on an adapters folder of its own (a copy of pirate);
+    yields (app context, app URL, adapters folder) and closes the app afterwards."""
+    from app.chat.context import AppConfig, AppContext
+    from app.web.ui import launch
+    from setup.paths import PROJECT_ROOT
+    from tests.conftest import free_port
+
+    folder = tmp_path / "adapters"
+    shutil.copytree(PROJECT_ROOT / "adapters" / "pirate", folder / "pirate")
+    port = free_port()
+    ctx = AppContext(AppConfig(triton_url=triton.grpc_url, port=port, demo=True, adapters_dir=str(folder),
+                               workspace=(str(tmp_path),)))
+    blocks = launch(ctx, prevent_thread_lock=True)
+    try:
+        yield ctx, f"http://127.0.0.1:{port}/", folder
+    finally:
+        blocks.close()

@@ -5,14 +5,11 @@ without a restart."""
 from __future__ import annotations
 
 import json
-import shutil
 import time
 
 import pytest
 
-from setup.paths import PROJECT_ROOT
-from tests.conftest import free_port
-from tests.lora_training_helpers import PIRATE_PAIRS
+from tests.lora_training_helpers import PIRATE_PAIRS, app_on_own_adapters
 
 TRAIN_TIMEOUT_MS = 300_000  # a few steps on one core take well under a minute idle; a loaded 2-core machine more
 
@@ -20,21 +17,12 @@ TRAIN_TIMEOUT_MS = 300_000  # a few steps on one core take well under a minute i
 @pytest.fixture
 def training_app(tmp_path, triton, cpu_model_dir, browser_context):
     """The whole app against the session's tritonserver, on an adapters folder of its own (a copy of pirate)."""
-    from app.chat.context import AppConfig, AppContext
-    from app.web.ui import launch
-
-    folder = tmp_path / "adapters"
-    shutil.copytree(PROJECT_ROOT / "adapters" / "pirate", folder / "pirate")
-    port = free_port()
-    ctx = AppContext(AppConfig(triton_url=triton.grpc_url, port=port, demo=True, adapters_dir=str(folder),
-                               workspace=(str(tmp_path),)))
-    blocks = launch(ctx, prevent_thread_lock=True)
-    page = browser_context.new_page()
-    page.goto(ctx.access.url(f"http://127.0.0.1:{port}/"))
-    page.wait_for_selector("#chat-input textarea")
-    yield page, folder, tmp_path
-    page.close()
-    blocks.close()
+    with app_on_own_adapters(tmp_path, triton) as (ctx, url, folder):
+        page = browser_context.new_page()
+        page.goto(ctx.access.url(url))
+        page.wait_for_selector("#chat-input textarea")
+        yield page, folder, tmp_path
+        page.close()
 
 
 def options(page, element_id: str) -> set[str]:

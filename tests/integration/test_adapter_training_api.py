@@ -4,16 +4,13 @@ adapter is then listed by `list_adapters` and GET /v1/models; refusals come back
 
 from __future__ import annotations
 
-import shutil
 import time
 
 import httpx
 import pytest
 
 from setup.lora import messages as msg
-from setup.paths import PROJECT_ROOT
-from tests.conftest import free_port
-from tests.lora_training_helpers import PIRATE_PAIRS
+from tests.lora_training_helpers import PIRATE_PAIRS, app_on_own_adapters
 
 TRAIN_TIMEOUT = 300.0  # 3 pairs x 2 steps on one core take well under a minute idle; a loaded machine more
 TARGETS = ["q_proj", "k_proj", "v_proj"]
@@ -22,17 +19,8 @@ TARGETS = ["q_proj", "k_proj", "v_proj"]
 @pytest.fixture
 def served(tmp_path, triton, cpu_model_dir):
     """The whole app against the session's tritonserver, on an adapters folder of its own (a copy of pirate)."""
-    from app.chat.context import AppConfig, AppContext
-    from app.web.ui import launch
-
-    folder = tmp_path / "adapters"
-    shutil.copytree(PROJECT_ROOT / "adapters" / "pirate", folder / "pirate")
-    port = free_port()
-    ctx = AppContext(AppConfig(triton_url=triton.grpc_url, port=port, demo=True, adapters_dir=str(folder),
-                               workspace=(str(tmp_path),)))
-    blocks = launch(ctx, prevent_thread_lock=True)
-    yield ctx, f"http://127.0.0.1:{port}/", folder
-    blocks.close()
+    with app_on_own_adapters(tmp_path, triton) as served_app:
+        yield served_app
 
 
 def client(url: str, token: str | None = None):
