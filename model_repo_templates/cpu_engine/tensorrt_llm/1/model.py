@@ -28,6 +28,7 @@ import triton_python_backend_utils as pb_utils  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from engine_lib.engine import Engine  # noqa: E402
+from engine_lib.final import FinalGate  # noqa: E402
 from engine_lib.kv import KvManager, kv_config  # noqa: E402
 from engine_lib.requests import RequestError, parse_request  # noqa: E402
 from engine_lib.runner import EngineRunner  # noqa: E402
@@ -53,11 +54,8 @@ class TritonPythonModel:
         self._names = (args.get("model_name", "tensorrt_llm"), args.get("model_version", "1"))
         self._active = {}  # triton request id -> GenerationRequest
         self._lock = threading.Lock()
-        # Asking a sender whether it is cancelled after its final response crashes tritonserver (the backend has
-        # freed it: SIGSEGV in TRITONBACKEND_ResponseFactoryIsCancelled). The final send and that question take
-        # this lock, and a request answered already counts as cancelled.
-        self._final_lock = threading.Lock()
-        self.service = EngineService(self._build, self._dispatch, self._cancelled)
+        self._final = FinalGate()  # final sends and cancellation questions, never crossed
+        self.service = EngineService(self._build, self._dispatch, self._final.cancelled)
         self.service.start()
 
     def _build(self):
@@ -128,15 +126,6 @@ class TritonPythonModel:
         if gen is not None:
             gen.stop_requested = True
 
-    def _cancelled(self, gen):
-        with self._final_lock:
-            if getattr(gen, "final_sent", False):
-                return True
-            try:
-                return gen.sender.is_cancelled() if gen.sender is not None else gen.request.is_cancelled()
-            except Exception:
-                return False
-
     def _dispatch(self, event):
         gen = event.gen
         try:
@@ -198,16 +187,9 @@ class TritonPythonModel:
             lps = gen.log_probs if gen.exclude_input else [0.0] * len(gen.input_ids) + gen.log_probs
             response = pb_utils.InferenceResponse(self._outputs(gen, ids, lps))
         gen.final_response = response
-        with self._final_lock:
-            gen.final_sent = True
-            if gen.sender is not None:
-                try:
-                    if response is None:
-                        gen.sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
-                    else:
-                        gen.sender.send(response, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
-                except Exception:
-                    pass  # the client is gone (cancelled); nothing left to tell it
+        final = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
+        self._final.send_final(gen, lambda: gen.sender.send(flags=final) if response is None
+                               else gen.sender.send(response, flags=final))
         gen.done.set()
 
     def finalize(self):

@@ -62,6 +62,7 @@ class GenerationRequest:
     request: object = None
     done: object = None
     final_response: object = None
+    final_sent: bool = False  # set by FinalGate.send_final
     arrival_ns: int = 0
     first_scheduled_ns: int = 0
     first_token_ns: int = 0

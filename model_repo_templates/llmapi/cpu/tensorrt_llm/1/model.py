@@ -26,6 +26,7 @@ import triton_python_backend_utils as pb_utils  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from engine_lib.engine import Engine  # noqa: E402
+from engine_lib.final import FinalGate  # noqa: E402
 from engine_lib.kv import KvManager, kv_config  # noqa: E402
 from engine_lib.lora import DEFAULT_HOST_CACHE_BYTES, MODULES, LoraAdapter, LoraCache  # noqa: E402
 from engine_lib.requests import GenerationRequest  # noqa: E402
@@ -74,11 +75,8 @@ class TritonPythonModel:
         self.encoder_dir = params.get(ENCODER_PARAMETER, "")
         self._active = {}  # triton request id -> GenerationRequest
         self._lock = threading.Lock()
-        # Asking a sender whether it is cancelled after its final response crashes tritonserver (the backend has
-        # freed it: SIGSEGV in TRITONBACKEND_ResponseFactoryIsCancelled). The final send and that question take
-        # this lock, and a request answered already counts as cancelled.
-        self._final_lock = threading.Lock()
-        self.service = EngineService(self._build, self._dispatch, self._cancelled, name="llmapi-cpu")
+        self._final = FinalGate()  # final sends and cancellation questions, never crossed
+        self.service = EngineService(self._build, self._dispatch, self._final.cancelled, name="llmapi-cpu")
         self.service.start()
 
     def _build(self):
@@ -191,15 +189,6 @@ class TritonPythonModel:
         return blocks
 
     # ---- answers --------------------------------------------------------------------------
-    def _cancelled(self, gen):
-        with self._final_lock:
-            if getattr(gen, "final_sent", False):
-                return True
-            try:
-                return gen.sender.is_cancelled() if gen.sender is not None else gen.request.is_cancelled()
-            except Exception:
-                return False
-
     def _text(self, gen):
         """All text so far (the LLM API's output.text), cut at the first stop string; (text, stop hit)."""
         text = self.tokenizer.decode(gen.output_ids, skip_special_tokens=True)
@@ -277,13 +266,7 @@ class TritonPythonModel:
         self.runner.release(gen)
         response = error or self._response(gen, text, finish_reason, stop_reason)
         gen.final_response = response
-        with self._final_lock:
-            gen.final_sent = True
-            if gen.sender is not None:
-                try:
-                    gen.sender.send(response, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
-                except Exception:
-                    pass  # the client is gone (cancelled); nothing left to tell it
+        self._final.send_final(gen, lambda: gen.sender.send(response, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL))
         gen.done.set()
 
     def finalize(self):
