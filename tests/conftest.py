@@ -243,9 +243,6 @@ def xcomposer2_app_served(xcomposer2_triton, tmp_path_factory, cpu_model_dir):
     blocks = launch(ctx, prevent_thread_lock=True)
     yield ctx, f"http://127.0.0.1:{port}/"
     blocks.close()
-    from app.adapters.task_ids import task_ids_path
-
-    task_ids_path(adapters).unlink(missing_ok=True)  # the ids file lives in the cache, not under tmp
 
 
 @pytest.fixture(scope="session", params=DEMO_KINDS)

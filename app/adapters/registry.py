@@ -2,8 +2,8 @@
 
 Each subfolder of the adapters folder is one adapter: a PEFT folder (adapter_config.json +
 adapter_model.safetensors/.bin) or an already converted pair (model.lora_weights.npy +
-model.lora_config.npy). Task ids live in `task_ids.json` in that folder (app/adapters/task_ids.py): an
-adapter keeps its id while its files are unchanged; new or changed adapters get the next id.
+model.lora_config.npy). An adapter's task id comes from its files (app/adapters/task_ids.py): the same weights
+have the same id in every app and folder, changed weights a new one.
 
 The registry remembers which task ids the server holds as far as it knows: the first request with an
 adapter sends id + weights + config, later ones the id alone; `AdapterStream` (app/adapters/stream.py)
@@ -39,7 +39,7 @@ from app.adapters.intake import (
     unpack_adapter,
 )
 from app.adapters.stream import AdapterStream, lora_bytes
-from app.adapters.task_ids import TASK_IDS_FILE, TaskIds, fingerprint, task_ids_path
+from app.adapters.task_ids import fingerprint, task_id_of
 from setup.lora.convert import (
     ConvertedLora,
     LoraConvertError,
@@ -50,7 +50,7 @@ from setup.lora.convert import (
 from setup.lora.engine import check_against_engine, load_engine_spec
 from setup.paths import PROJECT_ROOT
 
-__all__ = ["DEFAULT_ADAPTERS_DIR", "TASK_IDS_FILE", "AdapterError", "AdapterInfo", "AdapterRegistry",
+__all__ = ["DEFAULT_ADAPTERS_DIR", "AdapterError", "AdapterInfo", "AdapterRegistry",
            "AdapterStream", "adapter_kind", "lora_bytes"]
 
 DEFAULT_ADAPTERS_DIR = PROJECT_ROOT / "adapters"
@@ -94,7 +94,6 @@ class AdapterRegistry:
         self.max_zip_bytes = max_zip_bytes
         self.max_unpacked_bytes = max_unpacked_bytes
         self._lock = threading.RLock()
-        self._ids = TaskIds(task_ids_path(self.folder))
         self._loaded: dict[str, _Loaded] = {}
         self._stamps: dict[str, tuple] = {}
         self._held: set[int] = set()
@@ -149,9 +148,7 @@ class AdapterRegistry:
 
     def task_id(self, name: str) -> int:
         """The adapter's stable task id (>= 1)."""
-        loaded = self._load(name)
-        with self._lock:
-            return self._ids.id_for(name, loaded.fingerprint)
+        return task_id_of(self._load(name).fingerprint)
 
     def tensors(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """(lora_weights float16 [1, rows, row_len], lora_config int32 [1, rows, 3])."""
@@ -307,15 +304,11 @@ class AdapterRegistry:
         return self.info(name)
 
     def remove(self, name: str) -> None:
-        """Delete an adapter folder; its task id is retired (never given to another adapter)."""
+        """Delete an adapter folder."""
         path = self._folder_of(name)
         with self._lock:
             self._loaded.pop(name, None)
             self._stamps.pop(name, None)
-            entry = self._ids.entries.get(name)
-            if entry is not None:
-                self._held.discard(int(entry["task_id"]))
-            self._ids.drop(name)
             shutil.rmtree(path)
 
     # ---- prefetch folder for the repository writer ----------------------------------------------------

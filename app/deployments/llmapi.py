@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from app.adapters.registry import AdapterRegistry
-from app.adapters.task_ids import fingerprint
 from app.core.constants import MSG_TEXT_ONLY, MSG_UNKNOWN_ADAPTER
 from app.core.errors import InvalidRequest, TextOnlyDeployment
 from app.deployments.base import AdapterState, ReplyRequest
@@ -49,7 +48,6 @@ class LlmApiDeployment(TritonServed):
         self.server_adapters_dir = Path(server_adapters_dir) if server_adapters_dir else None
         self._metrics = metrics
         self._prompts: PromptBuilder | None = None
-        self._lora_ids: dict[tuple[str, int], int] = {}
         self._lock = threading.Lock()
 
     def for_model(self, model: str) -> LlmApiDeployment:
@@ -102,12 +100,9 @@ class LlmApiDeployment(TritonServed):
         return {"lora_id": self.lora_id(adapter), "lora_name": adapter, "lora_path": str(path)}
 
     def lora_id(self, adapter: str) -> int:
-        """The server caches adapters by lora_id for every client it has, so the id comes from the adapter's
-        content (60 bits of its sha256), not from this app's folder numbering."""
-        key = (adapter, self.registry.task_id(adapter))  # a new task id when the files change
-        if key not in self._lora_ids:
-            self._lora_ids[key] = int(fingerprint(self.registry.info(adapter).path, "peft")[:15], 16)
-        return self._lora_ids[key]
+        """The server caches adapters by lora_id for every client it has; the registry's task id comes from the
+        adapter's content, so two clients never share an id for different weights."""
+        return self.registry.task_id(adapter)
 
     def adapter_names(self) -> list[str]:
         return [a.name for a in self.registry.list() if a.kind == "peft"]

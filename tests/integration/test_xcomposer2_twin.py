@@ -52,29 +52,25 @@ def test_weights_go_once_then_the_task_id_alone_and_answers_open_as_trained(xcom
 def test_a_task_the_server_does_not_hold_gets_its_weights_again(xcomposer2_app_served, red_circle, tmp_path):
     """Eviction or a restart: the app believes the server holds the task, the server does not. Its 'not in cache'
     answer makes the stream re-send the weights once (the registry's retry), and the reply comes."""
-    import json
     import shutil
 
     from app.adapters.registry import AdapterRegistry
-    from app.adapters.task_ids import task_ids_path
     from app.deployments.triton_engine import TritonEngineDeployment
 
     ctx, _ = xcomposer2_app_served
     own = ctx.deployment.built_in_adapter()
     folder = tmp_path / "adapters"
     shutil.copytree(ctx.adapters.folder / own, folder / own)
-    ids_file = task_ids_path(folder)
-    ids_file.parent.mkdir(parents=True, exist_ok=True)
-    ids_file.write_text(json.dumps({"next_id": 900, "adapters": {}}))  # an id this server never saw
-    try:
-        registry = AdapterRegistry(folder)
-        registry.mark_held(registry.task_id(own))
-        deployment = TritonEngineDeployment(ctx.deployment.client, registry, model_adapter=own)
-        stream = ask(deployment, red_circle)
-        assert registry.task_id(own) == 900 and stream.retried and stream.weights_sent
-        assert stream.text.strip().startswith(OPENING), stream.text
-    finally:
-        ids_file.unlink(missing_ok=True)
+    config = folder / own / "adapter_config.json"
+    config.write_text(config.read_text() + "\n")  # same adapter, new files: an id this server never saw
+    registry = AdapterRegistry(folder)
+    task_id = registry.task_id(own)
+    assert task_id != ctx.adapters.task_id(own)
+    registry.mark_held(task_id)
+    deployment = TritonEngineDeployment(ctx.deployment.client, registry, model_adapter=own)
+    stream = ask(deployment, red_circle)
+    assert stream.retried and stream.weights_sent
+    assert stream.text.strip().startswith(OPENING), stream.text
 
 
 def test_preprocessing_refuses_requests_without_the_partial_lora(xcomposer2_triton):

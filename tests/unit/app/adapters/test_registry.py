@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import shutil
 import stat
 import zipfile
 from pathlib import Path
@@ -10,8 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.adapters.registry import TASK_IDS_FILE, AdapterError, AdapterRegistry
-from app.adapters.task_ids import task_ids_path
+from app.adapters.registry import AdapterError, AdapterRegistry
 from app.core.errors import LoraNotInCache, ServerUnreachable
 from setup.lora.convert import CONFIG_FILE, WEIGHTS_FILE, convert_peft, save_converted
 from tests.lora_helpers import TINY, write_engine_config, write_peft
@@ -26,15 +25,16 @@ def folder(tmp_path) -> Path:
     return root
 
 
-def test_ids_are_stable_persisted_and_never_zero(folder):
+def test_ids_come_from_the_files_so_every_folder_and_process_agrees(folder, tmp_path):
     first = AdapterRegistry(folder)
     ids = {name: first.task_id(name) for name in first.names()}
-    assert first.names() == ["alpha", "beta"] and sorted(ids.values()) == [1, 2]
-    saved = json.loads(task_ids_path(folder).read_text())
-    assert not (folder / TASK_IDS_FILE).exists()  # runtime state stays out of the adapters folder
-    assert {k: v["task_id"] for k, v in saved["adapters"].items()} == ids
-    again = AdapterRegistry(folder)
-    assert {name: again.task_id(name) for name in again.names()} == ids
+    assert first.names() == ["alpha", "beta"] and len(set(ids.values())) == 2
+    assert all(0 < task_id < 2 ** 52 for task_id in ids.values())  # exact as a JSON number in a browser
+    assert {name: AdapterRegistry(folder).task_id(name) for name in first.names()} == ids
+    other = tmp_path / "elsewhere"
+    shutil.copytree(folder / "alpha", other / "renamed")  # another app's folder with the same weights
+    assert AdapterRegistry(other).task_id("renamed") == ids["alpha"]
+    assert not [p.name for p in folder.iterdir() if p.is_file()]  # no state written beside the adapters
 
 
 def test_changed_or_replaced_adapters_get_new_ids(folder, tmp_path):
@@ -45,6 +45,9 @@ def test_changed_or_replaced_adapters_get_new_ids(folder, tmp_path):
     registry.remove("beta")
     assert not (folder / "beta").exists() and registry.names() == ["alpha"]
     registry.add_folder(write_peft(tmp_path / "beta", shape=TINY, seed=2, rank=8))
+    assert registry.task_id("beta") == old_beta  # the same weights again: a server holding them may keep them
+    registry.remove("beta")
+    registry.add_folder(write_peft(tmp_path / "beta2", shape=TINY, seed=5, rank=8), name="beta")
     assert registry.task_id("beta") not in (old_alpha, old_beta, registry.task_id("alpha"))
 
 
@@ -264,11 +267,3 @@ def test_base_model_sends_no_lora_inputs(folder):
         stream = registry.stream(server, name, "hi", None, extra={"max_tokens": 5})
         assert stream.adapter is None and "".join(stream) == "Arr matey" and stream.lora_bytes_sent == 0
     assert all(set(r) == {"max_tokens"} for r in server.requests)
-
-
-def test_a_legacy_ids_file_in_the_adapters_folder_moves_to_the_cache(folder):
-    legacy = {"next_id": 8, "adapters": {}}
-    (folder / TASK_IDS_FILE).write_text(json.dumps(legacy))
-    target = task_ids_path(folder)
-    assert json.loads(target.read_text()) == legacy and not (folder / TASK_IDS_FILE).exists()
-    assert AdapterRegistry(folder).task_id("alpha") >= 8  # ids continue after the migrated ones
