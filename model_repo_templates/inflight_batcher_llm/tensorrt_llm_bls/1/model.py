@@ -2,7 +2,8 @@
 
 In the multimodal layout (`multimodal_encoders_name` set) a request with `image_input` also goes
 through the encoder model, whose prompt-table rows and vocab size reach tensorrt_llm together with
-the fake ids preprocessing puts where the images are. One kind of image input per request. In the InternLM-XComposer2
+the fake ids preprocessing puts where the images are; the encoder and preprocessing run side by side,
+as the ensemble runs them. One kind of image input per request. In the InternLM-XComposer2
 layout (`vision_in_preprocessing` true) preprocessing takes the image itself and returns the table and the
 Partial-LoRA task id with the ids.
 
@@ -18,6 +19,7 @@ id, so the engine frees its slot.
 import json
 import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
@@ -192,6 +194,10 @@ class TritonPythonModel:
         self.engine_names = json.loads(_param(config, "engine_input_names", "{}"))
         if self.draft_name:
             raise pb_utils.TritonModelException("Speculative decoding is not supported by this BLS template.")
+        self.side_calls = ThreadPoolExecutor(max_workers=4, thread_name_prefix="bls-encoder")
+
+    def finalize(self):
+        self.side_calls.shutdown(wait=True)
 
     def execute(self, requests):
         if not self.decoupled:
@@ -312,13 +318,21 @@ class TritonPythonModel:
         return pb_utils.InferenceResponse(tensors)
 
     def _engine_request(self, request, images, request_id):
-        llm_inputs = self._preprocess(request, images)
+        encoded = None
+        if images and not self.vision_in_preprocessing:
+            encoded = self.side_calls.submit(self._encode_images, images, _get(request, "max_tokens"))
+        try:
+            llm_inputs = self._preprocess(request, images)
+        except Exception:
+            if encoded is not None:
+                encoded.exception()  # wait for the encoder; preprocessing's message is the one the client gets
+            raise
+        table = encoded.result() if encoded is not None else {}
         for name, target in DIRECT.items():
             value = _get(request, name)
             if value is not None:
                 llm_inputs[self.engine_names.get(target, target)] = value
-        if images and not self.vision_in_preprocessing:
-            llm_inputs.update(self._encode_images(images, _get(request, "max_tokens")))
+        llm_inputs.update(table)
         return llm_inputs, pb_utils.InferenceRequest(
             model_name=self.llm_name,
             inputs=[pb_utils.Tensor(k, v) for k, v in llm_inputs.items()],

@@ -50,6 +50,7 @@ def _stub(models):
     stub.get_input_tensor_by_name = lambda request, name: (
         _Tensor(name, request[name]) if request.get(name) is not None else None)
     stub.get_output_tensor_by_name = lambda response, name: response.tensors.get(name)
+    stub.using_decoupled_model_transaction_policy = lambda config: config["model_transaction_policy"]["decoupled"]
 
     class InferenceRequest:
         def __init__(self, model_name, inputs, requested_output_names, request_id=""):
@@ -256,3 +257,51 @@ def test_family_wrapping_as_upstream_preprocessing_does_it():
     assert model._encode("Hi?", 1) == encode("USER:\n") + [1000, 1001] + encode("Hi? ASSISTANT:")
     assert model._encode("a<image>b", 1) == encode("USER:\na") + [1000, 1001] + encode("b ASSISTANT:")
     assert model._encode("Hi?", 0) == encode("USER:\nHi? ASSISTANT:")
+
+
+def _multimodal_bls(preprocessing, encoder, seen):
+    """The BLS in the multimodal layout; the engine records the inputs it was given."""
+    def engine(inputs):
+        seen.append(inputs)
+        return _engine([(0, [ord("k")])])(inputs)
+    module = _load("inflight_batcher_llm/tensorrt_llm_bls/1/model.py", {
+        "preprocessing": preprocessing, "multimodal_encoders": encoder, "postprocessing": _postprocessing,
+        "tensorrt_llm": engine})
+    bls = module.TritonPythonModel()
+    bls.initialize({"model_config": '{"model_transaction_policy": {"decoupled": true}, "parameters": '
+                                    '{"multimodal_encoders_name": {"string_value": "multimodal_encoders"}}}'})
+    return bls
+
+
+def test_the_encoder_runs_beside_preprocessing_and_its_rows_reach_the_engine():
+    import threading
+
+    both = threading.Barrier(2, timeout=10)  # one after the other, the first call would wait here alone
+
+    def preprocessing(inputs):
+        both.wait()
+        return _preprocessing(inputs)
+
+    def encoder(inputs):
+        both.wait()
+        return _response(OUT_PROMPT_EMBEDDING_TABLE=np.ones((1, 3, 4), np.float16),
+                         OUT_PROMPT_VOCAB_SIZE=np.array([[3]], np.int32))
+
+    seen, sender = [], _Sender()
+    bls = _multimodal_bls(preprocessing, encoder, seen)
+    bls._run(_request(image_input=np.zeros((1, 3, 8, 8), np.float16)), sender)
+    bls.finalize()
+    assert _texts(sender) == [("k", 0)]
+    assert seen[0]["prompt_embedding_table"].shape == (1, 3, 4) and seen[0]["prompt_vocab_size"].tolist() == [[3]]
+
+
+def test_a_preprocessing_error_is_the_one_reported_when_both_fail():
+    def failing(message):
+        return lambda inputs: _Response(error=message)
+
+    seen, sender = [], _Sender()
+    bls = _multimodal_bls(failing("The prompt has 2 image marker(s)"), failing("encoder broke"), seen)
+    bls._run(_request(image_input=np.zeros((1, 3, 8, 8), np.float16)), sender)
+    bls.finalize()
+    (response, flags), = sender.sent
+    assert "2 image marker(s)" in str(response.error_value) and flags == 1 and not seen
