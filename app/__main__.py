@@ -23,6 +23,7 @@ from setup.cli_types import (
     OneLineErrorParser,
     host_port,
     http_url,
+    login_file,
     port_number,
     positive_float,
     positive_int,
@@ -32,17 +33,6 @@ from setup.workspace import WorkspaceError, check_root
 
 HELP = AppConfig.help()
 XCOMPOSER2_DEMO = "xcomposer2"  # --demo --deployment: the InternLM-XComposer2 twin (the engine kind serves it)
-
-
-def _auth_file(path: str) -> tuple[tuple[str, str], ...]:
-    try:
-        lines = [line.strip() for line in open(path, encoding="utf-8") if line.strip()]
-    except OSError as exc:
-        raise argparse.ArgumentTypeError(f"cannot read {path}: {exc.strerror}") from None
-    pairs = tuple(tuple(line.split(":", 1)) for line in lines if ":" in line)
-    if not pairs or len(pairs) != len(lines) or any(not u or not p for u, p in pairs):
-        raise argparse.ArgumentTypeError(f"{path} must hold USER:PASSWORD lines")
-    return pairs
 
 
 def _workspace_root(text: str) -> str:
@@ -114,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--system-prompt", default="", help=HELP["system_prompt"])
     parser.add_argument("--concurrency", type=positive_int, default=AppConfig.concurrency,
                         help=HELP["concurrency"] + " (default 64)")
-    parser.add_argument("--auth-file", type=_auth_file, help="File of USER:PASSWORD lines; the UI asks for a login. "
+    parser.add_argument("--auth-file", type=login_file, help="File of USER:PASSWORD lines; the UI asks for a login. "
                         "Required for the Build tab when --host is not a loopback address.")
     parser.add_argument("--workspace", action="append", type=_workspace_root, metavar="FOLDER",
                         help=HELP["workspace"] + " Repeat for several; / and system folders are refused.")

@@ -53,6 +53,19 @@ def http_url(text: str) -> str:
     return text.strip()
 
 
+def login_file(path: str) -> tuple[tuple[str, str], ...]:
+    """USER:PASSWORD lines of a file (the app's --auth-file, and a client's login to such an app)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = [line.strip() for line in handle if line.strip()]
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot read {path}: {exc.strerror}") from None
+    pairs = tuple(tuple(line.split(":", 1)) for line in lines if ":" in line)
+    if not pairs or len(pairs) != len(lines) or any(not user or not password for user, password in pairs):
+        raise argparse.ArgumentTypeError(f"{path} must hold USER:PASSWORD lines")
+    return pairs
+
+
 def positive_float(text: str) -> float:
     try:
         value = float(text)

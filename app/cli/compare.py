@@ -26,7 +26,7 @@ from app.core.constants import LLMAPI_MODEL, MAX_COMPARE_ADAPTERS
 from app.core.errors import ChatError
 from app.core.sampling import SamplingParams
 from app.deployments.connect import DEPLOYMENTS
-from setup.cli_types import OneLineErrorParser, host_port, http_url, positive_int
+from setup.cli_types import OneLineErrorParser, host_port, http_url, login_file, positive_int
 
 HELP = AppConfig.help()
 
@@ -39,6 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--openai", type=http_url, metavar="URL", help=HELP["openai_url"])
     where.add_argument("--app", type=http_url, metavar="URL",
                        help="A running app (e.g. http://127.0.0.1:7860): Compare through its Gradio API.")
+    parser.add_argument("--login-file", type=login_file, metavar="FILE",
+                        help="With --app: a file whose first USER:PASSWORD line logs in to an app started with "
+                             "--auth-file.")
     parser.add_argument("--prompt", required=True, help="The message every column answers.")
     parser.add_argument("--adapter", action="append", default=[], metavar="NAME",
                         help=f"An adapter's column; repeat for up to {MAX_COMPARE_ADAPTERS}.")
@@ -96,6 +99,8 @@ def main(argv: list[str] | None = None, ctx: AppContext | None = None) -> int:
     if args.app and (args.model or args.model_adapter or args.tokenizer_dir or args.api_key_file
                      or args.deployment != AppConfig.deployment or args.adapters_dir != AppConfig.adapters_dir):
         parser.error("--app uses the app's own deployment and adapters; leave out the deployment options")
+    if args.login_file and not args.app:
+        parser.error("--login-file logs in to a running app; use it with --app")
     if args.api_key_file and not args.openai:
         parser.error("--api-key-file is for an OpenAI-compatible server; use it with --openai")
     adapters: list[str | None] = ([None] if args.base else []) + list(args.adapter)
@@ -103,7 +108,8 @@ def main(argv: list[str] | None = None, ctx: AppContext | None = None) -> int:
         if args.image is not None and not args.image.is_file():
             raise ChatError(MSG_CLI_IMAGE_MISSING.format(path=args.image))
         if args.app:
-            columns = compare_through_app(args.app, args.prompt, adapters, args.max_tokens, args.image)
+            login = args.login_file[0] if args.login_file else None
+            columns = compare_through_app(args.app, args.prompt, adapters, args.max_tokens, args.image, login)
         else:
             columns = compare_here(app_config(args), args.prompt, adapters, args.max_tokens, args.image, ctx=ctx)
     except ChatError as exc:

@@ -85,3 +85,36 @@ def test_the_command_straight_to_triton_and_its_refusals(triton):
 def test_the_command_refuses_through_the_app_with_the_apps_sentence(app_url):
     refused = run_compare("--app", app_url, "--prompt", "  ", "--base")
     assert refused.returncode == 2 and refused.stderr == "error: Type a message first.\n"
+
+
+@pytest.fixture
+def app_with_login(triton, tmp_path):
+    """The app against the session's tritonserver, asking for a login as `--auth-file` makes it."""
+    from app.chat.context import AppConfig, AppContext
+    from app.web.ui import launch
+    from tests.conftest import free_port
+
+    port = free_port()
+    ctx = AppContext(AppConfig(triton_url=triton.grpc_url, port=port, auth=(("ann", "s3cret"),)))
+    blocks = launch(ctx, prevent_thread_lock=True)
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        blocks.close()
+
+
+def test_the_command_logs_in_to_an_app_that_asks_for_it(app_with_login, tmp_path):
+    right, wrong = tmp_path / "login", tmp_path / "wrong"
+    right.write_text("ann:s3cret\n")
+    wrong.write_text("ann:guess\n")
+    asked = ("--app", app_with_login, "--prompt", PROMPT, "--base", "--max-tokens", "16")
+    without = run_compare(*asked)
+    assert without.returncode == 2 and without.stderr == (
+        f"error: The app at {app_with_login} asks for a login; give a file with its USER:PASSWORD line "
+        "(--login-file FILE).\n")
+    refused = run_compare(*asked, "--login-file", str(wrong))
+    assert refused.returncode == 2
+    assert refused.stderr == f"error: The app at {app_with_login} refused the login of user 'ann' from --login-file.\n"
+    done = run_compare(*asked, "--login-file", str(right))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("=== base model ===\n") and "Paris" in done.stdout

@@ -15,6 +15,7 @@ from setup.cli_types import (
     OneLineErrorParser,
     host_port,
     http_url,
+    login_file,
     non_negative_int,
     port_number,
     positive_float,
@@ -127,3 +128,19 @@ def test_http_url(text, ok):
     else:
         with pytest.raises(argparse.ArgumentTypeError, match="is not an http\\(s\\) URL"):
             http_url(text)
+
+
+def test_login_file_reads_user_password_lines(tmp_path):
+    path = tmp_path / "logins"
+    path.write_text("ann:pa:ss\n\nbob:x\n")
+    assert login_file(str(path)) == (("ann", "pa:ss"), ("bob", "x"))
+
+
+@pytest.mark.parametrize("text", ["", "ann\n", "ann:\n", ":pw\n", "ann:pw\nno colon\n"])
+def test_login_file_refuses_lines_without_a_user_and_password(tmp_path, text):
+    path = tmp_path / "logins"
+    path.write_text(text)
+    with pytest.raises(argparse.ArgumentTypeError, match="must hold USER:PASSWORD lines"):
+        login_file(str(path))
+    with pytest.raises(argparse.ArgumentTypeError, match="cannot read"):
+        login_file(str(tmp_path / "missing"))

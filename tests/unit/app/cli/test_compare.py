@@ -84,7 +84,9 @@ def test_a_failed_column_shows_its_reason_and_exits_1(tmp_path, capsys):
 @pytest.mark.parametrize("argv", [["--app", "http://127.0.0.1:1", "--prompt", "Hi", "--base", "--model", "x"],
                                   ["--triton", "127.0.0.1:1", "--prompt", "Hi", "--api-key-file", "k"],
                                   ["--prompt", "Hi", "--base"],
-                                  ["--triton", "127.0.0.1:1", "--prompt", "Hi", "--max-tokens", "0"]])
+                                  ["--triton", "127.0.0.1:1", "--prompt", "Hi", "--max-tokens", "0"],
+                                  ["--triton", "127.0.0.1:1", "--prompt", "Hi", "--login-file", __file__],
+                                  ["--app", "http://127.0.0.1:1", "--prompt", "Hi", "--login-file", "/no/such/file"]])
 def test_wrong_options_end_in_one_line(capsys, argv):
     with pytest.raises(SystemExit) as caught:
         cli.main(argv)
@@ -106,11 +108,20 @@ def test_the_deployment_options_make_the_apps_config():
 def test_app_mode_sends_the_columns_to_the_apps_endpoint(monkeypatch, capsys):
     calls = []
 
-    def fake(url, prompt, adapters, max_tokens, image=None):
-        calls.append((url, prompt, adapters, max_tokens, image))
+    def fake(url, prompt, adapters, max_tokens, image=None, login=None):
+        calls.append((url, prompt, adapters, max_tokens, image, login))
         return [{"column": "base model", "text": "Paris.", "state": "done", "figures": "2 tokens"}]
 
     monkeypatch.setattr(cli, "compare_through_app", fake)
     code = cli.main(["--app", "http://127.0.0.1:7860", "--prompt", "Capital?", "--base", "--adapter", "pirate"])
-    assert code == 0 and calls == [("http://127.0.0.1:7860", "Capital?", [None, "pirate"], 96, None)]
+    assert code == 0 and calls == [("http://127.0.0.1:7860", "Capital?", [None, "pirate"], 96, None, None)]
     assert capsys.readouterr().out == "=== base model ===\nParis.\n--- done · 2 tokens\n"
+
+
+def test_the_login_files_first_line_goes_to_the_app(monkeypatch, tmp_path):
+    calls = []
+    monkeypatch.setattr(cli, "compare_through_app", lambda *args: calls.append(args) or [])
+    login = tmp_path / "login"
+    login.write_text("ann:pa:ss\nbob:other\n")
+    assert cli.main(["--app", "http://127.0.0.1:7860", "--prompt", "Hi", "--base", "--login-file", str(login)]) == 0
+    assert calls[0][-1] == ("ann", "pa:ss")
