@@ -17,6 +17,7 @@ script exits 1 when a check's reply lacks every expected word.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -28,7 +29,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from setup.lora.dataset import Example  # noqa: E402 - needs the project root on sys.path
-from setup.lora.train import IGNORE, save_adapter, train  # noqa: E402
+from setup.lora.train import (  # noqa: E402
+    IGNORE,
+    install_adapter,
+    lock_folder,
+    stage_adapter,
+    train,
+    unlock_folder,
+)
 from setup.lora.train_settings import default_settings  # noqa: E402
 
 DATA_FILE = Path(__file__).resolve().parent / "data" / "demo_adapters.yaml"
@@ -124,7 +132,18 @@ def partial_prompt(tokenizer, spec: dict, image: str, question: str) -> tuple[li
 
 
 def train_partial_adapter(model_dir: Path, name: str, spec: dict, out: Path, steps: int | None) -> bool:
-    """Train a partial adapter into out/<folder>/<name>; True when its checks pass."""
+    """Train a partial adapter into out/<folder>/<name> under that folder's training lock (the one the app's
+    training takes), written beside it and renamed into place; True when its checks pass."""
+    target = out / spec["folder"] / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    lock = lock_folder(target.parent)
+    try:
+        return _train_partial(model_dir, name, spec, target, steps)
+    finally:
+        unlock_folder(target.parent, lock)
+
+
+def _train_partial(model_dir: Path, name: str, spec: dict, target: Path, steps: int | None) -> bool:
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -179,15 +198,16 @@ def train_partial_adapter(model_dir: Path, name: str, spec: dict, out: Path, ste
                   f"({time.monotonic() - started:.0f} s)", flush=True)
     print(f"  [{name}] trained in {time.monotonic() - started:.0f} s")
     model.eval()
-    target = out / spec["folder"] / name
-    target.mkdir(parents=True, exist_ok=True)
-    save_adapter(model, target, BASE_MODEL_ID)
-    (target / "README.md").write_text(
-        f"# {name}\n\nPartial LoRA for SmolLM2-135M-Instruct: {spec['description']}\n"
-        f"Applied only at the image's prompt-table rows (CPU engine with has_partial_lora_mask). Trained by "
-        f"scripts/train_demo_adapters.py (r={settings['rank']}, alpha={settings['alpha']}, "
-        f"{', '.join(settings['target_modules'])}; {steps} full-batch steps, seed {settings['seed']}).\n"
-    )
+    readme = (f"# {name}\n\nPartial LoRA for SmolLM2-135M-Instruct: {spec['description']}\n"
+              f"Applied only at the image's prompt-table rows (CPU engine with has_partial_lora_mask). Trained by "
+              f"scripts/train_demo_adapters.py (r={settings['rank']}, alpha={settings['alpha']}, "
+              f"{', '.join(settings['target_modules'])}; {steps} full-batch steps, seed {settings['seed']}).\n")
+    staging = stage_adapter(model, target, readme, BASE_MODEL_ID)
+    try:
+        install_adapter(staging, target, replace=True)
+    except Exception:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     ok = True
     for check in spec.get("checks", []):
         ids, rows_mask = partial_prompt(tokenizer, spec, check["image"], check["question"])

@@ -285,40 +285,48 @@ class TrainingRun:
         return get_peft_model(base, config).to(device)
 
     def _save(self, model) -> Path:
-        """The adapter in a hidden temporary folder beside `out`."""
-        try:
-            staging = Path(tempfile.mkdtemp(prefix=f".training-{self.out.name}-", dir=self.out.parent))
-        except OSError as exc:
-            raise TrainError(msg.MSG_OUT_UNWRITABLE.format(path=self.out, reason=exc.strerror or exc)) from None
-        try:
-            save_adapter(model, staging, self.base_model_id)
-            s = self.settings
-            (staging / ADAPTER_README).write_text(
-                f"# {self.out.name}\n\n{self.description or 'LoRA adapter.'}\n"
-                f"Base model: {self.base_model_id or self.base.name}. Trained by setup/lora/train.py (r={s.rank}, "
-                f"alpha={s.lora_alpha:g}, {', '.join(s.target_modules)}; {s.steps} full-batch steps on "
-                f"{self.pairs} pairs, learning rate {s.learning_rate:g}, seed {s.seed}).\n")
-            _usual_modes(staging)
-        except OSError as exc:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise TrainError(msg.MSG_OUT_UNWRITABLE.format(path=self.out, reason=exc.strerror or exc)) from None
-        return staging
+        s = self.settings
+        readme = (f"# {self.out.name}\n\n{self.description or 'LoRA adapter.'}\n"
+                  f"Base model: {self.base_model_id or self.base.name}. Trained by setup/lora/train.py (r={s.rank}, "
+                  f"alpha={s.lora_alpha:g}, {', '.join(s.target_modules)}; {s.steps} full-batch steps on "
+                  f"{self.pairs} pairs, learning rate {s.learning_rate:g}, seed {s.seed}).\n")
+        return stage_adapter(model, self.out, readme, self.base_model_id)
 
     def _install(self, staging: Path) -> None:
-        """Rename the finished folder into place (replacing an old adapter only when asked to)."""
-        old = None
-        try:
-            if self.out.exists():
-                if not self.replace:
-                    raise TrainError(msg.MSG_OUT_EXISTS.format(path=self.out))
-                old = Path(tempfile.mkdtemp(prefix=f".replaced-{self.out.name}-", dir=self.out.parent))
-                self.out.rename(old / self.out.name)
-            staging.rename(self.out)
-        except OSError as exc:
-            raise TrainError(msg.MSG_OUT_UNWRITABLE.format(path=self.out, reason=exc.strerror or exc)) from None
-        finally:
-            if old is not None:
-                shutil.rmtree(old, ignore_errors=True)
+        install_adapter(staging, self.out, self.replace)
+
+
+def stage_adapter(model, out: Path, readme: str, base_model_id: str | None = None) -> Path:
+    """The adapter and its README in a hidden temporary folder beside `out` (for `install_adapter`)."""
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=f".training-{out.name}-", dir=out.parent))
+    except OSError as exc:
+        raise TrainError(msg.MSG_OUT_UNWRITABLE.format(path=out, reason=exc.strerror or exc)) from None
+    try:
+        save_adapter(model, staging, base_model_id)
+        (staging / ADAPTER_README).write_text(readme)
+        _usual_modes(staging)
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise TrainError(msg.MSG_OUT_UNWRITABLE.format(path=out, reason=exc.strerror or exc)) from None
+    return staging
+
+
+def install_adapter(staging: Path, out: Path, replace: bool) -> None:
+    """Rename a staged adapter folder to `out` (replacing an old adapter only when asked to)."""
+    old = None
+    try:
+        if out.exists():
+            if not replace:
+                raise TrainError(msg.MSG_OUT_EXISTS.format(path=out))
+            old = Path(tempfile.mkdtemp(prefix=f".replaced-{out.name}-", dir=out.parent))
+            out.rename(old / out.name)
+        staging.rename(out)
+    except OSError as exc:
+        raise TrainError(msg.MSG_OUT_UNWRITABLE.format(path=out, reason=exc.strerror or exc)) from None
+    finally:
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def prepare_training(base: Path, examples: Sequence[Example], out: Path, settings: TrainSettings, *,
