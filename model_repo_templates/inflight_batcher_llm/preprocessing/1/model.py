@@ -21,6 +21,7 @@ import numpy as np
 import triton_python_backend_utils as pb_utils
 from model_params import as_bool, optional_input, param, text_of  # model_repo_templates/shared/, copied here
 from transformers import AutoTokenizer
+from word_lists import embedding_bias, word_list  # model_repo_templates/shared/, copied here
 
 IMAGE_INPUTS = {"IMAGE_INPUT": "image_input", "IMAGE_BYTES": "image_bytes_input", "IMAGE_URL": "image_url_input",
                 "VIDEO_BYTES": "video_bytes_input"}
@@ -112,38 +113,6 @@ class TritonPythonModel:
                 ids += self.tokenizer.encode(piece, add_special_tokens=first)
         return ids
 
-    def _word_list(self, rows):
-        """Encode each row's words to TensorRT-LLM's [2, N] layout: ids, then cumulative end offsets."""
-        encoded = []
-        for words in rows:
-            ids, offsets = [], []
-            for word in words if words is not None else []:
-                text = text_of(word)
-                if not text:
-                    continue
-                token_ids = self.tokenizer.encode(text, add_special_tokens=False)
-                if token_ids:
-                    ids += token_ids
-                    offsets.append(len(ids))
-            encoded.append((ids, offsets))
-        width = max([1] + [len(ids) for ids, _ in encoded])
-        out = np.zeros((len(encoded), 2, width), dtype=np.int32)
-        out[:, 1, :] = -1
-        for row, (ids, offsets) in enumerate(encoded):
-            out[row, 0, : len(ids)] = ids
-            out[row, 1, : len(offsets)] = offsets
-        return out
-
-    def _embedding_bias(self, words, weights, batch):
-        if words is None or weights is None:
-            return np.zeros((batch, 0), dtype=np.float32)
-        bias = np.zeros((batch, self.vocab_size), dtype=np.float32)
-        for row in range(batch):
-            for word, weight in zip(words[row], weights[row], strict=False):
-                for token in self.tokenizer.encode(text_of(word), add_special_tokens=False):
-                    bias[row, token] += weight
-        return bias
-
     def _decoder_ids(self, request, batch, pad_ids):
         """(DECODER_INPUT_ID, REQUEST_DECODER_INPUT_LEN): the decoder query's ids, or the pad id alone."""
         queries = optional_input(request, "DECODER_QUERY")
@@ -181,11 +150,10 @@ class TritonPythonModel:
             "DECODER_INPUT_ID": decoder_ids,
             "REQUEST_DECODER_INPUT_LEN": decoder_lengths,
             "REQUEST_OUTPUT_LEN": output_len,
-            "BAD_WORDS_IDS": self._word_list(bad if bad is not None else [None] * batch),
-            "STOP_WORDS_IDS": self._word_list(stop if stop is not None else [None] * batch),
-            "EMBEDDING_BIAS": self._embedding_bias(
-                optional_input(request, "EMBEDDING_BIAS_WORDS"), optional_input(request, "EMBEDDING_BIAS_WEIGHTS"), batch
-            ),
+            "BAD_WORDS_IDS": word_list(self.tokenizer, bad if bad is not None else [None] * batch),
+            "STOP_WORDS_IDS": word_list(self.tokenizer, stop if stop is not None else [None] * batch),
+            "EMBEDDING_BIAS": embedding_bias(self.tokenizer, optional_input(request, "EMBEDDING_BIAS_WORDS"),
+                                             optional_input(request, "EMBEDDING_BIAS_WEIGHTS"), batch, self.vocab_size),
             "OUT_END_ID": (end_id if end_id is not None else np.full((batch, 1), self.end_id)).astype(np.int32),
             "OUT_PAD_ID": pad_ids,
         }

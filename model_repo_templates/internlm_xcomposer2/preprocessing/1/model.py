@@ -22,6 +22,7 @@ import numpy as np
 import triton_python_backend_utils as pb_utils
 from model_params import as_bool, optional_input, param, text_of  # model_repo_templates/shared/, copied here
 from transformers import AutoTokenizer
+from word_lists import embedding_bias, word_list  # model_repo_templates/shared/, copied here
 
 IMAGE_SHAPE = (3, 490, 490)
 MSG_MARKERS = "The prompt must hold the image marker '{marker}' exactly once (where the image goes); it has {count}."
@@ -168,34 +169,6 @@ class TritonPythonModel:
         after_ids = self.tokenizer.encode(after, add_special_tokens=False) if after else []
         return splice(before_ids, after_ids, self.vocab_size, self.tokens)
 
-    def _word_list(self, rows):
-        """Each row's words in TensorRT-LLM's [2, N] layout: ids, then cumulative end offsets."""
-        encoded = []
-        for words in rows:
-            ids, offsets = [], []
-            for word in words if words is not None else []:
-                token_ids = self.tokenizer.encode(text_of(word), add_special_tokens=False) if text_of(word) else []
-                if token_ids:
-                    ids += token_ids
-                    offsets.append(len(ids))
-            encoded.append((ids, offsets))
-        width = max([1] + [len(ids) for ids, _ in encoded])
-        out = np.zeros((len(encoded), 2, width), dtype=np.int32)
-        out[:, 1, :] = -1
-        for row, (ids, offsets) in enumerate(encoded):
-            out[row, 0, : len(ids)] = ids
-            out[row, 1, : len(offsets)] = offsets
-        return out
-
-    def _embedding_bias(self, words, weights):
-        if words is None or weights is None:
-            return np.zeros((1, 0), dtype=np.float32)
-        bias = np.zeros((1, len(self.tokenizer)), dtype=np.float32)
-        for word, weight in zip(words[0], weights[0], strict=False):
-            for token in self.tokenizer.encode(text_of(word), add_special_tokens=False):
-                bias[0, token] += weight
-        return bias
-
     lora_weights_dir = ""  # set by initialize; the adapter goes with the first request, once
     lora_sent = False
 
@@ -227,10 +200,10 @@ class TritonPythonModel:
             "DECODER_INPUT_ID": pad_ids.reshape(1, 1),
             "REQUEST_DECODER_INPUT_LEN": np.ones((1, 1), dtype=np.int32),
             "REQUEST_OUTPUT_LEN": optional_input(request, "REQUEST_OUTPUT_LEN").astype(np.int32).reshape(1, 1),
-            "BAD_WORDS_IDS": self._word_list(bad if bad is not None else [None]),
-            "STOP_WORDS_IDS": self._word_list(stop if stop is not None else [None]),
-            "EMBEDDING_BIAS": self._embedding_bias(optional_input(request, "EMBEDDING_BIAS_WORDS"),
-                                                   optional_input(request, "EMBEDDING_BIAS_WEIGHTS")),
+            "BAD_WORDS_IDS": word_list(self.tokenizer, bad if bad is not None else [None]),
+            "STOP_WORDS_IDS": word_list(self.tokenizer, stop if stop is not None else [None]),
+            "EMBEDDING_BIAS": embedding_bias(self.tokenizer, optional_input(request, "EMBEDDING_BIAS_WORDS"),
+                                             optional_input(request, "EMBEDDING_BIAS_WEIGHTS"), 1, len(self.tokenizer)),
             "OUT_END_ID": (end_id if end_id is not None else np.full((1, 1), self.end_id)).astype(np.int32),
             "OUT_PAD_ID": pad_ids,
             "OUT_PROMPT_EMBEDDING_TABLE": table[None],

@@ -75,14 +75,15 @@ def test_the_layout_has_no_encoder_model_and_every_config_parses(repo):
 
 
 def test_each_preprocessing_gets_the_shared_helpers_beside_its_code(repo, tmp_path):
-    """model_repo_templates/shared/model_params.py is written once and copied into every model folder that uses it
+    """model_repo_templates/shared/ files are written once and copied into every model folder that uses them
     (each stands alone at run time): this layout's preprocessing and the text layout's."""
-    shared = (SHARED_DIR / "model_params.py").read_bytes()
-    assert (repo / "preprocessing" / "1" / "model_params.py").read_bytes() == shared
-    assert "from model_params import" in (repo / "preprocessing" / "1" / "model.py").read_text()
-    assert not (repo / "postprocessing" / "1" / "model_params.py").exists()
-    assert load_template("inflight_batcher_llm").shared == {"preprocessing": ("model_params.py",)}
-    assert load_template("internlm_xcomposer2_cpu").shared == {"preprocessing": ("model_params.py",)}
+    for name in ("model_params.py", "word_lists.py"):
+        assert (repo / "preprocessing" / "1" / name).read_bytes() == (SHARED_DIR / name).read_bytes()
+        assert f"from {name[:-3]} import" in (repo / "preprocessing" / "1" / "model.py").read_text()
+        assert not (repo / "postprocessing" / "1" / name).exists()
+    both = {"preprocessing": ("model_params.py", "word_lists.py")}
+    assert load_template("inflight_batcher_llm").shared == both
+    assert load_template("internlm_xcomposer2_cpu").shared == both
 
 
 def test_a_shared_file_that_is_not_there_is_named(tmp_path, monkeypatch):
