@@ -130,11 +130,12 @@ def encoder_times(encoder, path: Path, runs: int = 5) -> dict[str, tuple[float, 
     return {name: timed(work, runs) for name, work in parts.items()}
 
 
-def variants(path: Path, count: int) -> list[Path]:
-    """`count` copies of an image, each with a different top-left pixel (no two the same for the encoder's memo)."""
+def variants(path: Path, count: int, first: int = 0) -> list[Path]:
+    """`count` copies of an image, each with a different top-left pixel (no two the same for the encoder's memo);
+    copies from another `first` differ from these too."""
     image = Image.open(path).convert("RGB")
     out = []
-    for i in range(count):
+    for i in range(first, first + count):
         image.putpixel((0, 0), (i % 256, (i * 7) % 256, 255 - i % 256))
         out.append(path.with_name(f"{path.stem}-{i}.png"))
         image.save(out[-1])
@@ -195,11 +196,8 @@ def run(args: argparse.Namespace, tmp: Path) -> int:
     encoder_rows = [[part] + ["{:.0f} ({:.0f})".format(*times[name][part]) for name in pictures] for part in parts]
     if not args.skip_server:
         photo = paths.get("chelsea (451 x 300 photo)", paths["336 x 336 PNG"])
-        rows += time_to_first_token(args, tmp, {"no image": [None] * args.runs,
-                                                f"one photo ({photo.stem})": variants(photo, args.runs + 1),
-                                                f"the same photo again ({photo.stem}, remembered)":
-                                                    variants(photo, 1) * (args.runs + 1),
-                                                "one image with text (code)": variants(paths["code"], args.runs + 1)})
+        rows += time_to_first_token(args, tmp, {model: image_cases(paths["code"], photo, args.runs, index)
+                                                for index, model in enumerate(TTFT_MODELS)})
     print_table(["measurement", "result"], rows)
     print("CPU encoder per image, ms: median wall (median process CPU)")
     print_table(["part", *pictures], encoder_rows)
@@ -207,8 +205,22 @@ def run(args: argparse.Namespace, tmp: Path) -> int:
     return 0
 
 
-def time_to_first_token(args: argparse.Namespace, tmp: Path, cases: dict[str, list]) -> list[list[str]]:
-    """Rows of median time to first token per model and case (the first request of each case is a warm-up)."""
+def image_cases(code: Path, photo: Path, runs: int, model_index: int) -> dict[str, list]:
+    """Case -> images (None: no image) for one model; a new image is new to the encoder for every model, since the
+    models share one encoder, and the memo of the model measured first must not answer the second's."""
+    first = 1 + model_index * (runs + 1)  # variant 0 is the remembered photo
+    return {"no image": [None] * runs,
+            f"one photo ({photo.stem})": variants(photo, runs + 1, first),
+            f"the same photo again ({photo.stem}, remembered)": variants(photo, 1) * (runs + 1),
+            "one image with text (code)": variants(code, runs + 1, first)}
+
+
+TTFT_MODELS = ("tensorrt_llm_bls", "ensemble")
+
+
+def time_to_first_token(args: argparse.Namespace, tmp: Path, cases: dict[str, dict[str, list]]) -> list[list[str]]:
+    """Rows of median time to first token per model (`cases`: model -> case -> images) and case (the first
+    request of each case is a warm-up)."""
     rows, server = [], None
     if args.url:
         url = args.url
@@ -219,9 +231,9 @@ def time_to_first_token(args: argparse.Namespace, tmp: Path, cases: dict[str, li
         url = server.grpc_url
     try:
         prompts = PromptBuilder(tokenizer_dir=str(model_dir()))
-        for model in ("tensorrt_llm_bls", "ensemble"):
+        for model, model_cases in cases.items():
             client = TritonChatClient(url, model=model)
-            for case, images in cases.items():
+            for case, images in model_cases.items():
                 try:
                     ttft(client, prompts, images[:1])  # warm-up
                     first, prep = ttft(client, prompts, images[1:] if images[0] else images)
