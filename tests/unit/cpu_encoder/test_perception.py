@@ -5,7 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from setup.catalog.families import get_family
 from tests.unit.cpu_encoder.conftest import photo, red_circle, sign
+
+ROWS = get_family("cpu-ocr").visual_tokens_per_image  # prompt-table rows per image
 
 
 def test_wording_marks_guesses_and_names_every_part(lib):
@@ -51,16 +54,16 @@ def test_each_image_of_a_message_is_described_on_its_own(encoder):
 
     pictures = [Image.fromarray(photo("chelsea")), Image.fromarray(red_circle()), Image.fromarray(sign())]
     table, seen = encoder.encode(_pixels(pictures))
-    assert table.shape == (3 * 96, 576) and table.dtype == np.float16
+    assert table.shape == (3 * ROWS, 576) and table.dtype == np.float16
     cat, circle, board = (s.sentence() for s in seen)
     assert cat.startswith("It shows a cat (") and "Text" not in cat, cat
     assert "a red circle" in circle and "red" in [c for c, _ in seen[1].colours], circle
     assert 'Text: "OPEN DAILY 9-17"' in board, board
     ids = encoder.description_ids(cat, 1)
-    np.testing.assert_array_equal(table[:96], encoder.embeddings[ids].astype(np.float16))
+    np.testing.assert_array_equal(table[:ROWS], encoder.embeddings[ids].astype(np.float16))
     assert encoder.tokenizer.decode([i for i in ids if i != encoder.pad_id]) == f"[Image 1: {cat}]"
     board_ids = encoder.description_ids(board, 3)
-    np.testing.assert_array_equal(table[192:], encoder.embeddings[board_ids].astype(np.float16))
+    np.testing.assert_array_equal(table[2 * ROWS:], encoder.embeddings[board_ids].astype(np.float16))
 
 
 def test_one_image_alone_is_not_numbered(encoder):
@@ -77,7 +80,7 @@ def test_one_image_alone_is_not_numbered(encoder):
 
 def test_a_long_description_is_cut_before_the_closing_bracket(encoder):
     ids = encoder.description_ids("word " * 300)
-    assert len(ids) == 96 and ids[-len(encoder.close_ids):] == encoder.close_ids
+    assert len(ids) == ROWS and ids[-len(encoder.close_ids):] == encoder.close_ids
 
 
 def test_stray_non_latin_ocr_is_dropped_from_photos(encoder):

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
+from setup.catalog.families import get_family
 from setup.paths import TEMPLATES_DIR
 from setup.repo.fill import placeholders
 from setup.repo.writer import (
@@ -22,6 +23,8 @@ from setup.repo.writer import (
     write_repository,
 )
 from tests.template_models import load_template_model
+
+ROWS = get_family("cpu-ocr").visual_tokens_per_image  # the CPU demo's prompt-table rows per image
 
 MULTIMODAL_MODELS = {"ensemble", "preprocessing", "postprocessing", "tensorrt_llm", "tensorrt_llm_bls",
                      "multimodal_encoders"}
@@ -87,7 +90,7 @@ def test_text_template_is_unchanged_by_the_cpu_overlay(tmp_path):
 
 
 def test_cpu_overlay_brings_the_ocr_encoder(tmp_path):
-    llm, visual = engines(tmp_path, table=8 * 96 * 2, model_type="cpu-ocr")
+    llm, visual = engines(tmp_path, table=8 * ROWS * 2, model_type="cpu-ocr")
     config = DeploymentConfig(template="multimodal", engine="cpu", parameters={
         "engine_dir": str(llm), "tokenizer_dir": "/t", "multimodal_model_path": str(visual), "hf_model_path": "/hf",
         "max_num_images": 2, "multimodal_family": "cpu-ocr"})
@@ -294,7 +297,7 @@ def test_ocr_encoder_rows_are_the_llm_embeddings_of_the_text(ocr_encoder, cpu_mo
     pixels = pixel_batch([image], get_family("cpu-ocr").preprocess)[0]
     table, texts = ocr_encoder.encode(pixels)
     assert texts == ["The secret code is 4711"]
-    assert table.shape == (96, 576) and table.dtype == np.float16
+    assert table.shape == (ROWS, 576) and table.dtype == np.float16
     from transformers import AutoTokenizer
 
     ids = AutoTokenizer.from_pretrained(cpu_model_dir).encode("[Image text: The secret code is 4711]",
@@ -306,12 +309,12 @@ def test_ocr_encoder_rows_are_the_llm_embeddings_of_the_text(ocr_encoder, cpu_mo
 
 def test_ocr_encoder_cuts_long_text_and_marks_empty_images(ocr_encoder):
     long_ids = ocr_encoder.text_ids("word " * 400)
-    assert len(long_ids) == 96 and long_ids[-len(ocr_encoder.close_ids):] == ocr_encoder.close_ids
+    assert len(long_ids) == ROWS and long_ids[-len(ocr_encoder.close_ids):] == ocr_encoder.close_ids
     empty = ocr_encoder.tokenizer.decode([i for i in ocr_encoder.text_ids("") if i != ocr_encoder.pad_id])
     assert empty == "[Image text: (no readable text)]"
     blank = np.ones((1, 3, 64, 64), np.float16)
     table, texts = ocr_encoder.encode(blank)
-    assert texts == [""] and table.shape == (96, 576)
+    assert texts == [""] and table.shape == (ROWS, 576)
 
 
 def test_pixels_round_trip_to_uint8():
@@ -329,6 +332,6 @@ def test_cpu_encoder_folder_matches_the_family(tmp_path):
     folder = build_cpu_encoder(get_family("cpu-ocr"), 2, 576, root=tmp_path)
     config = json.loads((folder / "config.json").read_text())
     assert config["builder_config"]["model_type"] == "cpu-ocr"
-    assert config["builder_config"]["num_visual_features"] == 96
+    assert config["builder_config"]["num_visual_features"] == ROWS
     assert (folder / config["hf_model_dir"]).resolve() == (tmp_path / "models" / "smollm2-135m-instruct").resolve()
     assert Path(folder).name == "cpu-ocr-encoder"
