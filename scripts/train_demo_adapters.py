@@ -17,7 +17,6 @@ script exits 1 when a check's reply lacks every expected word.
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -202,12 +201,7 @@ def _train_partial(model_dir: Path, name: str, spec: dict, target: Path, steps: 
               f"Applied only at the image's prompt-table rows (CPU engine with has_partial_lora_mask). Trained by "
               f"scripts/train_demo_adapters.py (r={settings['rank']}, alpha={settings['alpha']}, "
               f"{', '.join(settings['target_modules'])}; {steps} full-batch steps, seed {settings['seed']}).\n")
-    staging = stage_adapter(model, target, readme, BASE_MODEL_ID)
-    try:
-        install_adapter(staging, target, replace=True)
-    except Exception:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    install_adapter(stage_adapter(model, target, readme, BASE_MODEL_ID), target, replace=True)
     ok = True
     for check in spec.get("checks", []):
         ids, rows_mask = partial_prompt(tokenizer, spec, check["image"], check["question"])

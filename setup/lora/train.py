@@ -313,7 +313,8 @@ def stage_adapter(model, out: Path, readme: str, base_model_id: str | None = Non
 
 
 def install_adapter(staging: Path, out: Path, replace: bool) -> None:
-    """Rename a staged adapter folder to `out` (replacing an old adapter only when asked to)."""
+    """Rename a staged adapter folder to `out` (replacing an old adapter only when asked to); when that fails, the
+    staged folder is removed."""
     old = None
     try:
         if out.exists():
@@ -323,7 +324,11 @@ def install_adapter(staging: Path, out: Path, replace: bool) -> None:
             out.rename(old / out.name)
         staging.rename(out)
     except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
         raise TrainError(msg.MSG_OUT_UNWRITABLE.format(path=out, reason=exc.strerror or exc)) from None
+    except TrainError:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     finally:
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)

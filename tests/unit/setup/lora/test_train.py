@@ -9,7 +9,7 @@ import pytest
 
 from setup.lora import messages as msg
 from setup.lora.dataset import Example, examples_from_pairs
-from setup.lora.train import prepare_training, train, training_running
+from setup.lora.train import install_adapter, prepare_training, train, training_running
 from setup.lora.train_settings import TrainCancelled, TrainError, default_settings
 from tests.lora_training_helpers import PIRATE_PAIRS, write_tiny_base
 
@@ -185,3 +185,14 @@ def test_the_lock_file_is_gone_after_a_refusal_and_after_a_training(tiny_base, t
         lock_folder(tmp_path)  # flock excludes a second descriptor in the same process too
     unlock_folder(tmp_path, fd)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_install_that_is_refused_removes_the_staged_folder_and_keeps_the_old_adapter(tmp_path):
+    staged, out = tmp_path / ".training-style-x", tmp_path / "style"
+    staged.mkdir()
+    (staged / "adapter_config.json").write_text("{}")
+    out.mkdir()
+    (out / "adapter_config.json").write_text('{"old": true}')
+    with pytest.raises(TrainError):
+        install_adapter(staged, out, replace=False)
+    assert not staged.exists() and (out / "adapter_config.json").read_text() == '{"old": true}'
