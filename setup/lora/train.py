@@ -313,16 +313,23 @@ def stage_adapter(model, out: Path, readme: str, base_model_id: str | None = Non
 
 
 def install_adapter(staging: Path, out: Path, replace: bool) -> None:
-    """Rename a staged adapter folder to `out` (replacing an old adapter only when asked to); when that fails, the
-    staged folder is removed."""
-    old = None
+    """Rename a staged adapter folder to `out` (replacing an old adapter only when asked to). When that fails, the
+    staged folder is removed and an old adapter stays where it was."""
+    aside = None
     try:
         if out.exists():
             if not replace:
                 raise TrainError(msg.MSG_OUT_EXISTS.format(path=out))
-            old = Path(tempfile.mkdtemp(prefix=f".replaced-{out.name}-", dir=out.parent))
-            out.rename(old / out.name)
-        staging.rename(out)
+            aside = Path(tempfile.mkdtemp(prefix=f".replaced-{out.name}-", dir=out.parent))
+            out.rename(aside / out.name)
+        try:
+            staging.rename(out)
+        except OSError:
+            if aside is not None:
+                kept, aside = aside, None  # if even the way back fails, the old adapter stays in `kept`
+                (kept / out.name).rename(out)
+                shutil.rmtree(kept, ignore_errors=True)
+            raise
     except OSError as exc:
         shutil.rmtree(staging, ignore_errors=True)
         raise TrainError(msg.MSG_OUT_UNWRITABLE.format(path=out, reason=exc.strerror or exc)) from None
@@ -330,8 +337,8 @@ def install_adapter(staging: Path, out: Path, replace: bool) -> None:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     finally:
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        if aside is not None:
+            shutil.rmtree(aside, ignore_errors=True)
 
 
 def prepare_training(base: Path, examples: Sequence[Example], out: Path, settings: TrainSettings, *,

@@ -196,3 +196,24 @@ def test_an_install_that_is_refused_removes_the_staged_folder_and_keeps_the_old_
     with pytest.raises(TrainError):
         install_adapter(staged, out, replace=False)
     assert not staged.exists() and (out / "adapter_config.json").read_text() == '{"old": true}'
+
+
+def test_a_replacement_whose_rename_fails_puts_the_old_adapter_back(tmp_path):
+    staged, out = tmp_path / ".training-style-gone", tmp_path / "style"  # staged folder missing: the rename fails
+    out.mkdir()
+    (out / "adapter_config.json").write_text('{"old": true}')
+    with pytest.raises(TrainError, match="style"):
+        install_adapter(staged, out, replace=True)
+    assert (out / "adapter_config.json").read_text() == '{"old": true}'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["style"]
+
+
+def test_a_replacement_swaps_the_adapter_and_leaves_nothing_beside_it(tmp_path):
+    staged, out = tmp_path / ".training-style-x", tmp_path / "style"
+    staged.mkdir()
+    (staged / "adapter_config.json").write_text('{"new": true}')
+    out.mkdir()
+    (out / "adapter_config.json").write_text('{"old": true}')
+    install_adapter(staged, out, replace=True)
+    assert (out / "adapter_config.json").read_text() == '{"new": true}'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["style"]
