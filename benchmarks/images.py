@@ -43,6 +43,7 @@ from setup.cpu.model import model_dir  # noqa: E402
 
 QUESTION = "What is the secret code?"
 PARAMS = SamplingParams(max_tokens=8)
+TTFT_MODELS = ("tensorrt_llm_bls", "ensemble")
 
 
 def make_inputs(folder: Path) -> dict[str, Path]:
@@ -213,9 +214,6 @@ def image_cases(code: Path, photo: Path, runs: int, model_index: int) -> dict[st
             f"one photo ({photo.stem})": variants(photo, runs + 1, first),
             f"the same photo again ({photo.stem}, remembered)": variants(photo, 1) * (runs + 1),
             "one image with text (code)": variants(code, runs + 1, first)}
-
-
-TTFT_MODELS = ("tensorrt_llm_bls", "ensemble")
 
 
 def time_to_first_token(args: argparse.Namespace, tmp: Path, cases: dict[str, dict[str, list]]) -> list[list[str]]:
