@@ -1,8 +1,8 @@
-"""Compare: one prompt (and optionally one image) streamed at the same time through the base model and up to three
+"""Compare: one prompt (and optionally images) streamed at the same time through the base model and up to three
 adapters.
 
-The image goes to every column through the chat's intake: the deployment checks it (format, size, how many images
-it takes) before any column opens, and each column's request carries it as the chat's would. On a model with an
+The images go to every column through the chat's intake: the deployment checks them (format, size, how many images
+it takes) before any column opens, and each column's request carries them as the chat's would. On a model with an
 adapter of its own (InternLM-XComposer2's Partial LoRA) the base column keeps that adapter on, and another adapter
 is refused in a sentence unless the deployment combines adapters: the chat's rules, applied by the deployment."""
 

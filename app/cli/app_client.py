@@ -18,7 +18,7 @@ ENDPOINT = "/compare"
 
 
 def compare_through_app(url: str, prompt: str, adapters: list[str | None], max_tokens: int,
-                        image: Path | None = None, login: tuple[str, str] | None = None) -> list[dict[str, str]]:
+                        images: list[Path] | None = None, login: tuple[str, str] | None = None) -> list[dict[str, str]]:
     """The final columns ({column, text, state, figures} each) of one Compare run on the app at `url`; `adapters`
     as the endpoint takes them (None for the base model). ChatError with the app's own sentence when it refuses,
     or a sentence when it cannot be reached or asks for a login (`login`: user, password) it did not get or
@@ -39,7 +39,7 @@ def compare_through_app(url: str, prompt: str, adapters: list[str | None], max_t
     if ENDPOINT not in client.view_api(print_info=False, return_format="dict").get("named_endpoints", {}):
         raise ChatError(MSG_CLI_APP_NO_COMPARE.format(url=url))
     job = client.submit(prompt=prompt, adapters=["" if a is None else a for a in adapters], max_tokens=max_tokens,
-                        images=[handle_file(str(image))] if image is not None else None, api_name=ENDPOINT)
+                        images=[handle_file(str(image)) for image in images] if images else None, api_name=ENDPOINT)
     try:
         return job.result()
     except AppError as exc:

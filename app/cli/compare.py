@@ -1,9 +1,9 @@
-"""`python -m app compare`: the Compare tab's job from a terminal. One prompt (and optionally one image) streamed
+"""`python -m app compare`: the Compare tab's job from a terminal. One prompt (and optionally images) streamed
 at once through the base model and up to three adapters; prints each column's final text and its state and figures.
 
     python -m app compare --triton 127.0.0.1:8001 --prompt "What is the capital of France?" --base --adapter pirate
     python -m app compare --openai http://127.0.0.1:8000/v1 [--model NAME] --prompt TEXT --adapter NAME ...
-    python -m app compare --app http://127.0.0.1:7860 --prompt TEXT --base [--image FILE]   through the app's API
+    python -m app compare --app http://127.0.0.1:7860 --prompt TEXT --base [--image FILE]...   through the app's API
 
 --triton and --openai connect as `python -m app` does (the same deployment code, adapters from --adapters-dir);
 --app calls a running app's Gradio API (its `compare` endpoint), so the figures are the app's users'. Bad input
@@ -46,7 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--adapter", action="append", default=[], metavar="NAME",
                         help=f"An adapter's column; repeat for up to {MAX_COMPARE_ADAPTERS}.")
     parser.add_argument("--base", action="store_true", help="A column for the base model (the first column).")
-    parser.add_argument("--image", type=Path, metavar="FILE", help="An image sent with the prompt to every column.")
+    parser.add_argument("--image", dest="images", type=Path, action="append", default=[], metavar="FILE",
+                        help="An image sent with the prompt to every column; repeat for several.")
     parser.add_argument("--max-tokens", type=positive_int, default=DEFAULT_MAX_TOKENS,
                         help=f"New tokens per column at most (default {DEFAULT_MAX_TOKENS}).")
     parser.add_argument("--json", action="store_true",
@@ -73,12 +74,12 @@ def app_config(args: argparse.Namespace) -> AppConfig:
 
 
 def compare_here(config: AppConfig, prompt: str, adapters: list[str | None], max_tokens: int,
-                 image: Path | None = None, ctx: AppContext | None = None) -> list[dict[str, str]]:
+                 images: list[Path] | None = None, ctx: AppContext | None = None) -> list[dict[str, str]]:
     """The final columns of one Compare run through the deployment `config` names (or `ctx`'s); ChatError with
     the UI's sentence when the input is refused. Ctrl-C stops every column."""
     ctx = ctx or AppContext(config)
     run = CompareRun(ctx, prompt, adapters, SamplingParams(max_tokens=max_tokens),
-                     images=[str(image)] if image is not None else None)
+                     images=[str(image) for image in images] if images else None)
     last = deque(run.entry_updates(), maxlen=1)  # Ctrl-C inside it ends the updates, which cancels every column
     return last[0] if last else []
 
@@ -105,13 +106,14 @@ def main(argv: list[str] | None = None, ctx: AppContext | None = None) -> int:
         parser.error("--api-key-file is for an OpenAI-compatible server; use it with --openai")
     adapters: list[str | None] = ([None] if args.base else []) + list(args.adapter)
     try:
-        if args.image is not None and not args.image.is_file():
-            raise ChatError(MSG_CLI_IMAGE_MISSING.format(path=args.image))
+        for image in args.images:
+            if not image.is_file():
+                raise ChatError(MSG_CLI_IMAGE_MISSING.format(path=image))
         if args.app:
             login = args.login_file[0] if args.login_file else None
-            columns = compare_through_app(args.app, args.prompt, adapters, args.max_tokens, args.image, login)
+            columns = compare_through_app(args.app, args.prompt, adapters, args.max_tokens, args.images, login)
         else:
-            columns = compare_here(app_config(args), args.prompt, adapters, args.max_tokens, args.image, ctx=ctx)
+            columns = compare_here(app_config(args), args.prompt, adapters, args.max_tokens, args.images, ctx=ctx)
     except ChatError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -62,7 +62,7 @@ MSG_NOTHING_TO_EXPORT = "This conversation is empty; there is nothing to export.
 # Compare tab
 COMPARE_INTRO = ("One prompt, streamed at the same time through each chosen model/adapter; an image, when given, "
                  "goes to every column.")
-COMPARE_IMAGE_LABEL = "Image (optional)"
+COMPARE_IMAGE_LABEL = "Images (optional)"
 COMPARE_IMAGE_HEIGHT = 120
 COMPARE_NONE = "(none)"
 COMPARE_UNUSED = "not used: pick a model or adapter above"

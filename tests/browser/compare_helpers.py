@@ -17,18 +17,23 @@ def column_texts(page) -> list[str]:
     return [page.locator(f"#compare-out-{i} textarea").input_value() for i in range(COLUMNS)]
 
 
-def attach_picture(page, picture) -> None:
-    """Put one picture in Compare's image box and wait until the box names it."""
-    page.set_input_files("#compare-image input[type=file]", str(picture))
-    wait_until(lambda: picture.name in page.locator("#compare-image").inner_text(), what="the picture to upload")
+def attach_pictures(page, pictures: list) -> None:
+    """Put pictures in Compare's image box and wait until the box names each."""
+    page.set_input_files("#compare-image input[type=file]", [str(picture) for picture in pictures])
+    box = page.locator("#compare-image")
+
+    def listed() -> bool:  # the box's table names each file once its upload has finished
+        return "Uploading" not in box.inner_text() and all(
+            box.locator(f'td.filename[aria-label="{picture.name}"]').count() == 1 for picture in pictures)
+    wait_until(listed, what="the pictures to upload")
 
 
 def run_compare(page, prompt: str, picture=None, max_tokens: int | None = None, timeout: float = 240) -> list[str]:
-    """Open Compare, attach `picture` (if any), type `prompt`, run; the column texts once every used column has
-    finished (a refusal's toast fails at once)."""
+    """Open Compare, attach `picture` (a path or a list of them; none when None), type `prompt`, run; the column
+    texts once every used column has finished (a refusal's toast fails at once)."""
     page.get_by_role("tab", name="Compare").click()
     if picture is not None:
-        attach_picture(page, picture)
+        attach_pictures(page, picture if isinstance(picture, list) else [picture])
     page.fill("#compare-prompt textarea", prompt)
     if max_tokens is not None:
         set_number(page, "compare-max-tokens", max_tokens)

@@ -1,5 +1,5 @@
-"""Images in the browser: upload a picture of text and ask about it, in the chat and in Compare; a bad file gets its
-message."""
+"""Images in the browser: upload a picture of text and ask about it, in the chat and in Compare (with a second
+picture); a bad file gets its message."""
 
 import pytest
 from PIL import Image, ImageDraw, ImageFont
@@ -36,11 +36,16 @@ def test_not_an_image_is_refused_with_its_message(page, tmp_path):
     assert page.locator("#chatbot .message").count() == 0  # nothing was sent
 
 
-def test_compare_sends_the_picture_to_every_column(page, code_image):
-    """Compare's image box: the picture goes with the prompt to the base model and to pirate, and each reads it."""
+def test_compare_sends_the_pictures_to_every_column(page, code_image, tmp_path):
+    """Compare's image box takes several pictures: both go with the prompt to the base model and to pirate, and
+    each column reads the code on the second one."""
+    circle = tmp_path / "circle.png"
+    image = Image.new("RGB", (336, 336), "white")
+    ImageDraw.Draw(image).ellipse((68, 68, 268, 268), fill="red")
+    image.save(circle)
     page.get_by_role("tab", name="Compare").click()
     pick(page, "compare-adapter-1", "pirate")
     pick(page, "compare-adapter-2", "(none)")
-    texts = run_compare(page, "What is the secret code?", picture=code_image, max_tokens=48, timeout=240)
+    texts = run_compare(page, "What is the secret code?", picture=[circle, code_image], max_tokens=48, timeout=240)
     assert "4711" in texts[0] and "4711" in texts[1], texts
     assert [state.split(" · ")[0] for state in column_states(page)][:2] == ["done", "done"]

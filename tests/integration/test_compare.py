@@ -73,6 +73,21 @@ def test_the_command_through_the_app_prints_each_column(app_url):
     assert done.stdout.count("--- done · ") == 2
 
 
+def test_the_command_through_the_app_sends_every_image(app_url, tmp_path):
+    """Two --image options: the code is on the second picture, so a column that reads it got both."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    circle, code = Image.new("RGB", (336, 336), "white"), Image.new("RGB", (900, 260), "white")
+    ImageDraw.Draw(circle).ellipse((68, 68, 268, 268), fill="red")
+    ImageDraw.Draw(code).text((30, 90), "The secret code is 4711", fill="black", font=ImageFont.load_default(size=64))
+    circle.save(tmp_path / "circle.png")
+    code.save(tmp_path / "code.png")
+    done = run_compare("--app", app_url, "--prompt", "What is the secret code?", "--base", "--max-tokens", "32",
+                       "--image", str(tmp_path / "circle.png"), "--image", str(tmp_path / "code.png"))
+    assert done.returncode == 0, done.stderr
+    assert "4711" in done.stdout and done.stdout.count("--- done · ") == 1
+
+
 def test_the_command_straight_to_triton_and_its_refusals(triton):
     done = run_compare("--triton", triton.grpc_url, "--prompt", PROMPT, "--base", "--max-tokens", "24", "--json")
     assert done.returncode == 0, done.stderr

@@ -1,4 +1,4 @@
-"""Compare tab: the same prompt (and optionally one image) through the base model and up to three adapters, side
+"""Compare tab: the same prompt (and optionally images) through the base model and up to three adapters, side
 by side, streamed, each column with its state and figures."""
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def build(ctx: AppContext) -> None:
         prompt = gr.Textbox(label="Prompt", elem_id="compare-prompt", placeholder="What is the capital of France?",
                             scale=3)
         # A file, not gr.Image: the app's intake checks size and pixels before anything decodes the picture.
-        image = gr.File(label=COMPARE_IMAGE_LABEL, file_types=["image"], file_count="single", type="filepath",
+        image = gr.File(label=COMPARE_IMAGE_LABEL, file_types=["image"], file_count="multiple", type="filepath",
                         elem_id="compare-image", height=COMPARE_IMAGE_HEIGHT, scale=1, min_width=160)
     with gr.Row():
         pickers = [gr.Dropdown(column_choices(ctx), value=pick, label=f"Column {i + 1}",
@@ -77,13 +77,13 @@ def build(ctx: AppContext) -> None:
         return [gr.Button(interactive=not running),
                 gr.Button(interactive=running, variant="stop" if running else "secondary")]
 
-    def on_run(text: str, picture: str | None, tokens: float, first: str, second: str, third: str, fourth: str,
+    def on_run(text: str, pictures: list[str] | None, tokens: float, first: str, second: str, third: str, fourth: str,
                request: gr.Request):
         names = [column_name(pick) for pick in (first, second, third, fourth)[:COLUMNS]]
         chosen = list(dict.fromkeys(name for name in names if name))
         try:
             compare = CompareRun(ctx, text, [adapter_of(name) for name in chosen], SamplingParams(max_tokens=int(tokens)),
-                                 images=[picture] if picture else None)
+                                 images=list(pictures) if pictures else None)
         except ChatError as exc:
             gr.Warning(str(exc))  # a toast; the page stays as it was
             yield [gr.skip()] * (2 * COLUMNS + 2)

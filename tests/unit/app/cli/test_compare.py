@@ -50,13 +50,14 @@ def test_json_gives_the_apis_entries(tmp_path, capsys):
         "column", "text", "state", "figures"}
 
 
-def test_max_tokens_and_the_image_go_to_every_column(tmp_path, capsys):
-    picture = tmp_path / "red.png"
-    picture.write_bytes(b"png")
+def test_max_tokens_and_the_images_go_to_every_column(tmp_path, capsys):
+    pictures = [tmp_path / "red.png", tmp_path / "blue.png"]
+    for picture in pictures:
+        picture.write_bytes(b"png")
     deployment = RecordingDeployment()
     run(tmp_path, capsys, "--prompt", "Hi", "--base", "--adapter", "french", "--max-tokens", "7", "--image",
-        str(picture), deployment=deployment)
-    assert deployment.checked == [[str(picture)]]
+        str(pictures[0]), "--image", str(pictures[1]), deployment=deployment)
+    assert deployment.checked == [[str(p) for p in pictures]]
     assert [(r.adapter, r.sampling.max_tokens) for r in deployment.requests] == [(None, 7), ("french", 7)]
 
 
@@ -68,6 +69,7 @@ def test_max_tokens_and_the_image_go_to_every_column(tmp_path, capsys):
      MSG_COMPARE_TOO_MANY.format(limit=3)),
     (["--prompt", "Hi", "--base", "--max-tokens", "5000"], "max tokens must be between 1 and 4096"),
     (["--prompt", "Hi", "--base", "--image", "/no/such.png"], "Image file /no/such.png does not exist."),
+    (["--prompt", "Hi", "--base", "--image", __file__, "--image", "/no/b.png"], "Image file /no/b.png does not exist."),
 ])
 def test_bad_input_is_one_error_line(tmp_path, capsys, argv, sentence):
     code, out, err = run(tmp_path, capsys, *argv)
@@ -108,13 +110,13 @@ def test_the_deployment_options_make_the_apps_config():
 def test_app_mode_sends_the_columns_to_the_apps_endpoint(monkeypatch, capsys):
     calls = []
 
-    def fake(url, prompt, adapters, max_tokens, image=None, login=None):
-        calls.append((url, prompt, adapters, max_tokens, image, login))
+    def fake(url, prompt, adapters, max_tokens, images=None, login=None):
+        calls.append((url, prompt, adapters, max_tokens, images, login))
         return [{"column": "base model", "text": "Paris.", "state": "done", "figures": "2 tokens"}]
 
     monkeypatch.setattr(cli, "compare_through_app", fake)
     code = cli.main(["--app", "http://127.0.0.1:7860", "--prompt", "Capital?", "--base", "--adapter", "pirate"])
-    assert code == 0 and calls == [("http://127.0.0.1:7860", "Capital?", [None, "pirate"], 96, None, None)]
+    assert code == 0 and calls == [("http://127.0.0.1:7860", "Capital?", [None, "pirate"], 96, [], None)]
     assert capsys.readouterr().out == "=== base model ===\nParis.\n--- done · 2 tokens\n"
 
 
