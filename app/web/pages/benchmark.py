@@ -17,11 +17,14 @@ from app.web.messages import (
     MSG_BENCH_BUSY,
     MSG_BENCH_NO_LEVELS,
     MSG_BENCH_NOTHING_TO_STOP,
+    MSG_BENCH_RUNNING,
     MSG_BENCH_STOPPED_AT,
+    MSG_BENCH_STOPPING,
 )
 
 TITLE = "Benchmark"
 LEVELS = (1, 2, 4, 8, 16, 32)
+STOP_POLL_SECONDS = 0.2  # how soon a Stop shows as "Stopping" in the status line
 NOTE = ("Sends synthetic prompts straight to the server the chat uses (not through this web app) and "
         "measures time to first token, end-to-end latency and output tokens/s at each concurrency. "
         "Other users' chats slow it down, and it slows them down while it runs. For the full tool: "
@@ -54,7 +57,10 @@ def _target(ctx: AppContext, model: str, adapter: str | None, image: str | None)
 def run(ctx: AppContext, model: str, levels: list, requests: float, input_len: float, output_len: float,
         adapter: str | None = None, image: str | None = None):
     """Generator for the Run button: status text, table and the three charts after each level. Problems are a
-    toast and a status line (never an error over the tab); Stop cuts the level under way and ends the run."""
+    toast and a status line (never an error over the tab); Stop cuts the level under way and ends the run.
+
+    The status line has this one writer, so its last word is the run's: Stop only sets the switch, and the run says
+    "Stopping" while its requests are cancelled."""
     if not levels:
         yield _problem(MSG_BENCH_NO_LEVELS)
         return
@@ -71,31 +77,70 @@ def run(ctx: AppContext, model: str, levels: list, requests: float, input_len: f
             return
         done = []
         order = sorted(int(level) for level in levels)
-        yield f"Running concurrency {order[0]}...", gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        yield MSG_BENCH_RUNNING.format(level=order[0]), gr.skip(), gr.skip(), gr.skip(), gr.skip()
         for level in order:
+            measure = _Level(lambda level=level: sweep(
+                deployment, [level], int(requests), int(input_len), int(output_len), adapter=adapter,
+                images=[image] if image else None, stop=stop))
             try:
-                done += sweep(deployment, [level], int(requests), int(input_len), int(output_len), adapter=adapter,
-                              images=[image] if image else None, stop=stop)
+                announced = False
+                while not measure.finished(STOP_POLL_SECONDS):
+                    if stop.is_set() and not announced:
+                        announced = True
+                        yield MSG_BENCH_STOPPING, gr.skip(), gr.skip(), gr.skip(), gr.skip()
+                done += measure.result()
             except ChatError as exc:
                 yield _problem(str(exc))
                 return
+            finally:
+                if not measure.finished(0):  # closed at the "Stopping" update: let the level end first
+                    stop.set()
+                    measure.join()
             if stop.is_set():
                 yield MSG_BENCH_STOPPED_AT.format(level=level, done=len(done)), *_outputs(done)
                 return
             following = [lv for lv in order if lv > level]
-            status = f"Running concurrency {following[0]}..." if following else _finished(done)
+            status = MSG_BENCH_RUNNING.format(level=following[0]) if following else _finished(done)
             yield status, *_outputs(done)
     finally:
         _STOPS.remove(stop)
         _RUNNING.release()
 
 
-def stop_run() -> str:
-    """Ask the run under way to stop; what to show meanwhile."""
+class _Level:
+    """One level's sweep in a thread of its own, so the run can report "Stopping" while it waits."""
+
+    def __init__(self, work) -> None:
+        self._value, self._error = None, None
+        self._thread = threading.Thread(target=self._run, args=(work,), name="benchmark-level", daemon=True)
+        self._thread.start()
+
+    def _run(self, work) -> None:
+        try:
+            self._value = work()
+        except BaseException as exc:  # noqa: BLE001 - handed to the run, which reports it
+            self._error = exc
+
+    def finished(self, wait: float) -> bool:
+        self._thread.join(wait)
+        return not self._thread.is_alive()
+
+    def join(self) -> None:
+        self._thread.join()
+
+    def result(self) -> list:
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+def stop_run():
+    """Ask the run under way to stop: the run itself then says so in the status line (so no reply of this one can
+    land after the run's last word); with no run, say there is none."""
     if not _STOPS:
         return MSG_BENCH_NOTHING_TO_STOP
     _STOPS[0].set()
-    return "Stopping: cancelling the requests under way…"
+    return gr.skip()
 
 
 def _finished(done: list) -> str:
