@@ -108,7 +108,8 @@ def run(ctx: AppContext, model: str, levels: list, requests: float, input_len: f
 
 
 class _Level:
-    """One level's sweep in a thread of its own, so the run can report "Stopping" while it waits."""
+    """One level's sweep in a thread of its own, so the run can report "Stopping" while it waits. A daemon thread,
+    not an executor's, so a benchmark under way never holds up the app's exit."""
 
     def __init__(self, work) -> None:
         self._value, self._error = None, None
