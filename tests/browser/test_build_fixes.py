@@ -5,45 +5,25 @@ The TensorRT-LLM tools are stand-ins (tests/build_standins.py); the server stopp
 
 from __future__ import annotations
 
-import os
-import sys
-from pathlib import Path
-
-import gradio as gr
 import pytest
 
-from app.chat.context import AppConfig, AppContext
 from benchmarks.harness import pacing_server
-from tests.browser.test_build_page import shown_plan
-from tests.build_standins import make_checkpoint, make_trtllm
-from tests.conftest import free_port, grant_access
-from tests.unit.app.web.test_build_page import service
+from tests.browser.build_helpers import served_build_page, shown_plan
+from tests.build_standins import make_checkpoint
+from tests.conftest import grant_access
 
 
 @pytest.fixture
 def build_page(tmp_path, monkeypatch, browser_context):
     """(page, page service, stand-in TensorRT-LLM root, checkpoint): the Build page alone, tools first on PATH."""
-    from app.web.pages import build
-    tools = make_trtllm(tmp_path / "trtllm", "0.19")
-    bin_dir = Path(tools["trtllm_build"]).parent
-    (bin_dir / "python3").symlink_to(sys.executable)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("STANDIN_DELAY", "0.05")
-    port = free_port()
-    ctx = AppContext(AppConfig(port=port, workspace=(str(tmp_path),)))
-    page_service = service(tmp_path)
-    with gr.Blocks() as blocks:
-        build.build(ctx, page_service)
-    blocks.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    url = f"http://127.0.0.1:{port}/"
-    grant_access(browser_context, ctx, url)
-    page = browser_context.new_page()
-    page.goto(url)
-    page.wait_for_selector("#build-family input")
-    yield page, page_service, tools["trtllm_root"], make_checkpoint(tmp_path / "ckpt")
-    page_service.deployment.stop()
-    page.close()
-    blocks.close()
+    with served_build_page(tmp_path, monkeypatch) as served:
+        grant_access(browser_context, served.ctx, served.url)
+        page = browser_context.new_page()
+        page.goto(served.url)
+        page.wait_for_selector("#build-family input")
+        yield page, served.service, served.trtllm_root, make_checkpoint(tmp_path / "ckpt")
+        served.service.deployment.stop()
+        page.close()
 
 
 def _fill(page, checkpoint: str, out: str, root: str) -> None:

@@ -2,56 +2,22 @@
 
 from __future__ import annotations
 
-import os
-import sys
-from pathlib import Path
-
-import gradio as gr
 import pytest
 
-from app.chat.context import AppConfig, AppContext
-from tests.build_standins import make_checkpoint, make_trtllm
-from tests.conftest import free_port, grant_access
-from tests.unit.app.web.test_build_page import service
+from tests.browser.build_helpers import served_build_page, shown_plan
+from tests.build_standins import make_checkpoint
+from tests.conftest import grant_access
 
 
 @pytest.fixture
 def build_page_url(tmp_path, monkeypatch):
-    """The build page alone, served in this process, with stand-in TensorRT-LLM tools first on PATH."""
-    from app.web.pages import build
-    tools = make_trtllm(tmp_path / "trtllm", "0.19")
-    bin_dir = Path(tools["trtllm_build"]).parent
-    (bin_dir / "python3").symlink_to(sys.executable)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("STANDIN_DELAY", "0.05")
-    port = free_port()
-    ctx = AppContext(AppConfig(port=port, workspace=(str(tmp_path),)))
-    with gr.Blocks() as blocks:
-        build.build(ctx, service(tmp_path))
-    blocks.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    yield ctx, f"http://127.0.0.1:{port}/", tools["trtllm_root"], make_checkpoint(tmp_path / "llava ckpt")
-    blocks.close()
+    """(app context, URL, stand-in TensorRT-LLM root, checkpoint): the build page alone, served in this process."""
+    with served_build_page(tmp_path, monkeypatch) as served:
+        yield served.ctx, served.url, served.trtllm_root, make_checkpoint(tmp_path / "llava ckpt")
 
 
 def _wait_status(page, status: str, timeout: float = 240) -> None:
     page.wait_for_selector(f"#build-status [data-status='{status}']", timeout=timeout * 1000)
-
-
-def shown_plan(page, must_contain: str) -> str:
-    """The plan's text once the box shows `must_contain`, checked to be all readable: the box holds the whole
-    script the export button downloads, and it is either fully in view or scrolls to show the rest."""
-    page.wait_for_function("text => document.querySelector('#build-plan textarea').value.includes(text)",
-                           arg=must_contain)
-    shown = page.input_value("#build-plan textarea")
-    page.wait_for_selector("#build-export:not([disabled])")
-    with page.expect_download() as download:
-        page.click("#build-export")
-    assert Path(download.value.path()).read_text().strip() == shown.strip()
-    fit = page.evaluate("""() => { const t = document.querySelector('#build-plan textarea');
-        return {fits: t.scrollHeight <= t.clientHeight + 1, scrolls: ['auto', 'scroll'].includes(getComputedStyle(t).overflowY),
-                sideways: t.scrollWidth - t.clientWidth}; }""")
-    assert (fit["fits"] or fit["scrolls"]) and fit["sideways"] == 0, fit
-    return shown
 
 
 def test_browser_runs_llava_plan_then_cancels_another(browser_context, build_page_url, tmp_path, monkeypatch):
