@@ -91,3 +91,13 @@ def error_overlays(page) -> int:
 def reply_body(text: str) -> str:
     """A reply's text without its figures line (tokens/s and the first token's time differ run to run)."""
     return "\n".join(line for line in text.splitlines() if not FIGURES.match(line.strip())).strip()
+
+
+def wait_for_uploads(page, box: str, names: list[str]) -> None:
+    """Wait until the file box `box` (a selector) lists each of `names` as an uploaded file. Gradio's box shows a
+    name whole only while "Uploading..." and then as stem and extension apart, so the table cell's aria-label is
+    what names a finished upload."""
+    def listed() -> bool:
+        return "Uploading" not in page.locator(box).inner_text() and all(
+            page.locator(f'{box} td.filename[aria-label="{name}"]').count() == 1 for name in names)
+    wait_until(listed, what=f"{', '.join(names)} to upload")

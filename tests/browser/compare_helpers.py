@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.browser.chat_helpers import set_number, toasts, wait_until
+from tests.browser.chat_helpers import set_number, toasts, wait_for_uploads, wait_until
 
 COLUMNS = 4
 FINISHED = ("done", "stopped", "failed")
@@ -20,12 +20,7 @@ def column_texts(page) -> list[str]:
 def attach_pictures(page, pictures: list) -> None:
     """Put pictures in Compare's image box and wait until the box names each."""
     page.set_input_files("#compare-image input[type=file]", [str(picture) for picture in pictures])
-    box = page.locator("#compare-image")
-
-    def listed() -> bool:  # the box's table names each file once its upload has finished
-        return "Uploading" not in box.inner_text() and all(
-            box.locator(f'td.filename[aria-label="{picture.name}"]').count() == 1 for picture in pictures)
-    wait_until(listed, what="the pictures to upload")
+    wait_for_uploads(page, "#compare-image", [picture.name for picture in pictures])
 
 
 def run_compare(page, prompt: str, picture=None, max_tokens: int | None = None, timeout: float = 240) -> list[str]:

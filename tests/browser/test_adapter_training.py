@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from tests.browser.chat_helpers import wait_for_uploads
 from tests.lora_training_helpers import PIRATE_PAIRS, app_on_own_adapters
 
 TRAIN_TIMEOUT_MS = 300_000  # a few steps on one core take well under a minute idle; a loaded 2-core machine more
@@ -49,7 +50,7 @@ def test_train_a_style_adapter_and_pick_it_in_chat_and_compare(training_app):
     assert "1 thread(s)" in page.inner_text("#train-section")  # says it keeps to one core
     page.fill("#train-name textarea", "arr-style")
     page.set_input_files("#train-data input[type=file]", str(data))
-    page.wait_for_selector("#train-data :text('three-pairs.jsonl')")
+    wait_for_uploads(page, "#train-data", ["three-pairs.jsonl"])
     page.fill("#train-steps input", "4")
     page.fill("#train-lr input", "0.01")  # a strong style in 4 steps, so the greedy probe changes
     started = time.monotonic()
