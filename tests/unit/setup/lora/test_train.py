@@ -187,21 +187,25 @@ def test_the_lock_file_is_gone_after_a_refusal_and_after_a_training(tiny_base, t
     assert list(tmp_path.iterdir()) == []
 
 
+def adapter_folder(path, config: str | None):
+    """`path` holding an adapter_config.json with `config` (None: no folder at all)."""
+    if config is not None:
+        path.mkdir()
+        (path / "adapter_config.json").write_text(config)
+    return path
+
+
 def test_an_install_that_is_refused_removes_the_staged_folder_and_keeps_the_old_adapter(tmp_path):
-    staged, out = tmp_path / ".training-style-x", tmp_path / "style"
-    staged.mkdir()
-    (staged / "adapter_config.json").write_text("{}")
-    out.mkdir()
-    (out / "adapter_config.json").write_text('{"old": true}')
+    staged = adapter_folder(tmp_path / ".training-style-x", "{}")
+    out = adapter_folder(tmp_path / "style", '{"old": true}')
     with pytest.raises(TrainError):
         install_adapter(staged, out, replace=False)
     assert not staged.exists() and (out / "adapter_config.json").read_text() == '{"old": true}'
 
 
 def test_a_replacement_whose_rename_fails_puts_the_old_adapter_back(tmp_path):
-    staged, out = tmp_path / ".training-style-gone", tmp_path / "style"  # staged folder missing: the rename fails
-    out.mkdir()
-    (out / "adapter_config.json").write_text('{"old": true}')
+    staged = adapter_folder(tmp_path / ".training-style-gone", None)  # staged folder missing: the rename fails
+    out = adapter_folder(tmp_path / "style", '{"old": true}')
     with pytest.raises(TrainError, match="style"):
         install_adapter(staged, out, replace=True)
     assert (out / "adapter_config.json").read_text() == '{"old": true}'
@@ -209,11 +213,8 @@ def test_a_replacement_whose_rename_fails_puts_the_old_adapter_back(tmp_path):
 
 
 def test_a_replacement_swaps_the_adapter_and_leaves_nothing_beside_it(tmp_path):
-    staged, out = tmp_path / ".training-style-x", tmp_path / "style"
-    staged.mkdir()
-    (staged / "adapter_config.json").write_text('{"new": true}')
-    out.mkdir()
-    (out / "adapter_config.json").write_text('{"old": true}')
+    staged = adapter_folder(tmp_path / ".training-style-x", '{"new": true}')
+    out = adapter_folder(tmp_path / "style", '{"old": true}')
     install_adapter(staged, out, replace=True)
     assert (out / "adapter_config.json").read_text() == '{"new": true}'
     assert sorted(p.name for p in tmp_path.iterdir()) == ["style"]
