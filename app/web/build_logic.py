@@ -199,15 +199,9 @@ def config_view(config: PlanConfig, preflight_fn=None, checkpoint_optional: bool
     return PlanView(plan, plan.to_shell(), "\n".join(lines), [])
 
 
-def export_script(plan: Plan, folder: Path) -> Path:
-    """Write the plan's shell script to a file for download: one file per family and release in `folder`,
-    replaced by the next plan of the same kind (Gradio serves a copy of it), so no folder piles up."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"build-{plan.family.id}-{plan.version.text}.sh"
-    path.write_text(plan.to_shell())
-    path.chmod(0o755)
-    return path
+def export_name(plan: Plan) -> str:
+    """The exported shell script's file name: one per family and release."""
+    return f"build-{plan.family.id}-{plan.version.text}.sh"
 
 
 def _fmt_seconds(seconds: float) -> str:

@@ -8,6 +8,7 @@ from app.chat.context import AppConfig, AppContext
 from app.web import build_logic as logic
 from app.web import llmapi_logic, serve_logic
 from app.web.build_folders import confine_folders, problems_markdown
+from app.web.download import SAVE_PAYLOAD_JS, download_payload
 from app.web.gate import caller_may_act, require_access
 from app.web.pages.build_llmapi import build_llmapi
 from app.web.pages.build_serve import build_serve
@@ -18,6 +19,7 @@ from setup.plan.config import ConfigError, PlanConfig
 from setup.plan.preflight import preflight
 
 TITLE = "Build"
+SHELL_MIME = "text/x-shellscript"
 POLL_SECONDS = 1.0
 LOG_LINES = 40
 # The log box keeps its newest line in view after each update, unless the reader has scrolled up to read.
@@ -123,8 +125,9 @@ def build(ctx: AppContext, service: BuildService | None = None, tabs: gr.Tabs | 
             show = gr.Button("Show plan", elem_id="build-show-plan")
             run = gr.Button("Run / resume", variant="primary", elem_id="build-run")
             cancel = gr.Button("Cancel", variant="stop", elem_id="build-cancel")
-            export = gr.DownloadButton("Export as shell script", value=None, interactive=False, elem_id="build-export")
+            export = gr.Button("Export as shell script", interactive=False, elem_id="build-export")
         summary = gr.Markdown(elem_id="build-summary")
+        export_payload = gr.Textbox(visible=False, elem_id="build-export-payload")
         script = plan_box("Plan (exact commands)", "build-plan")
         with gr.Row():
             jobs = gr.Dropdown(choices=logic.job_choices(service.store), value=lambda: _newest(service),
@@ -161,13 +164,16 @@ def build(ctx: AppContext, service: BuildService | None = None, tabs: gr.Tabs | 
         require_access(ctx, request)
         form, triton = split(values)
         form, outside = confine_folders(form, ctx.access.workspace)
+        nothing = gr.Button(interactive=False), ""
         if outside:
-            return problems_markdown(outside), "", gr.DownloadButton(value=None, interactive=False)
+            return problems_markdown(outside), "", *nothing
         view = logic.plan_view(form, triton, preflight_fn=preflight, checkpoint_optional=True)
         if view.plan is None:
-            return view.summary, "", gr.DownloadButton(value=None, interactive=False)
-        path = logic.export_script(view.plan, service.store.path.parent / "plans")
-        return view.summary, view.shell, gr.DownloadButton(value=str(path), interactive=True)
+            return view.summary, "", *nothing
+        # The script goes to the browser with the plan (saved there by the Export button), not through a file on
+        # the server: Gradio serves files only from its temporary and working folders, never from the cache.
+        payload = download_payload(logic.export_name(view.plan), view.shell, SHELL_MIME)
+        return view.summary, view.shell, gr.Button(interactive=True), payload
 
     def on_run(request: gr.Request, *values):
         require_access(ctx, request)
@@ -267,7 +273,8 @@ def build(ctx: AppContext, service: BuildService | None = None, tabs: gr.Tabs | 
     family.input(on_family, [family, version], [dtype, batch, input_len, seq_len, images, family_info,
                                                 *triton_widgets], **private)
     version.change(logic.family_markdown, [family, version], family_info, **private)
-    show.click(on_show, all_inputs, [summary, script, export], **private)
+    show.click(on_show, all_inputs, [summary, script, export, export_payload], **private)
+    export.click(None, export_payload, None, js=SAVE_PAYLOAD_JS, **private)
     run.click(on_run, all_inputs, [jobs, summary, script], **private)
     resume.click(on_resume, jobs, [jobs, summary, script, *all_inputs, family_info], **private)
     cancel.click(on_cancel, jobs, None, **private)

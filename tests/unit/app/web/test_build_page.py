@@ -62,8 +62,9 @@ def test_form_to_plan_and_problems(tmp_path):
     assert "multimodal templates" in view.summary
     bad = logic.plan_view({**form, "dtype": "bfloat16", "checkpoint": str(tmp_path / "none")}, triton)
     assert bad.plan is None and len(bad.problems) == 2 and "Fix these first" in bad.summary
-    script = logic.export_script(view.plan, tmp_path / "export")
-    assert script.read_text() == view.shell
+    assert logic.export_name(view.plan) == "build-llava-1.5-0.19.sh"
+    script = tmp_path / logic.export_name(view.plan)
+    script.write_text(view.shell)
     assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
 
 
