@@ -33,14 +33,18 @@ APP_CSS = """
 /* Narrow screens: the input full width, the adapter dropdown under it with the buttons below, the title and
    the conversation a little smaller so the input stays in view. */
 @media (max-width: 600px) {
-    /* A plan's commands: a monospace box whose long lines wrap where a shell would accept them. */
-.plan-box textarea { font-family: var(--font-mono); font-size: var(--text-sm); white-space: pre-wrap; }
-
-#app-title { font-size: var(--text-xl); }
+    #app-title { font-size: var(--text-xl); margin-top: 0; }
+    /* the six tabs take two rows (overflow "wrap"); short rows keep the message box in view */
+    [role=tablist] { height: auto; }
+    [role=tablist] > button { height: var(--size-7); }
     #chat-controls, #conversations { flex-wrap: wrap; }
     #conversations > .form { flex: 1 1 100% !important; }
     #conversations > button { flex: 1 1 40% !important; }
     #conversations .info-text { display: none; }
+    /* the list's label stays for screen readers; the list itself says "New chat" or the conversation's title */
+    #conversation-list [data-testid="block-info"] {
+        position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap;
+    }
     #chat-controls > .form { flex: 1 1 100% !important; }
     #chat-controls > button { flex: 1 1 25% !important; min-width: 0 !important; }
 }

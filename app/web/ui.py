@@ -32,7 +32,8 @@ def build_app(ctx: AppContext) -> gr.Blocks:
     speedups.apply()
     with gr.Blocks(title=APP_TITLE, analytics_enabled=False) as blocks:
         gr.HTML(f'<h1 id="app-title">{APP_TITLE}</h1>')
-        with gr.Tabs() as tabs:
+        # At 400 px the six tabs take two rows rather than hiding three behind a "More tabs" menu.
+        with gr.Tabs(overflow_behavior="wrap") as tabs:
             with gr.Tab(chat.TITLE, id="chat"):
                 chat.build(ctx, blocks)
             with gr.Tab(compare.TITLE, id="compare"):

@@ -30,6 +30,25 @@ def test_400px_the_box_is_in_view_and_the_adapter_under_it(page):
     page.get_by_text("CPU demo: a real Triton server").wait_for(state="visible")  # one click away
 
 
+TAB_TITLES = ["Chat", "Compare", "Adapters", "Build", "Benchmark", "Server"]
+
+
+def test_400px_every_tab_is_in_view_without_a_menu(page):
+    page.set_viewport_size(NARROW)
+    page.reload()
+    page.wait_for_selector("#chat-input textarea")
+    tabs = page.get_by_role("tab")
+    page.wait_for_function("n => document.querySelectorAll('[role=tab]').length === n", arg=len(TAB_TITLES))
+    assert [t.strip() for t in tabs.all_inner_texts()] == TAB_TITLES
+    for title in TAB_TITLES:
+        tab = page.get_by_role("tab", name=title)
+        bounds = tab.bounding_box()
+        assert bounds and bounds["x"] >= 0 and bounds["x"] + bounds["width"] <= NARROW["width"], (title, bounds)
+    assert not page.get_by_role("button", name="More tabs").is_visible()
+    page.get_by_role("tab", name="Server").click()  # one tap away, like the others
+    page.wait_for_selector("[role=tab][aria-selected=true]:has-text('Server')")
+
+
 def test_the_titles_bold_capitals_come_from_the_complete_bold_font(page):
     assert page.locator("#app-title").inner_text() == "Triton VLM + LoRA demo"
     assert float(page.evaluate("getComputedStyle(document.querySelector('#app-title')).fontWeight")) >= 600
