@@ -127,8 +127,8 @@ class Snapshot:
 
 @dataclass
 class MetricsHistory:
-    """The last `size` snapshots of one metrics URL, read at most once per `min_interval` seconds
-    however many pages ask (every open browser tab ticks its own timer)."""
+    """The last `size` snapshots of one metrics URL (a ring: older ones are dropped), read at most once per
+    `min_interval` seconds however many ask (the app's sampler, and every open browser tab's timer)."""
 
     url: str
     size: int = 90
