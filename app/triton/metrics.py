@@ -9,6 +9,7 @@ import time
 import urllib.error
 import urllib.request
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from app.triton.messages import MSG_METRICS_UNREACHABLE
@@ -136,6 +137,7 @@ class MetricsHistory:
     model: str | None = None  # count this model's requests only (see Snapshot.of)
     snapshots: deque = field(default_factory=deque)
     error: str | None = None
+    clock: Callable[[], float] = time.monotonic
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -143,7 +145,7 @@ class MetricsHistory:
 
     def refresh(self) -> None:
         with self._lock:
-            now = time.monotonic()
+            now = self.clock()
             if now - self._read_at < self.min_interval:
                 return
             self._read_at = now

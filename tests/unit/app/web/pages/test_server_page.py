@@ -25,8 +25,7 @@ def test_a_long_history_is_charted_whole_and_a_short_one_over_three_minutes(monk
 
 def test_the_server_history_is_a_bounded_ring_of_a_quarter_hour(monkeypatch):
     history = server.server_history("http://unused/metrics", "pacing")
-    clock = iter(range(0, 10**6, int(server.SAMPLE_SECONDS)))
-    monkeypatch.setattr("app.triton.metrics.time.monotonic", lambda: next(clock))
+    history.clock = iter(range(0, 10**6, int(server.SAMPLE_SECONDS))).__next__  # the sampler's pace
     monkeypatch.setattr("app.triton.metrics.fetch_metrics", lambda url, timeout=2.0: {})
     for _ in range(2 * history.size):  # half an hour of readings
         history.refresh()
