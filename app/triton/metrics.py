@@ -9,6 +9,7 @@ import time
 import urllib.error
 import urllib.request
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from app.triton.messages import MSG_METRICS_UNREACHABLE
@@ -127,8 +128,8 @@ class Snapshot:
 
 @dataclass
 class MetricsHistory:
-    """The last `size` snapshots of one metrics URL, read at most once per `min_interval` seconds
-    however many pages ask (every open browser tab ticks its own timer)."""
+    """The last `size` snapshots of one metrics URL (a ring: older ones are dropped), read at most once per
+    `min_interval` seconds however many ask (the app's sampler, and every open browser tab's timer)."""
 
     url: str
     size: int = 90
@@ -136,6 +137,7 @@ class MetricsHistory:
     model: str | None = None  # count this model's requests only (see Snapshot.of)
     snapshots: deque = field(default_factory=deque)
     error: str | None = None
+    clock: Callable[[], float] = time.monotonic
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -143,7 +145,7 @@ class MetricsHistory:
 
     def refresh(self) -> None:
         with self._lock:
-            now = time.monotonic()
+            now = self.clock()
             if now - self._read_at < self.min_interval:
                 return
             self._read_at = now

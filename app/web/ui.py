@@ -18,6 +18,7 @@ from app.core.constants import (
     UNREAD_JOB_GRACE_SECONDS,
     UPLOAD_FILES_PER_REQUEST,
 )
+from app.triton.metrics_sampler import Sampler
 from app.web import speedups
 from app.web.messages import MSG_JOB_UNREAD
 from app.web.pages import adapters, benchmark, build, chat, compare, server
@@ -29,6 +30,11 @@ LOG = logging.getLogger(__name__)
 
 
 def build_app(ctx: AppContext) -> gr.Blocks:
+    """The app's Blocks; the Server tab's sampler is not started (`launch` starts it)."""
+    return _assemble(ctx)[0]
+
+
+def _assemble(ctx: AppContext) -> tuple[gr.Blocks, Sampler]:
     speedups.apply()
     with gr.Blocks(title=APP_TITLE, analytics_enabled=False) as blocks:
         gr.HTML(f'<h1 id="app-title">{APP_TITLE}</h1>')
@@ -45,13 +51,13 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             with gr.Tab(benchmark.TITLE, id="benchmark"):
                 benchmark.build(ctx)
             with gr.Tab(server.TITLE, id="server"):
-                server.build(ctx)
+                sampler = server.build(ctx)
         api.register(ctx)
     # Waiting jobs are bounded: past this many the Gradio API answers 503 "Queue is full" at once. Every
     # call goes through the queue (api_open=False closes the direct /gradio_api/run/<api> route around it).
     blocks.queue(default_concurrency_limit=ctx.config.concurrency,
                  max_size=ctx.config.concurrency * QUEUE_SIZE_PER_SLOT, api_open=False)
-    return blocks
+    return blocks, sampler
 
 
 def unread_job_watch(blocks: gr.Blocks, grace: float) -> JobWatch:
@@ -91,7 +97,7 @@ def launch(ctx: AppContext, prevent_thread_lock: bool = False, **guard_options) 
     """Serve the UI, the Gradio API and the OpenAI-compatible API (/v1/...) on one port.
 
     `guard_options` go to `make_guard` (e.g. body_stall_seconds=1, unread_job_grace_seconds=1 in tests)."""
-    blocks = build_app(ctx)
+    blocks, sampler = _assemble(ctx)
     guard = make_guard(ctx, blocks, **guard_options)
     # Inside Gradio's CORS middleware from the first request; wrapped around everything just after launch.
     middleware = app_middleware(guard, ctx.access)
@@ -106,6 +112,7 @@ def launch(ctx: AppContext, prevent_thread_lock: bool = False, **guard_options) 
     # Outermost: before Gradio's CORS middleware, which would otherwise answer foreign pages' preflights.
     if not wrap_outermost(blocks.server_app, guard):
         LOG.warning("the HTTP guard could not be put in front of Gradio's middleware")
+    sampler.start(alive=lambda: blocks.is_running)  # the Server tab's history from now until blocks.close()
     if not prevent_thread_lock:
         blocks.block_thread()
     return blocks

@@ -24,11 +24,13 @@ def pages_url(pacing):  # noqa: F811
             with gr.Tab(benchmark.TITLE, id="benchmark"):
                 benchmark.build(ctx)
             with gr.Tab(server.TITLE, id="server"):
-                server.build(ctx)
+                sampler = server.build(ctx)
     blocks.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
     OpenAIApi(ctx).mount(blocks.server_app)  # as app.web.ui.launch does
+    sampler.start(alive=lambda: blocks.is_running)  # as app.web.ui.launch does
     yield ctx, f"http://127.0.0.1:{port}/"
     blocks.close()
+    sampler.stop()
 
 
 def test_benchmark_tab_draws_its_charts(browser_context, pages_url, tmp_path):

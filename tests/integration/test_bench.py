@@ -116,11 +116,12 @@ def test_benchmark_page_run(pacing):  # noqa: F811
     from app.web.pages import benchmark
     ctx = AppContext(AppConfig(triton_url=pacing.grpc_url, model="pacing"))
     outputs = list(benchmark.run(ctx, "pacing", ["1", "4"], 4, 8, 5))
-    status, table, latency, e2e, throughput = outputs[-1]
+    status, table, latency, _, e2e, _, throughput, stop = outputs[-1]
     assert status.startswith("Done: 8 requests") and table["errors"].tolist() == [0, 0]
     latency_rows, e2e_rows = latency.constructor_args["value"], e2e.constructor_args["value"]
     assert set(latency_rows["concurrency"]) == {"1", "4"} and set(e2e_rows["series"]) == {"p50", "p90", "p99"}
     assert isinstance(throughput, gr.BarPlot) and throughput.constructor_args["y_lim"][0] == 0
+    assert stop.constructor_args["interactive"] is False  # Stop goes off with the run's last word
     busy = threading.Thread(target=lambda: list(benchmark.run(ctx, "pacing", ["1"], 2, 8, 40)))
     busy.start()
     time.sleep(0.3)

@@ -23,6 +23,8 @@ from app.web.messages import (
 )
 
 TITLE = "Benchmark"
+TTFT_TITLE = "Time to first token (percentiles)"
+E2E_TITLE = "End-to-end latency (percentiles)"
 LEVELS = (1, 2, 4, 8, 16, 32)
 STOP_POLL_SECONDS = 0.2  # how soon a Stop shows as "Stopping" in the status line
 NOTE = ("Sends synthetic prompts straight to the server the chat uses (not through this web app) and "
@@ -30,14 +32,25 @@ NOTE = ("Sends synthetic prompts straight to the server the chat uses (not throu
         "Other users' chats slow it down, and it slows them down while it runs. For the full tool: "
         "`python -m app bench --help`.")
 
+CHART_OUTPUTS = 6  # the table, two charts per latency, the bar chart: what `_outputs` returns
 _RUNNING = threading.Lock()
 _STOPS: list[threading.Event] = []  # the stop switch of the run under way (at most one: _RUNNING)
 
 
+def _kept(status: str, stop=None) -> tuple:
+    """An update of the status line (and of Stop, unless None) that leaves the table and charts as they are."""
+    return status, *[gr.skip()] * CHART_OUTPUTS, gr.skip() if stop is None else stop
+
+
+def _stop_button(active: bool) -> gr.Button:
+    return gr.Button(interactive=active)
+
+
 def _problem(text: str) -> tuple:
-    """A problem shown as a toast and in the status line; the table and charts keep what they show."""
+    """A problem shown as a toast and in the status line; the table and charts keep what they show. It ends the
+    run, so Stop goes inactive."""
     gr.Warning(text)
-    return f"⚠️ {text}", gr.skip(), gr.skip(), gr.skip(), gr.skip()
+    return _kept(f"⚠️ {text}", _stop_button(False))
 
 
 def _target(ctx: AppContext, model: str, adapter: str | None, image: str | None):
@@ -56,8 +69,9 @@ def _target(ctx: AppContext, model: str, adapter: str | None, image: str | None)
 
 def run(ctx: AppContext, model: str, levels: list, requests: float, input_len: float, output_len: float,
         adapter: str | None = None, image: str | None = None):
-    """Generator for the Run button: status text, table and the three charts after each level. Problems are a
-    toast and a status line (never an error over the tab); Stop cuts the level under way and ends the run.
+    """Generator for the Run button: status text, table, the charts (see `_outputs`) after each level and Stop's
+    state (active from the first level until the run's last word). Problems are a toast and a status line (never
+    an error over the tab); Stop cuts the level under way and ends the run.
 
     The status line has this one writer, so its last word is the run's: Stop only sets the switch, and the run says
     "Stopping" while its requests are cancelled."""
@@ -77,7 +91,7 @@ def run(ctx: AppContext, model: str, levels: list, requests: float, input_len: f
             return
         done = []
         order = sorted(int(level) for level in levels)
-        yield MSG_BENCH_RUNNING.format(level=order[0]), gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        yield _kept(MSG_BENCH_RUNNING.format(level=order[0]), _stop_button(True))
         for level in order:
             measure = _Level(lambda level=level: sweep(
                 deployment, [level], int(requests), int(input_len), int(output_len), adapter=adapter,
@@ -87,7 +101,7 @@ def run(ctx: AppContext, model: str, levels: list, requests: float, input_len: f
                 while not measure.finished(STOP_POLL_SECONDS):
                     if stop.is_set() and not announced:
                         announced = True
-                        yield MSG_BENCH_STOPPING, gr.skip(), gr.skip(), gr.skip(), gr.skip()
+                        yield _kept(MSG_BENCH_STOPPING)
                 done += measure.result()
             except ChatError as exc:
                 yield _problem(str(exc))
@@ -97,11 +111,13 @@ def run(ctx: AppContext, model: str, levels: list, requests: float, input_len: f
                     stop.set()
                     measure.join()
             if stop.is_set():
-                yield MSG_BENCH_STOPPED_AT.format(level=level, done=len(done)), *_outputs(done)
+                yield MSG_BENCH_STOPPED_AT.format(level=level, done=len(done)), *_outputs(done), _stop_button(False)
                 return
             following = [lv for lv in order if lv > level]
-            status = MSG_BENCH_RUNNING.format(level=following[0]) if following else _finished(done)
-            yield status, *_outputs(done)
+            if following:
+                yield MSG_BENCH_RUNNING.format(level=following[0]), *_outputs(done), gr.skip()
+            else:
+                yield _finished(done), *_outputs(done), _stop_button(False)
     finally:
         _STOPS.remove(stop)
         _RUNNING.release()
@@ -161,19 +177,24 @@ def _top(values) -> float:
     return max([1.0, *known]) * 1.15
 
 
-def _latency(done: list, which: str) -> gr.LinePlot:
+def _latency(done: list, which: str) -> tuple[gr.LinePlot, gr.ScatterPlot]:
+    """The line chart and the point chart of one latency, one of them shown: a line needs two levels, so the
+    figures of a single level are drawn as points (a line chart of one level is empty)."""
     # Concurrency as text in run order: the axis shows 1, 2, 4, 8 - not 1.0, 1.1 ... 2.0.
     frame = latency_frame(done, which).astype({"concurrency": "str"})
-    return gr.LinePlot(value=frame, sort=[str(s.settings["concurrency"]) for s in done], y_lim=[0, _top(frame["ms"])])
+    chart = dict(value=frame, sort=[str(s.settings["concurrency"]) for s in done], y_lim=[0, _top(frame["ms"])])
+    lines = len(done) > 1
+    return gr.LinePlot(**chart, visible=lines), gr.ScatterPlot(**chart, visible=not lines)
 
 
 def _outputs(done: list) -> tuple:
-    """The table, the latency charts and the bar chart (bars from 0, kept in concurrency order)."""
+    """The table, the latency charts (TTFT line and points, then end-to-end line and points) and the bar chart
+    (bars from 0, kept in concurrency order)."""
     if not done:
-        return table_frame([]), gr.skip(), gr.skip(), gr.skip()
+        return table_frame([]), *[gr.skip()] * (CHART_OUTPUTS - 1)
     order = [str(s.settings["concurrency"]) for s in done]
     bars = throughput_frame(done)
-    return (table_frame(done), _latency(done, "ttft"), _latency(done, "e2e"),
+    return (table_frame(done), *_latency(done, "ttft"), *_latency(done, "e2e"),
             gr.BarPlot(value=bars, sort=order, y_lim=[0, _top(bars["tokens/s"])]))
 
 
@@ -197,16 +218,19 @@ def build(ctx: AppContext) -> None:
                          height=140, elem_id="bench-image")
     with gr.Row():
         start = gr.Button("Run benchmark", variant="primary", elem_id="bench-run")
-        stop = gr.Button("Stop", variant="stop", elem_id="bench-stop")
+        stop = gr.Button("Stop", variant="stop", elem_id="bench-stop", interactive=False)  # on while a run is under way
     status = gr.Markdown(elem_id="bench-status")
     table = gr.Dataframe(value=table_frame([]), label="Figures per concurrency", interactive=False,
                          elem_id="bench-table")
     axes = {"x_title": "concurrency", "y_axis_format": "~r"}
+    latency = dict(x="concurrency", y="ms", color="series", y_title="ms", height=280, **axes)
     with gr.Row():
-        ttft = gr.LinePlot(x="concurrency", y="ms", color="series", title="Time to first token (percentiles)",
-                           y_title="ms", elem_id="bench-ttft", height=280, **axes)
-        e2e = gr.LinePlot(x="concurrency", y="ms", color="series", title="End-to-end latency (percentiles)",
-                          y_title="ms", elem_id="bench-latency", height=280, **axes)
+        with gr.Column():
+            ttft = gr.LinePlot(title=TTFT_TITLE, elem_id="bench-ttft", **latency)
+            ttft_points = gr.ScatterPlot(title=TTFT_TITLE, elem_id="bench-ttft-points", visible=False, **latency)
+        with gr.Column():
+            e2e = gr.LinePlot(title=E2E_TITLE, elem_id="bench-latency", **latency)
+            e2e_points = gr.ScatterPlot(title=E2E_TITLE, elem_id="bench-latency-points", visible=False, **latency)
     with gr.Row():
         throughput = gr.BarPlot(x="concurrency", y="tokens/s", title="Output tokens per second",
                                 y_title="tokens/s", elem_id="bench-throughput", height=300, sort=None, **axes)
@@ -219,8 +243,11 @@ def build(ctx: AppContext) -> None:
         require_access(ctx, request)
         return stop_run()
 
-    start.click(on_run, [model, adapter, levels, requests, input_len, output_len, image],
-                [status, table, ttft, e2e, throughput], api_visibility="private", concurrency_limit=1)
+    outputs = [status, table, ttft, ttft_points, e2e, e2e_points, throughput, stop]
+    ran = start.click(on_run, [model, adapter, levels, requests, input_len, output_len, image], outputs,
+                      api_visibility="private", concurrency_limit=1)
+    # The run's last word turns Stop off; this also does when the run failed or was cancelled.
+    ran.then(lambda: _stop_button(False), None, stop, api_visibility="private", show_progress="hidden")
     stop.click(on_stop, None, status, api_visibility="private")
     adapter.focus(lambda: gr.Dropdown(choices=adapter_choices(ctx)), None, adapter, api_visibility="private",
                   show_progress="hidden")

@@ -13,9 +13,12 @@ from app.chat import live
 from app.chat.context import AppConfig, AppContext
 from app.chat.figures import size_text
 from app.triton.metrics import MetricsHistory
+from app.triton.metrics_sampler import Sampler
 
 TITLE = "Server"
 REFRESH_SECONDS = 2.0
+SAMPLE_SECONDS = REFRESH_SECONDS  # the app's sampler reads the metrics and the users' figures this often
+HISTORY_SECONDS = 15 * 60  # the server's readings kept (the users' figures keep LiveReplies' own ring)
 RATE_METRICS = ("requests/s",)
 LATENCY_METRICS = ("avg latency ms", "avg queue ms")
 LOAD_METRICS = ("queued", "in flight", "waiting")
@@ -23,7 +26,7 @@ KV_METRICS = ("KV cache used %",)
 USER_LOAD = (live.IN_PROGRESS, live.WAITING)
 USER_RATE = (live.TOKENS_PER_SECOND,)
 USER_LATENCY = (live.FIRST_TOKEN_MS,)
-WINDOW_SECONDS = 180  # the charts' x axis: the last three minutes, 0 = now
+WINDOW_SECONDS = 180  # the charts' x axis: at least the last three minutes, more when more is kept; 0 = now
 AXES = {"x_axis_format": "~r", "y_axis_format": "~r", "x_lim": [-WINDOW_SECONDS, 0]}  # 0, 0.5, 12 - not 0.000000
 USERS_NOTE = ("**Your users**, counted by this app where replies open and end (chat, Compare and both APIs; "
               "not the Benchmark tab): what a person at the chat would quote.")
@@ -49,13 +52,19 @@ def _known(value) -> bool:
     return value is not None and not (isinstance(value, float) and math.isnan(value))
 
 
+def _x_lim(rows: list[dict]) -> list[float]:
+    """The x axis: from the oldest reading held (at least WINDOW_SECONDS ago) to now."""
+    return [min([-WINDOW_SECONDS, *(r["t"] for r in rows)]), 0]
+
+
 def _plot(rows: list[dict], metrics: tuple[str, ...], floor: float = 1.0, **options) -> gr.LinePlot:
     """A chart update whose y axis starts at 0 and reaches just above the highest value (at least `floor`,
-    so an idle chart shows 0 ... 1, not a squashed axis of zeros). NaN values are gaps."""
+    so an idle chart shows 0 ... 1, not a squashed axis of zeros), and whose x axis spans the readings held.
+    NaN values are gaps."""
     frame = _frame(rows, metrics)
     values = [v for v in frame["value"] if _known(v)]
     top = max([floor, *values]) * 1.15
-    return gr.LinePlot(value=frame, y_lim=[0, top], **options)
+    return gr.LinePlot(value=frame, y_lim=[0, top], x_lim=_x_lim(rows), **options)
 
 
 def user_summary(reading: live.LiveReading, rows: list[dict]) -> str:
@@ -100,12 +109,12 @@ def user_charts(replies: live.LiveReplies) -> tuple:
 
 
 def charts(history: MetricsHistory) -> tuple:
-    """Read the metrics (at most once a second) and return the summary and the four charts' data
+    """Read the metrics (unless the sampler just did) and return the summary and the four charts' data
     (the KV-cache chart is hidden when the server reports no KV-cache metrics)."""
     history.refresh()
     rows = history.series()
     has_kv = any(r["metric"] in KV_METRICS and _known(r["value"]) for r in rows)
-    kv = gr.LinePlot(value=_frame(rows, KV_METRICS), visible=has_kv)
+    kv = gr.LinePlot(value=_frame(rows, KV_METRICS), x_lim=_x_lim(rows), visible=has_kv)
     return (summary_markdown(history), _plot(rows, RATE_METRICS), _plot(rows, LATENCY_METRICS, floor=10.0),
             _plot(rows, LOAD_METRICS), kv)
 
@@ -146,8 +155,15 @@ def users_figures(replies: live.LiveReplies) -> dict:
             "lora_weights_last_request": reading.lora_last_weights, "lora_bytes_total": reading.lora_total}
 
 
-def build(ctx: AppContext, history: MetricsHistory | None = None) -> None:
-    """Lay out the server tab inside the current Blocks context and wire its timer."""
+def server_history(url: str, model: str) -> MetricsHistory:
+    """The server's readings for the charts: HISTORY_SECONDS of them at the sampler's pace."""
+    return MetricsHistory(url, size=int(HISTORY_SECONDS / SAMPLE_SECONDS) + 1, min_interval=SAMPLE_SECONDS,
+                          model=model)
+
+
+def build(ctx: AppContext, history: MetricsHistory | None = None) -> Sampler:
+    """Lay out the server tab inside the current Blocks context and wire its timer. Returns the sampler that
+    takes the charts' readings whether a page is open or not; whoever launches the app starts it (ui.launch)."""
     url = metrics_url(ctx)
     common = dict(x="t", y="value", color="metric", x_title="seconds (0 = now)", height=220, **AXES)
     with gr.Accordion("Use this deployment from code", open=False, elem_id="server-api"):
@@ -172,8 +188,8 @@ def build(ctx: AppContext, history: MetricsHistory | None = None) -> None:
     gr.api(server_figures, api_name="server_figures")
     if history is None and url is None:
         gr.Markdown("This deployment publishes no metrics.", elem_id="server-summary")
-        return
-    history = history or MetricsHistory(url, model=ctx.deployment.model)
+        return Sampler([ctx.live.read], SAMPLE_SECONDS)
+    history = history or server_history(url, ctx.deployment.model)
     gr.Markdown(SERVER_NOTE.format(model=history.model or ctx.deployment.model))
     summary = gr.Markdown(f"Reading {history.url}...", elem_id="server-summary")
     with gr.Row():
@@ -186,9 +202,12 @@ def build(ctx: AppContext, history: MetricsHistory | None = None) -> None:
                          **common)
     outputs = [summary, rate, latency, load, kv]
     timer.tick(lambda: charts(history), None, outputs, api_visibility="private", show_progress="hidden")
+    return Sampler([ctx.live.read, history.refresh], SAMPLE_SECONDS)
 
 
 if __name__ == "__main__":  # this tab alone against a running server
     with gr.Blocks(title=TITLE) as page:
-        build(AppContext(AppConfig()))
-    page.queue().launch(server_name="127.0.0.1")
+        sampler = build(AppContext(AppConfig()))
+    page.queue().launch(server_name="127.0.0.1", prevent_thread_lock=True)
+    sampler.start(alive=lambda: page.is_running)
+    page.block_thread()
