@@ -85,7 +85,8 @@ class TrackedStream:
 class LiveReplies:
     """Counters of the replies the app streams to its users, and their recent history for the Server tab."""
 
-    def __init__(self, size: int = 90, min_interval: float = 1.0, clock=time.monotonic):
+    # 451 readings: the 15 minutes the Server tab charts, at its sampler's pace of one reading per 2 s
+    def __init__(self, size: int = 451, min_interval: float = 1.0, clock=time.monotonic):
         self._lock = threading.Lock()
         self._clock = clock
         self._next_key = 0
