@@ -77,8 +77,9 @@ class TritonServed:
 
 
 def probe_of(text: str, trace: Sequence[float]) -> Probe:
-    """A probe from a greedy reply's text and the log-probabilities its responses carried; a trace with a value
-    that is not a finite number is not compared (None)."""
+    """A probe from a greedy reply's text and the log-probabilities its responses carried. A trace with a value
+    that is not a finite number, or of zeros only (what a server sends for values it did not compute), is not
+    compared (None): equal placeholders must not pass for equal log-probabilities."""
     values = tuple(float(v) for v in trace)
-    usable = bool(values) and all(math.isfinite(v) for v in values)
+    usable = bool(values) and all(math.isfinite(v) for v in values) and any(v != 0.0 for v in values)
     return Probe(tokens=(text.strip(),), chosen_logprobs=values if usable else None)

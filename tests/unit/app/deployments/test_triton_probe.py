@@ -1,6 +1,6 @@
 """The Triton kinds' adapter probe: the log-probabilities in a response (engine topology: output_log_probs per new
 token; llmapi: cumulative_logprob), a probe that asks for them only where the served model declares the input,
-and a probe that carries them (or none, when the server returned none or returned something that is not a number).
+and a probe that carries them (or none, when the server returned none, placeholders, or not-a-number).
 """
 
 from __future__ import annotations
@@ -48,6 +48,8 @@ def test_a_probe_keeps_finite_log_probabilities_only():
     assert probe_of("Paris", []).chosen_logprobs is None
     assert probe_of("Paris", [-0.25, math.nan]).chosen_logprobs is None
     assert probe_of("Paris", [-math.inf]).chosen_logprobs is None
+    assert probe_of("Paris", [0.0, 0.0]).chosen_logprobs is None  # placeholders, not log-probabilities
+    assert probe_of("Paris", [0.0, -0.5]).chosen_logprobs == (0.0, -0.5)
 
 
 class TraceStream:
