@@ -21,8 +21,10 @@ from pathlib import Path, PurePosixPath
 
 from app.core.errors import ChatError
 from setup.lora.convert import CONFIG_FILE, PEFT_BIN, PEFT_CONFIG, PEFT_SAFETENSORS, WEIGHTS_FILE
+from setup.lora.record import RECORD_FILE
 
-ADAPTER_FILES = (PEFT_CONFIG, PEFT_SAFETENSORS, PEFT_BIN, WEIGHTS_FILE, CONFIG_FILE, "README.md")
+# RECORD_FILE: the pairs an adapter trained by this app learnt (its check probes with them)
+ADAPTER_FILES = (PEFT_CONFIG, PEFT_SAFETENSORS, PEFT_BIN, WEIGHTS_FILE, CONFIG_FILE, "README.md", RECORD_FILE)
 MAX_ZIP_BYTES = 256 * 1024 * 1024
 MAX_UNPACKED_BYTES = 1024 * 1024 * 1024
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")

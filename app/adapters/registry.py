@@ -48,6 +48,7 @@ from setup.lora.convert import (
     save_converted,
 )
 from setup.lora.engine import check_against_engine, load_engine_spec
+from setup.lora.record import TrainingPair, read_record
 from setup.paths import PROJECT_ROOT
 
 __all__ = ["DEFAULT_ADAPTERS_DIR", "AdapterError", "AdapterInfo", "AdapterRegistry",
@@ -164,6 +165,13 @@ class AdapterRegistry:
             size_bytes=int(loaded.weights.nbytes + loaded.config.nbytes), held_by_server=self.is_held(task_id),
             kind=loaded.kind, path=self.folder / name,
         )
+
+    def training_pairs(self, name: str) -> tuple[TrainingPair, ...]:
+        """The pairs the adapter was trained on when this app trained it (read from its folder), else ()."""
+        try:
+            return read_record(self._folder_of(name))
+        except AdapterError:
+            return ()
 
     def list(self) -> list[AdapterInfo]:
         """Every usable adapter; see `problems()` for folders that failed to load."""

@@ -136,6 +136,11 @@ class AdapterStream:
         return self._stream.chunks if self._stream is not None else 0
 
     @property
+    def logprob_trace(self) -> list[float]:
+        """The log-probabilities the server returned with this request's responses (see TokenStream)."""
+        return self._stream.logprob_trace if self._stream is not None else []
+
+    @property
     def responses(self) -> int:
         return self._stream.responses if self._stream is not None else 0
 

@@ -112,7 +112,8 @@ class AppContext:
         self.adapters = AdapterRegistry(Path(config.adapters_dir),
                                         engine_dir=Path(config.engine_dir) if config.engine_dir else None)
         self.deployment: Deployment = deployment or connect(config, self.adapters)
-        self.adapter_checks = AdapterChecks()  # "is the adapter really applied?", once per adapter
+        # "is the adapter really applied?", once per adapter, probed with its training prompts when recorded
+        self.adapter_checks = AdapterChecks(self.adapters.training_pairs)
         self.training = Trainer(self.adapters.folder, default_base_dir(config.tokenizer_dir, config.demo),
                                 engine_dir=self.adapters.engine_dir)
         self._lock = threading.Lock()

@@ -20,15 +20,24 @@ MSG_COMPARE_ADAPTERS = ("adapters must be a list of adapter names, an empty name
                         "model; got {value!r}.")
 
 # "Is the adapter really applied?" (app/chat/adapter_check.py)
-MSG_APPLIED = "Adapter '{adapter}' is applied: on {probe} its first tokens differ from the base model's ({how})."
-MSG_NOT_APPLIED = ("⚠️ Adapter '{adapter}' does not seem to be applied: on {probe} its {how} are identical "
-                   "to the base model's. Check the adapter's files and how the server loaded it.")
+MSG_APPLIED = "Adapter '{adapter}' is applied: on {probe} its {how} differ from the base model's."
+MSG_NOT_APPLIED = ("⚠️ Adapter '{adapter}' does not seem to be applied: on {probe} its greedy tokens and their "
+                   "log-probabilities are the same as the base model's (within {tolerance:g}). Check the adapter's "
+                   "files and how the server loaded it.")
+MSG_INCONCLUSIVE = ("The check of adapter '{adapter}' is inconclusive: on {probe} its first tokens are the same as the "
+                    "base model's, and the server returned no log-probabilities the check could compare. That does "
+                    "not mean it is not applied: try it on a prompt like its training data, or beside the base "
+                    "model in Compare.")
 MSG_CHECK_FAILED = "The adapter check for '{adapter}' could not run: {error}"
 MSG_CHECK_BUILT_IN = ("Adapter '{adapter}' is part of the served model and on in every reply, so there is no reply "
                       "without it to compare with; this check cannot tell whether it is applied. Its effect shows in "
                       "the replies themselves (for a Partial LoRA: in answers about an image).")
 PROBE_TEXT = "the probe prompt"
 PROBE_WITH_PICTURE = "the probe question about a small picture"  # where only an image shows an adapter
+PROBE_TRAINING_ONE = "its training prompt \"{prompt}\""
+PROBE_TRAINING = "{count} of its training prompts"
+HOW_TOKENS = "greedy first tokens"
+HOW_LOGPROBS = "log-probabilities of the same greedy tokens"
 
 # How replies, figures and the APIs word "no adapter" (the domain value is None).
 BASE_MODEL_WORDS = "base model"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
+from app.chat.adapter_check import Verdict, reply_shows_adapter
 from app.chat.context import AppContext
 from app.chat.figures import figures_footer, measure
 from app.chat.messages import MSG_EMPTY_PROMPT, MSG_NO_REGENERATE, MSG_NO_TEXT_REPLY, MSG_PROMPT_TOO_LONG
@@ -138,12 +139,15 @@ def reply_text(stream, adapter: str | None, final: bool, note: str = "", figures
     return text + saw + figures + (ADAPTER_TAG.format(adapter=adapter) if adapter else "")
 
 
-def check_note(ctx: AppContext, adapter: str | None) -> str:
-    """The warning for a reply whose adapter the server does not seem to apply (else "")."""
+def check_note(ctx: AppContext, adapter: str | None, prompt: str = "", reply: str = "") -> str:
+    """The warning for a reply whose adapter the check found not applied (else ""): only for a definite "not
+    applied", and never on a reply that shows the adapter itself (app.chat.adapter_check.reply_shows_adapter)."""
     if not adapter:
         return ""
     result = ctx.adapter_checks.result(ctx.deployment, adapter, wait=CHECK_WAIT_SECONDS)
-    return result.message if result is not None and result.applied is False else ""
+    if result is None or result.verdict is not Verdict.NOT_APPLIED or reply_shows_adapter(result, prompt, reply):
+        return ""
+    return result.message
 
 
 def stream_reply(ctx: AppContext, session: str, history: list[dict], params: SamplingParams,
@@ -163,8 +167,9 @@ def stream_reply(ctx: AppContext, session: str, history: list[dict], params: Sam
             yield history
         figures = figures_footer(measure(stream, started), adapter, ctx.deployment.kind)
         saw = model_saw_block(image_reports(stream))
+        note = check_note(ctx, adapter, last_user_text(history), stream.text)
         history[-1] = {"role": "assistant", "content": reply_text(stream, adapter, final=True, saw=saw,
-                                                                  note=check_note(ctx, adapter), figures=figures)}
+                                                                  note=note, figures=figures)}
         yield history
     except ChatError as exc:
         partial = stream.text.strip() + "\n\n" if stream is not None and stream.text.strip() else ""

@@ -27,6 +27,7 @@ class ReplyRequest:
     system_prompt: str | None = None
     stop: Sequence[str] = ()
     min_tokens: int = 0
+    logprobs: bool = False  # ask the server for the generated tokens' log-probabilities (the adapter probe)
 
 
 @runtime_checkable
@@ -74,10 +75,18 @@ class AdapterState:
 
 @dataclass(frozen=True)
 class Probe:
-    """The first tokens of a greedy reply to the probe prompt, with their log-probabilities when given."""
+    """The first tokens of a greedy reply to a probe prompt (or its text as one item), with log-probabilities
+    where the server returns them."""
 
     tokens: tuple[str, ...]
     logprobs: tuple[dict[str, float], ...] | None = None  # per position: token -> logprob (top few)
+    # the greedy tokens' own log-probabilities as the server returns them: one per token (the engine topology)
+    # or the running sum after each response (the llmapi model's cumulative_logprob)
+    chosen_logprobs: tuple[float, ...] | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(self.tokens)
 
 
 class Deployment(Protocol):

@@ -38,6 +38,7 @@ class LlmApiDeployment(TritonServed):
     """One Triton server and its llmapi model (`tensorrt_llm` in upstream's layout)."""
 
     kind = LLMAPI_KIND
+    logprobs_input = "return_cumulative_logprob"
     server_note = " (llmapi)"
 
     def __init__(self, client: TritonChatClient, registry: AdapterRegistry, template: str = "chatml",
@@ -153,6 +154,7 @@ class LlmApiDeployment(TritonServed):
             "sampling_param_frequency_penalty": float(p.frequency_penalty),
             "sampling_param_stop": stop or None, "return_finish_reason": True,
             "sampling_param_return_perf_metrics": True, "image_url": self._image_urls(images),
+            "return_cumulative_logprob": True if request.logprobs else None,
             **self._lora_values(request.adapter),
         }
         if not info.decoupled:

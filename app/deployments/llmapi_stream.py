@@ -50,6 +50,12 @@ def _plain(value: object) -> object:
     return value.item() if hasattr(value, "item") else value
 
 
+def cumulative_logprob(result) -> list[float]:
+    """The response's `cumulative_logprob` as a one-item list; [] when it carries none."""
+    value = result.as_numpy("cumulative_logprob")
+    return [float(value.reshape(-1)[0])] if value is not None and value.size else []
+
+
 def details_line(details: dict) -> str:
     """What the server said about a reply, in one line: 'finished: stop · KV cache: 3 blocks, 2 reused (67%) ·
     queued 0.4 ms'; empty when it said nothing."""
@@ -83,6 +89,10 @@ class LlmApiStream(TokenStream):
             value = result.as_numpy(name)
             if value is not None and value.size:
                 self.details[name] = _plain(value.reshape(-1)[0])
+
+    def _logprobs(self, result) -> list[float]:
+        """The running sum of the generated tokens' log-probabilities (`cumulative_logprob`), when returned."""
+        return cumulative_logprob(result)
 
     def details_line(self) -> str:
         return details_line(self.details)

@@ -41,6 +41,7 @@ class TritonEngineDeployment(TritonServed):
     """One Triton server and chat model (`tensorrt_llm_bls`, `ensemble`, or a test model such as pacing)."""
 
     kind = KIND
+    logprobs_input = "return_log_probs"
 
     def __init__(self, client: TritonChatClient, registry: AdapterRegistry, template: str | None = None,
                  tokenizer_dir: str | None = None, system_prompt: str = "", engine_dir: str | None = None,
@@ -209,7 +210,8 @@ class TritonEngineDeployment(TritonServed):
             prompt = prompts.build(turns, request.system_prompt)
         self._check_markers(prompt, len(images))
         stop_words = [*prompts.stop_words(), *request.stop]
-        extra = {"stop_words": stop_words or None, "min_length": request.min_tokens or None, **image_inputs}
+        extra = {"stop_words": stop_words or None, "min_length": request.min_tokens or None,
+                 "return_log_probs": True if request.logprobs else None, **image_inputs}
         stream = self.registry.stream(self.client, adapter, prompt, request.sampling, extra=extra)
         if image_inputs:
             stream.image_report = lambda: self.client.image_descriptions(image_inputs)

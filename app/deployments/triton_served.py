@@ -1,9 +1,11 @@
 """What every deployment served by Triton shares: the client's address and model, readiness from Triton's
 health and the model's, Triton's metrics, telling the adapter registry when the server went away, and the
-adapter probe (greedy first tokens: neither kind returns per-token log-probabilities)."""
+adapter probe: greedy first tokens with their log-probabilities where the served model declares the input that
+asks for them (the engine topology's `return_log_probs`, the llmapi model's `return_cumulative_logprob`)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -18,6 +20,7 @@ class TritonServed:
 
     client: TritonChatClient
     server_note = ""
+    logprobs_input = ""  # the input that asks for log-probabilities ("": the kind has none)
 
     @property
     def url(self) -> str:
@@ -54,14 +57,29 @@ class TritonServed:
         """None: only the engine topology's image encoder can say what it found."""
         return None
 
+    def returns_logprobs(self) -> bool:
+        """Whether the served model declares the input that asks for log-probabilities."""
+        return bool(self.logprobs_input) and self.client.model_info().resolve(self.logprobs_input) is not None
+
     def probe(self, adapter: str | None, prompt: str, tokens: int, images: Sequence[bytes] = ()) -> Probe:
-        """Greedy first tokens of `prompt` (about `images`, when given) with `adapter` (None: the base model)."""
+        """Greedy first tokens of `prompt` (about `images`, when given) with `adapter` (None: the base model), with
+        their log-probabilities where the model returns them."""
+        asks = self.returns_logprobs()
         params = replace(SamplingParams(), max_tokens=tokens, top_k=1, top_p=0.0, seed=0)
         stream = self.open_reply(ReplyRequest([{"role": "user", "content": prompt}], params, adapter,
-                                              images=list(images) or None))
+                                              images=list(images) or None, logprobs=asks))
         try:
             for _ in stream:
                 pass
         finally:
             stream.cancel()
-        return Probe(tokens=(stream.text.strip(),))
+        return probe_of(stream.text, stream.logprob_trace if asks else ())
+
+
+def probe_of(text: str, trace: Sequence[float]) -> Probe:
+    """A probe from a greedy reply's text and the log-probabilities its responses carried. A trace with a value
+    that is not a finite number, or of zeros only (what a server sends for values it did not compute), is not
+    compared (None): equal placeholders must not pass for equal log-probabilities."""
+    values = tuple(float(v) for v in trace)
+    usable = bool(values) and all(math.isfinite(v) for v in values) and any(v != 0.0 for v in values)
+    return Probe(tokens=(text.strip(),), chosen_logprobs=values if usable else None)

@@ -58,6 +58,12 @@ def sampling_inputs(params: SamplingParams) -> dict[str, object]:
     }
 
 
+def output_logprobs(result) -> list[float]:
+    """The log-probabilities one response carries for its new tokens (`output_log_probs`); [] when none."""
+    values = result.as_numpy("output_log_probs")
+    return [] if values is None else [float(v) for v in values.reshape(-1)]
+
+
 @dataclass(frozen=True)
 class ModelInfo:
     """What the client needs to know about a deployed model, read from its config."""
@@ -141,6 +147,7 @@ class TokenStream:
         self.started_at = time.monotonic()
         self.responses = 0
         self.chunks = 0  # responses that carried new text: one per generated token when streaming
+        self.logprob_trace: list[float] = []  # log-probabilities the responses carried, in order
         self.cancelled = False
         self.stall_timeout = stall_timeout
         self._stalled = False
@@ -188,6 +195,7 @@ class TokenStream:
             self.responses += 1
             result = InferResult(response.infer_response)
             self._observe(result)
+            self.logprob_trace += self._logprobs(result)
             final = response.infer_response.parameters.get("triton_final_response")
             chunk = result.as_numpy("text_output")
             raw = ""
@@ -211,6 +219,11 @@ class TokenStream:
 
     def _observe(self, result: InferResult) -> None:
         """Every response passes here first; a subclass reads outputs beside text_output (e.g. finish_reason)."""
+
+    def _logprobs(self, result: InferResult) -> list[float]:
+        """The log-probabilities a response carries (kept for every response; the adapter probe, which asks for
+        them, is what reads them)."""
+        return output_logprobs(result)
 
     def _stall_error(self) -> StreamStalled:
         return StreamStalled(f"No reply from the server for {self.stall_timeout:.0f} s; the request was cancelled.")

@@ -15,7 +15,7 @@ On the CPU it runs with `settings.threads` threads (one by default, so a CPU dem
 serving); on a machine with a CUDA GPU it runs on GPU 0. torch, transformers and peft are imported when a
 training is prepared, not when this module is.
 
-Imports: setup.lora.dataset, setup.lora.messages, setup.lora.train_settings.
+Imports: setup.lora.dataset, setup.lora.messages, setup.lora.record, setup.lora.train_settings.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from pathlib import Path
 
 from setup.lora import messages as msg
 from setup.lora.dataset import Example, check_count
+from setup.lora.record import write_record
 from setup.lora.train_settings import TrainCancelled, TrainError, TrainLimits, TrainSettings, check_settings
 
 IGNORE = -100  # label of positions the loss skips (the prompt and the padding)
@@ -199,9 +200,10 @@ class TrainingRun:
     """A checked training request holding the slot; `run()` once, or `release()` to give the slot back."""
 
     def __init__(self, base: Path, batch: dict, out: Path, settings: TrainSettings, replace: bool,
-                 base_model_id: str | None, description: str, pairs: int, lock_fd: int):
+                 base_model_id: str | None, description: str, examples: Sequence[Example], lock_fd: int):
         self.base, self.batch, self.out, self.settings = base, batch, out, settings
-        self.replace, self.base_model_id, self.description, self.pairs = replace, base_model_id, description, pairs
+        self.replace, self.base_model_id, self.description = replace, base_model_id, description
+        self.examples, self.pairs = tuple(examples), len(examples)
         self._lock_fd = lock_fd
         self._released = False
 
@@ -290,14 +292,16 @@ class TrainingRun:
                   f"Base model: {self.base_model_id or self.base.name}. Trained by setup/lora/train.py (r={s.rank}, "
                   f"alpha={s.lora_alpha:g}, {', '.join(s.target_modules)}; {s.steps} full-batch steps on "
                   f"{self.pairs} pairs, learning rate {s.learning_rate:g}, seed {s.seed}).\n")
-        return stage_adapter(model, self.out, readme, self.base_model_id)
+        return stage_adapter(model, self.out, readme, self.base_model_id, self.examples)
 
     def _install(self, staging: Path) -> None:
         install_adapter(staging, self.out, self.replace)
 
 
-def stage_adapter(model, out: Path, readme: str, base_model_id: str | None = None) -> Path:
-    """The adapter and its README in a hidden temporary folder beside `out` (for `install_adapter`)."""
+def stage_adapter(model, out: Path, readme: str, base_model_id: str | None = None,
+                  examples: Sequence[Example] = ()) -> Path:
+    """The adapter, its README and (when `examples` are given) the pairs it was trained on (setup.lora.record) in a
+    hidden temporary folder beside `out` (for `install_adapter`)."""
     try:
         staging = Path(tempfile.mkdtemp(prefix=f".training-{out.name}-", dir=out.parent))
     except OSError as exc:
@@ -305,6 +309,8 @@ def stage_adapter(model, out: Path, readme: str, base_model_id: str | None = Non
     try:
         save_adapter(model, staging, base_model_id)
         (staging / ADAPTER_README).write_text(readme)
+        if examples:
+            write_record(staging, examples)
         _usual_modes(staging)
     except OSError as exc:
         shutil.rmtree(staging, ignore_errors=True)
@@ -373,7 +379,7 @@ def prepare_training(base: Path, examples: Sequence[Example], out: Path, setting
             unlock_folder(out.parent, lock_fd)
         _SLOT.release()
         raise
-    return TrainingRun(base, batch, out, settings, replace, base_model_id, description, len(examples), lock_fd)
+    return TrainingRun(base, batch, out, settings, replace, base_model_id, description, examples, lock_fd)
 
 
 def train(base: Path, examples: Sequence[Example], out: Path, settings: TrainSettings, *,

@@ -72,7 +72,8 @@ def build(ctx: AppContext) -> None:
         keep = gr.Button("Keep it", elem_id="remove-adapter-keep")
     with gr.Row():
         to_check = gr.Dropdown(ctx.deployment.adapter_names(), value=None, label="Is the adapter really applied?",
-                               info="Compares its first tokens on a probe prompt with the base model's.",
+                               info="Compares its greedy first tokens and their log-probabilities with the base model's, on "
+                                    "its training prompts when this app trained it, else on a fixed prompt.",
                                elem_id="check-adapter-name")
         check = gr.Button("Check adapter", elem_id="check-adapter")
     refresh = gr.Button("Refresh", size="sm")

@@ -267,3 +267,22 @@ def test_base_model_sends_no_lora_inputs(folder):
         stream = registry.stream(server, name, "hi", None, extra={"max_tokens": 5})
         assert stream.adapter is None and "".join(stream) == "Arr matey" and stream.lora_bytes_sent == 0
     assert all(set(r) == {"max_tokens"} for r in server.requests)
+
+
+def test_an_adapters_training_pairs_travel_with_it_and_do_not_change_its_task_id(tmp_path):
+    from setup.lora.dataset import Example
+    from setup.lora.record import TrainingPair, write_record
+
+    source = write_peft(tmp_path / "trained", shape=TINY, seed=7)
+    before = AdapterRegistry(tmp_path).task_id("trained")
+    write_record(source, [Example.from_pair("Say hello.", "Howdy, partner!")])
+    registry = AdapterRegistry(tmp_path / "adapters")
+    registry.add_folder(source, "copied")
+    assert registry.training_pairs("copied") == (TrainingPair("Say hello.", "Howdy, partner!"),)
+    assert registry.task_id("copied") == before
+    with zipfile.ZipFile(tmp_path / "zipped.zip", "w") as archive:
+        for path in source.iterdir():
+            archive.write(path, path.name)
+    registry.add_zip(tmp_path / "zipped.zip")
+    assert registry.training_pairs("zipped") == registry.training_pairs("copied")
+    assert registry.training_pairs("nope") == () and registry.training_pairs("../x") == ()

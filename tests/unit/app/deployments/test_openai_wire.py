@@ -1,4 +1,4 @@
-"""OpenAI-compatible wire format without a server: bodies, images, sampling, error mapping, probes."""
+"""OpenAI-compatible wire format without a server: bodies, images, sampling, error mapping."""
 
 import base64
 import io
@@ -6,7 +6,6 @@ import io
 import pytest
 from PIL import Image
 
-from app.chat.adapter_check import same_output
 from app.core.errors import (
     ChatError,
     InputTooLong,
@@ -17,7 +16,7 @@ from app.core.errors import (
     TooManyImages,
 )
 from app.core.sampling import SamplingParams
-from app.deployments.base import Probe, ReplyRequest
+from app.deployments.base import ReplyRequest
 from app.deployments.openai_compat import api_base
 from app.deployments.openai_wire import MAX_IMAGES, http_error, messages_body, sampling_fields, stream_event
 
@@ -76,10 +75,3 @@ def test_server_errors_become_typed_errors(status, body, kind):
 def test_stream_events():
     assert stream_event('data: {"choices": []}') == {"choices": []}
     assert stream_event("data: [DONE]") is None and stream_event(": ping") is None
-
-
-def test_probes_compare_logprobs_else_tokens():
-    a = Probe(("The",), ({"The": -1.0, "A": -2.0},))
-    assert same_output(a, Probe(("The",), ({"The": -1.0001, "A": -2.0},)))[0]
-    assert not same_output(a, Probe(("Arr",), ({"Arr": -0.1, "The": -3.0},)))[0]
-    assert same_output(Probe(("Paris is",)), Probe(("Paris is",))) == (True, "greedy first tokens")

@@ -9,6 +9,7 @@ import pytest
 
 from setup.lora import messages as msg
 from setup.lora.dataset import Example, examples_from_pairs
+from setup.lora.record import TrainingPair, read_record
 from setup.lora.train import install_adapter, prepare_training, train, training_running
 from setup.lora.train_settings import TrainCancelled, TrainError, default_settings
 from tests.lora_training_helpers import PIRATE_PAIRS, write_tiny_base
@@ -54,6 +55,8 @@ def test_chat_examples_train_too(tiny_base, tmp_path):
     chat = Example(({"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi?"}), "Arr!")
     result = train(tiny_base, [chat, *examples(1)], tmp_path / "chat", settings(steps=2))
     assert len(result.losses) == 2 and (tmp_path / "chat" / "adapter_config.json").is_file()
+    # the pairs it learnt are kept beside it, for the adapter-applied check's probes
+    assert read_record(tmp_path / "chat") == (TrainingPair("Hi?", "Arr!"), TrainingPair(*PIRATE_PAIRS[0]))
 
 
 def test_cancel_stops_at_once_and_writes_nothing(tiny_base, tmp_path):
