@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import gradio as gr
 
-from app.chat.compare import DEFAULT_MAX_TOKENS, ColumnView, CompareRun
+from app.chat.compare import CUT, DEFAULT_MAX_TOKENS, ColumnView, CompareRun
 from app.chat.context import AppConfig, AppContext
+from app.chat.messages import MSG_COMPARE_CUT
 from app.core.constants import MAX_COMPARE_ADAPTERS
 from app.core.errors import ChatError
 from app.core.sampling import SamplingParams
@@ -57,11 +58,13 @@ def pick_line(pick: str | None) -> str:
     return small(COMPARE_READY_ADAPTER.format(adapter=adapter) if adapter else COMPARE_READY.format(model=name))
 
 
-def state_line(view: ColumnView | None) -> str:
-    """A column's state during and after a run; an unused column's when `view` is None."""
+def state_line(view: ColumnView | None, limit: int) -> str:
+    """A column's state during and after a run (with a mark when its reply reached the `limit` of new tokens);
+    an unused column's when `view` is None."""
     if view is None:
         return small(COMPARE_UNUSED)
-    return small(" · ".join(part for part in (view.state, view.figures) if part))
+    cut = MSG_COMPARE_CUT.format(limit=limit) if view.finish_reason == CUT else ""
+    return small(" · ".join(part for part in (view.state, cut, view.figures) if part))
 
 
 def build(ctx: AppContext) -> None:
@@ -119,7 +122,7 @@ def build(ctx: AppContext) -> None:
                          for i, (name, view) in enumerate(zip(names, seen, strict=True))]
                 finished = compare.done()  # true for the last snapshot: its update re-enables Compare
                 locks = controls(not finished) if opening or finished else [gr.skip()] * (COLUMNS + 2)
-                yield [*texts, *map(state_line, seen), *locks]
+                yield [*texts, *(state_line(view, int(tokens)) for view in seen), *locks]
                 opening = False
         finally:
             runs.pop(request.session_hash, None)
