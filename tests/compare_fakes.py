@@ -1,5 +1,6 @@
 """Fakes for Compare's unit tests (the run, the Gradio endpoint, the command): a deployment that records what it
-opens, streams that answer word by word, and streams that run until cancelled."""
+opens, streams that answer word by word (one word a token, up to the request's max_tokens), and streams that run
+until cancelled."""
 
 from __future__ import annotations
 
@@ -10,15 +11,22 @@ from app.core.errors import InvalidImage, InvalidRequest
 
 
 class WordStream:
-    def __init__(self, text: str):
+    def __init__(self, text: str, max_tokens: int | None = None):
         self.text, self.cancelled, self.chunks, self.time_to_first_token = "", False, 0, None
-        self._parts = iter(text.split(" "))
+        self.finish_reason: str | None = None
+        self._parts, self._limit = text.split(" "), max_tokens
 
     def __iter__(self):
         return self
 
     def __next__(self):
-        part = next(self._parts)
+        if self.chunks == len(self._parts):
+            self.finish_reason = "stop"
+            raise StopIteration
+        if self._limit is not None and self.chunks >= self._limit:
+            self.finish_reason = "length"
+            raise StopIteration
+        part = self._parts[self.chunks]
         self.text += part + " "
         self.chunks += 1
         return part
@@ -30,8 +38,8 @@ class WordStream:
 class EndlessStream(WordStream):
     """One word, then nothing until cancelled (a long reply whose reader may go away)."""
 
-    def __init__(self, text: str):
-        super().__init__(text)
+    def __init__(self, text: str, max_tokens: int | None = None):
+        super().__init__(text, max_tokens)
         self._stop = threading.Event()
 
     def __next__(self):
@@ -67,6 +75,7 @@ class RecordingDeployment:
         if request.adapter and request.adapter not in self.known:
             raise InvalidRequest(MSG_UNKNOWN_ADAPTER.format(adapter=request.adapter, known=", ".join(self.known)))
         self.requests.append(request)
-        stream = (EndlessStream if self.endless else WordStream)(f"reply from {request.adapter or 'base'}")
+        stream = (EndlessStream if self.endless else WordStream)(f"reply from {request.adapter or 'base'}",
+                                                                 request.sampling.max_tokens)
         self.opened.append(stream)
         return stream

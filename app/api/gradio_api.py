@@ -94,9 +94,10 @@ def register(ctx: AppContext) -> None:
 
         `adapters` names one column each: an adapter of the adapters folder, or "" / None / "base model" for the
         base model; None alone means the base model alone; at most three adapters. Each update lists every column
-        as {column, text, state, figures} (`state`: waiting for the first token, streaming, done, stopped or
-        failed; `figures` once it has tokens); the last update has every column ended. A caller that goes away
-        stops every column on the server.
+        as {column, text, state, figures, finish_reason} (`state`: waiting for the first token, streaming, done,
+        stopped or failed; `figures` once it has tokens; `finish_reason` once done: "length" when the reply was cut
+        at `max_tokens`, "stop" when it ended by itself, null when unknown or not done); the last update has every
+        column ended. A caller that goes away stops every column on the server.
         """
         run = None
         try:

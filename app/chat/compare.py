@@ -29,15 +29,18 @@ from app.core.sampling import SamplingParams
 UPDATE_SECONDS = 0.1
 DEFAULT_MAX_TOKENS = 96  # new tokens per column unless the caller says (the tab's slider starts here)
 WAITING, STREAMING, DONE, STOPPED, FAILED = "waiting for the first token", "streaming", "done", "stopped", "failed"
+CUT = "length"  # a finish reason: the reply reached the max-new-tokens limit
 
 
 @dataclass(frozen=True)
 class ColumnView:
-    """One column as shown: its text so far, its state and (once it has tokens) its figures line."""
+    """One column as shown: its text so far, its state, (once it has tokens) its figures line and (once done) why
+    its reply ended: "length" (CUT) at the max-new-tokens limit, "stop", None when unknown."""
 
     text: str
     state: str
     figures: str = ""
+    finish_reason: str | None = None
 
 
 def column_names(adapters: object) -> list[str | None]:
@@ -52,10 +55,11 @@ def column_names(adapters: object) -> list[str | None]:
     return [None if not name or name == BASE_MODEL_WORDS else name for name in names]
 
 
-def column_entries(columns: list[str | None], views: list[ColumnView]) -> list[dict[str, str]]:
-    """The columns as the APIs and the command line give them: one {column, text, state, figures} per column,
-    `column` naming its adapter ("base model" for None)."""
-    return [{"column": name or BASE_MODEL_WORDS, "text": view.text, "state": view.state, "figures": view.figures}
+def column_entries(columns: list[str | None], views: list[ColumnView]) -> list[dict[str, str | None]]:
+    """The columns as the APIs and the command line give them: one {column, text, state, figures, finish_reason}
+    per column, `column` naming its adapter ("base model" for None)."""
+    return [{"column": name or BASE_MODEL_WORDS, "text": view.text, "state": view.state, "figures": view.figures,
+             "finish_reason": view.finish_reason}
             for name, view in zip(columns, views, strict=True)]
 
 
@@ -110,7 +114,7 @@ class CompareRun:
         return out
 
     def views(self) -> list[ColumnView]:
-        """Every column's text, state and figures (figures once it has tokens)."""
+        """Every column's text, state, figures (once it has tokens) and finish reason (once done)."""
         out = []
         for i, (stream, text) in enumerate(zip(self._streams, self.texts(), strict=True)):
             ended = self._ended.get(i)
@@ -122,7 +126,7 @@ class CompareRun:
                 state = STREAMING if stream.chunks else WAITING
             figures = figures_text(measure(stream, self._started, ended), self.columns[i], self._kind) \
                 if stream.chunks else ""
-            out.append(ColumnView(text, state, figures))
+            out.append(ColumnView(text, state, figures, stream.finish_reason if state == DONE else None))
         return out
 
     def cancel(self) -> None:
@@ -144,7 +148,7 @@ class CompareRun:
         finally:
             self.cancel()
 
-    def entry_updates(self) -> Iterator[list[dict[str, str]]]:
+    def entry_updates(self) -> Iterator[list[dict[str, str | None]]]:
         """`column_entries` of every column each time one changed, until every column has finished (the last
         update shows every column's end state); a reader that stops early cancels every column."""
         last = None

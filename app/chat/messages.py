@@ -18,6 +18,7 @@ MSG_COMPARE_NO_COLUMNS = "Pick the base model or at least one adapter to compare
 MSG_COMPARE_TOO_MANY = "Compare takes the base model and at most {limit} adapters."
 MSG_COMPARE_ADAPTERS = ("adapters must be a list of adapter names, an empty name (or \"base model\") for the base "
                         "model; got {value!r}.")
+MSG_COMPARE_CUT = "cut at the {limit}-token limit"  # a column whose reply reached max_tokens
 
 # "Is the adapter really applied?" (app/chat/adapter_check.py)
 MSG_APPLIED = "Adapter '{adapter}' is applied: on {probe} its {how} differ from the base model's."

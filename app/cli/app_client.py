@@ -18,11 +18,12 @@ ENDPOINT = "/compare"
 
 
 def compare_through_app(url: str, prompt: str, adapters: list[str | None], max_tokens: int,
-                        images: list[Path] | None = None, login: tuple[str, str] | None = None) -> list[dict[str, str]]:
-    """The final columns ({column, text, state, figures} each) of one Compare run on the app at `url`; `adapters`
-    as the endpoint takes them (None for the base model). ChatError with the app's own sentence when it refuses,
-    or a sentence when it cannot be reached or asks for a login (`login`: user, password) it did not get or
-    refuses. Ctrl-C cancels the job, so the app stops every column."""
+                        images: list[Path] | None = None,
+                        login: tuple[str, str] | None = None) -> list[dict[str, str | None]]:
+    """The final columns ({column, text, state, figures, finish_reason} each) of one Compare run on the app at
+    `url`; `adapters` as the endpoint takes them (None for the base model). ChatError with the app's own sentence
+    when it refuses, or a sentence when it cannot be reached or asks for a login (`login`: user, password) it did
+    not get or refuses. Ctrl-C cancels the job, so the app stops every column."""
     from gradio_client import Client, handle_file
     from gradio_client.exceptions import AppError, AuthenticationError
 

@@ -1,5 +1,6 @@
 """`python -m app compare`: the Compare tab's job from a terminal. One prompt (and optionally images) streamed
-at once through the base model and up to three adapters; prints each column's final text and its state and figures.
+at once through the base model and up to three adapters; prints each column's final text and its state (marked
+when the reply was cut at --max-tokens) and figures.
 
     python -m app compare --triton 127.0.0.1:8001 --prompt "What is the capital of France?" --base --adapter pirate
     python -m app compare --openai http://127.0.0.1:8000/v1 [--model NAME] --prompt TEXT --adapter NAME ...
@@ -18,8 +19,9 @@ import sys
 from collections import deque
 from pathlib import Path
 
-from app.chat.compare import DEFAULT_MAX_TOKENS, FAILED, CompareRun
+from app.chat.compare import CUT, DEFAULT_MAX_TOKENS, FAILED, CompareRun
 from app.chat.context import AppConfig, AppContext
+from app.chat.messages import MSG_COMPARE_CUT
 from app.cli.app_client import compare_through_app
 from app.cli.messages import MSG_CLI_IMAGE_MISSING, MSG_CLI_INTERRUPTED
 from app.core.constants import LLMAPI_MODEL, MAX_COMPARE_ADAPTERS
@@ -51,7 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-tokens", type=positive_int, default=DEFAULT_MAX_TOKENS,
                         help=f"New tokens per column at most (default {DEFAULT_MAX_TOKENS}).")
     parser.add_argument("--json", action="store_true",
-                        help="Print the columns as JSON ({column, text, state, figures} each) instead of text.")
+                        help="Print the columns as JSON ({column, text, state, figures, finish_reason} each) "
+                             "instead of text.")
     here = parser.add_argument_group("with --triton or --openai (as `python -m app` takes them)")
     here.add_argument("--model", default=None, help=HELP["model"] + " With --openai: " + HELP["openai_model"])
     here.add_argument("--deployment", choices=DEPLOYMENTS, default=AppConfig.deployment, help=HELP["deployment"])
@@ -74,7 +77,7 @@ def app_config(args: argparse.Namespace) -> AppConfig:
 
 
 def compare_here(config: AppConfig, prompt: str, adapters: list[str | None], max_tokens: int,
-                 images: list[Path] | None = None, ctx: AppContext | None = None) -> list[dict[str, str]]:
+                 images: list[Path] | None = None, ctx: AppContext | None = None) -> list[dict[str, str | None]]:
     """The final columns of one Compare run through the deployment `config` names (or `ctx`'s); ChatError with
     the UI's sentence when the input is refused. Ctrl-C stops every column."""
     ctx = ctx or AppContext(config)
@@ -84,11 +87,13 @@ def compare_here(config: AppConfig, prompt: str, adapters: list[str | None], max
     return last[0] if last else []
 
 
-def format_columns(columns: list[dict[str, str]]) -> str:
-    """Each column as a heading with its name, its final text, then its state and figures line."""
+def format_columns(columns: list[dict[str, str | None]], max_tokens: int) -> str:
+    """Each column as a heading with its name, its final text, then its state (and a mark when its reply reached
+    `max_tokens`) and figures line."""
     blocks = []
     for entry in columns:
-        status = " · ".join(part for part in (entry["state"], entry["figures"]) if part)
+        cut = MSG_COMPARE_CUT.format(limit=max_tokens) if entry.get("finish_reason") == CUT else ""
+        status = " · ".join(part for part in (entry["state"], cut, entry["figures"]) if part)
         blocks.append(f"=== {entry['column']} ===\n{entry['text'].strip()}\n--- {status}")
     return "\n\n".join(blocks)
 
@@ -120,5 +125,5 @@ def main(argv: list[str] | None = None, ctx: AppContext | None = None) -> int:
     except KeyboardInterrupt:
         print(MSG_CLI_INTERRUPTED, file=sys.stderr)
         return 130
-    print(json.dumps(columns, indent=2, ensure_ascii=False) if args.json else format_columns(columns))
+    print(json.dumps(columns, indent=2, ensure_ascii=False) if args.json else format_columns(columns, args.max_tokens))
     return 1 if any(entry["state"] == FAILED for entry in columns) else 0

@@ -66,3 +66,5 @@ COMPARE_IMAGE_LABEL = "Images (optional)"
 COMPARE_IMAGE_HEIGHT = 120
 COMPARE_NONE = "(none)"
 COMPARE_UNUSED = "not used: pick a model or adapter above"
+COMPARE_READY = "ready: {model}"  # a picked column before its run: the base model's dropdown entry
+COMPARE_READY_ADAPTER = "ready: adapter {adapter}"

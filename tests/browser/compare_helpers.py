@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.browser.chat_helpers import set_number, toasts, wait_for_uploads, wait_until
+from tests.browser.chat_helpers import set_number, toasts, wait_until
 
 COLUMNS = 4
 FINISHED = ("done", "stopped", "failed")
@@ -17,10 +17,18 @@ def column_texts(page) -> list[str]:
     return [page.locator(f"#compare-out-{i} textarea").input_value() for i in range(COLUMNS)]
 
 
+def thumbnails(page) -> list[int]:
+    """The pixel width of each picture Compare's image box shows (0 for one not drawn, or not yet)."""
+    return page.evaluate("""() => [...document.querySelectorAll('#compare-image .thumbnail-item img')]
+        .map(img => img.complete ? img.naturalWidth : 0)""")
+
+
 def attach_pictures(page, pictures: list) -> None:
-    """Put pictures in Compare's image box and wait until the box names each."""
+    """Add pictures to Compare's image box and wait until it shows a thumbnail of each (and of those before)."""
+    count = len(thumbnails(page)) + len(pictures)
     page.set_input_files("#compare-image input[type=file]", [str(picture) for picture in pictures])
-    wait_for_uploads(page, "#compare-image", [picture.name for picture in pictures])
+    wait_until(lambda: len(shown := thumbnails(page)) == count and all(shown),
+               what=f"thumbnails of {', '.join(picture.name for picture in pictures)}")
 
 
 def run_compare(page, prompt: str, picture=None, max_tokens: int | None = None, timeout: float = 240) -> list[str]:

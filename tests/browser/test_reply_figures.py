@@ -15,7 +15,8 @@ from tests.browser.chat_helpers import (
 from tests.browser.test_adapters import pick
 
 KIND = "Triton engine topology"
-COMPARE_FIGURES = re.compile(r"(?P<state>done|stopped) · (?P<tokens>\d+) tokens? · .*first token \d+\.\d\d s · "
+COMPARE_FIGURES = re.compile(r"(?P<state>done|stopped) · (?:cut at the \d+-token limit · )?(?P<tokens>\d+) tokens? · "
+                             r".*first token \d+\.\d\d s · "
                              r"(?P<model>[\w ]+) · (?:LoRA [\d.]+ (?:B|kB|MB) sent \((?:weights|task id only)\) · )?"
                              + KIND)
 

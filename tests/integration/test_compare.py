@@ -133,3 +133,13 @@ def test_the_command_logs_in_to_an_app_that_asks_for_it(app_with_login, tmp_path
     done = run_compare(*asked, "--login-file", str(right))
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("=== base model ===\n") and "Paris" in done.stdout
+
+
+def test_columns_cut_at_max_tokens_say_so_in_the_api_and_the_command(app_url):
+    story = "Tell me a long story about a dragon and a knight."
+    last = Client(app_url, verbose=False).predict(prompt=story, adapters=["", "pirate"], max_tokens=3,
+                                                  api_name="/compare")
+    assert [(entry["state"], entry["finish_reason"]) for entry in last] == [("done", "length")] * 2, last
+    done = run_compare("--app", app_url, "--prompt", story, "--base", "--max-tokens", "3")
+    assert done.returncode == 0, done.stderr
+    assert "\n--- done · cut at the 3-token limit · 3 tokens · " in done.stdout, done.stdout

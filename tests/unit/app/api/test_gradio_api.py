@@ -46,6 +46,12 @@ def test_compare_streams_every_column_to_its_end(tmp_path):
     assert [entry["state"] for entry in updates[-1]] == [DONE, DONE]
     assert updates[-1][1]["text"].startswith("reply from pirate") and updates[-1][1]["figures"]
     assert [r.sampling.max_tokens for r in deployment.requests] == [12, 12]
+    assert [entry["finish_reason"] for entry in updates[-1]] == ["stop", "stop"]
+
+
+def test_compare_says_which_columns_were_cut_at_max_tokens(tmp_path):
+    updates = list(endpoint(tmp_path, RecordingDeployment())(prompt="Hi", adapters=["", "pirate"], max_tokens=2))
+    assert [(entry["state"], entry["finish_reason"]) for entry in updates[-1]] == [(DONE, "length")] * 2
 
 
 def test_without_adapters_it_compares_the_base_model_alone(tmp_path):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from PIL import Image
 
-from app.chat.compare import DONE, CompareRun, column_names
+from app.chat.compare import CUT, DONE, STOPPED, CompareRun, column_entries, column_names
 from app.chat.context import AppConfig, AppContext
 from app.core.errors import InvalidImage, InvalidRequest
 from app.core.sampling import SamplingParams
@@ -143,3 +143,20 @@ def test_an_unknown_adapter_is_refused_and_the_columns_opened_before_it_are_canc
     with pytest.raises(InvalidRequest, match="There is no adapter named 'nobody'"):
         CompareRun(context(tmp_path, deployment), "Hi", [None, "nobody"], PARAMS)
     assert [stream.cancelled for stream in deployment.opened] == [True]
+
+
+@pytest.mark.parametrize(("max_tokens", "reason"), [(2, CUT), (3, "stop"), (8, "stop")])
+def test_each_done_column_says_whether_its_reply_was_cut_at_max_tokens(tmp_path, max_tokens, reason):
+    run = CompareRun(context(tmp_path, RecordingDeployment()), "Hi", [None, "pirate"],
+                     SamplingParams(max_tokens=max_tokens))
+    views = finish(run)  # each fake reply is three words, one token each
+    assert [(v.state, v.finish_reason) for v in views] == [(DONE, reason), (DONE, reason)]
+    assert [e["finish_reason"] for e in column_entries(run.columns, views)] == [reason, reason]
+
+
+def test_a_stopped_column_has_no_finish_reason(tmp_path):
+    run = CompareRun(context(tmp_path, RecordingDeployment(endless=True)), "Hi", [None], PARAMS)
+    updates = run.view_updates()
+    next(updates)
+    run.cancel()
+    assert [(v.state, v.finish_reason) for v in list(updates)[-1]] == [(STOPPED, None)]

@@ -47,7 +47,15 @@ def test_json_gives_the_apis_entries(tmp_path, capsys):
     code, out, _ = run(tmp_path, capsys, "--prompt", "Hi", "--adapter", "pirate", "--json")
     (entry,) = json.loads(out)
     assert code == 0 and entry["column"] == "pirate" and entry["state"] == "done" and set(entry) == {
-        "column", "text", "state", "figures"}
+        "column", "text", "state", "figures", "finish_reason"}
+    assert entry["finish_reason"] == "stop"
+
+
+def test_a_column_cut_at_max_tokens_says_so(tmp_path, capsys):
+    code, out, _ = run(tmp_path, capsys, "--prompt", "Hi", "--base", "--max-tokens", "2")
+    assert code == 0 and out.strip().splitlines()[2].startswith("--- done · cut at the 2-token limit · 2 tokens")
+    _, out, _ = run(tmp_path, capsys, "--prompt", "Hi", "--base", "--max-tokens", "2", "--json")
+    assert json.loads(out)[0]["finish_reason"] == "length"
 
 
 def test_max_tokens_and_the_images_go_to_every_column(tmp_path, capsys):

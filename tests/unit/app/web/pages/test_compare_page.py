@@ -1,14 +1,16 @@
 """The Compare tab's first column picks: something to compare at once, but on a model whose own adapter takes no
-other (InternLM-XComposer2's Partial LoRA) only the base column, which keeps that adapter on."""
+other (InternLM-XComposer2's Partial LoRA) only the base column, which keeps that adapter on; and what a column
+says before a run."""
 
 from __future__ import annotations
 
 import pytest
 
+from app.chat.compare import CUT, DONE, ColumnView
 from app.chat.context import AppConfig, AppContext
 from app.deployments.triton_engine import TritonEngineDeployment
-from app.web.labels import COMPARE_NONE, adapter_of
-from app.web.pages.compare import first_picks
+from app.web.labels import COMPARE_NONE, COMPARE_UNUSED, adapter_of
+from app.web.pages.compare import first_picks, pick_line, state_line
 from tests.xcomposer2_fakes import FakeClient, xc2_registry
 
 BASE_WITH_OWN = "base model + xc2-partial (part of the model, always on)"
@@ -33,3 +35,23 @@ def test_xcomposer2_starts_with_the_base_column_alone(context):
 
 def test_xcomposer2_that_combines_starts_with_its_other_adapters_too(context):
     assert first_picks(context(combines_adapters="true")) == [BASE_WITH_OWN, "pirate", COMPARE_NONE, COMPARE_NONE]
+
+
+@pytest.mark.parametrize(("pick", "line"), [
+    ("base model", "ready: base model"),
+    (BASE_WITH_OWN, f"ready: {BASE_WITH_OWN}"),
+    ("pirate", "ready: adapter pirate"),
+    (COMPARE_NONE, COMPARE_UNUSED),
+    (None, COMPARE_UNUSED),
+])
+def test_a_columns_state_before_a_run_names_what_its_picker_picked(pick, line):
+    assert pick_line(pick) == f"<small>{line}</small>"
+
+
+@pytest.mark.parametrize(("reason", "line"), [
+    (CUT, "done · cut at the 2-token limit · 2 tokens · base model"),
+    ("stop", "done · 2 tokens · base model"),
+    (None, "done · 2 tokens · base model"),
+])
+def test_a_column_cut_at_the_token_limit_says_so(reason, line):
+    assert state_line(ColumnView("Once upon", DONE, "2 tokens · base model", reason), 2) == f"<small>{line}</small>"
