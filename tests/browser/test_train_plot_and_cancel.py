@@ -70,32 +70,45 @@ def train_page(tmp_path, browser_context):
     page.fill("#train-name textarea", "stand-in")
     page.set_input_files("#train-data input[type=file]", str(data))
     wait_for_uploads(page, "#train-data", ["pairs.jsonl"])
-    page.fill("#train-steps input", "40")
     yield page, trainer
     page.close()
     blocks.close()
 
 
 def x_labels_reach(page, last: int) -> list[str]:
-    """The x axis's tick labels, once the plot shows a step of `last` or more (however the labels are written)."""
+    """The x axis's tick labels, once the largest is `last` (however the labels are written): the axis of this
+    training, not of the one before."""
     page.wait_for_function(
-        """([selector, last]) => [...document.querySelectorAll(selector)]
-               .some(t => parseFloat(t.textContent.replace(/,/g, '')) >= last)""", arg=[X_LABELS, last])
+        """([selector, last]) => Math.max(...[...document.querySelectorAll(selector)]
+               .map(t => parseFloat(t.textContent.replace(/,/g, '')))) === last""", arg=[X_LABELS, last])
     return page.locator(X_LABELS).all_text_contents()
+
+
+def train(page, trainer, steps: int, losses: int) -> None:
+    """Start a training of `steps` steps and let the stand-in report the first `losses` of them."""
+    page.fill("#train-steps input", str(steps))
+    page.click("#train-start")
+    page.wait_for_selector(f"{CANCEL}:enabled")  # live while it runs
+    trainer.job.losses.extend((step, 3.0 - step / 100) for step in range(1, losses + 1))
+
+
+def cancel(page, step: int) -> None:
+    page.click(CANCEL)
+    page.wait_for_selector("#train-cancel-note:has-text('Cancelling the training')")
+    page.wait_for_selector(f"#train-result:has-text('Training cancelled at step {step};')")
+    page.wait_for_selector(f"{CANCEL}:disabled")  # inactive again once the training ended
 
 
 def test_loss_axis_shows_whole_steps_and_cancel_is_live_only_while_training(train_page):
     page, trainer = train_page
     assert page.locator(CANCEL).is_disabled()  # nothing runs yet
-    page.click("#train-start")
-    page.wait_for_selector(f"{CANCEL}:enabled")
-    trainer.job.losses.extend([(1, 2.9), (2, 2.5), (3, 2.2)])
-    assert x_labels_reach(page, 3) == ["1", "2", "3"]  # not 1.5, 2.5 or 1.00, 1.05, ...
-    trainer.job.losses.extend((step, 2.2 - step / 100) for step in range(4, 41))
-    labels = x_labels_reach(page, 40)  # too many steps to label each: a numeric axis, still whole steps
-    assert all(label.isdigit() for label in labels) and len(labels) < 40, labels
-    assert page.locator(CANCEL).is_enabled()
-    page.click(CANCEL)
-    page.wait_for_selector("#train-cancel-note:has-text('Cancelling the training')")
-    page.wait_for_selector("#train-result:has-text('Training cancelled at step 40')")
-    page.wait_for_selector(f"{CANCEL}:disabled")  # inactive again once the training ended
+    train(page, trainer, steps=4, losses=3)
+    assert x_labels_reach(page, 3) == ["1", "2", "3"]  # one label a step; not 1.5, 2.5 or 1.0, 1.1, ...
+    cancel(page, 3)
+    train(page, trainer, steps=300, losses=3)  # too many steps to label each: a numeric axis of whole steps
+    labels = x_labels_reach(page, 300)
+    assert all(label.isdigit() for label in labels) and len(labels) < 100, labels
+    cancel(page, 3)
+    train(page, trainer, steps=2, losses=2)  # a short one again after a long one
+    assert x_labels_reach(page, 2) == ["1", "2"]
+    cancel(page, 2)
