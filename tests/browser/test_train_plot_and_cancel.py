@@ -14,10 +14,10 @@ from app.adapters.training import MSG_CANCELLING, MSG_NOTHING_TO_CANCEL, Trainin
 from app.chat.context import AppConfig, AppContext
 from setup.paths import PROJECT_ROOT
 from tests.browser.chat_helpers import wait_for_uploads
+from tests.browser.plot_helpers import x_labels_reach
 from tests.conftest import free_port, grant_access
 from tests.lora_training_helpers import PIRATE_PAIRS
 
-X_LABELS = "#train-loss svg g.role-axis[aria-label^='X-axis'] g.role-axis-label text"
 CANCEL = "#train-cancel"
 
 
@@ -73,15 +73,6 @@ def train_page(tmp_path, browser_context):
     yield page, trainer
     page.close()
     blocks.close()
-
-
-def x_labels_reach(page, last: int) -> list[str]:
-    """The x axis's tick labels, once the largest is `last` (however the labels are written): the axis of this
-    training, not of the one before."""
-    page.wait_for_function(
-        """([selector, last]) => Math.max(...[...document.querySelectorAll(selector)]
-               .map(t => parseFloat(t.textContent.replace(/,/g, '')))) === last""", arg=[X_LABELS, last])
-    return page.locator(X_LABELS).all_text_contents()
 
 
 def train(page, trainer, steps: int, losses: int) -> None:
