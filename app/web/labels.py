@@ -32,6 +32,10 @@ MSG_PICK_TO_REMOVE = "⚠️ Pick an adapter to remove."
 MSG_CONFIRM_REMOVE = ("Remove **{name}**? Its folder `{folder}` is deleted and its task id is retired; chats that use "
                       "it will fail until it is added again.")
 MSG_REMOVE_KEPT = "Nothing removed."
+MSG_PICK_TO_CHECK = "⚠️ Pick an adapter to check."
+# The API may name any adapter: the lists are checked when the call comes, not when the app started.
+MSG_NO_ADAPTER = "⚠️ There is no adapter named '{name}' to {action}; the adapters are: {names}."
+NO_ADAPTERS = "none"
 
 # Chat tab
 CHAT_PLACEHOLDER = "Ask something and press Enter"

@@ -1,6 +1,7 @@
 """The Gradio API's `train_adapter` and `cancel_training` over HTTP (gradio_client) against the real CPU demo:
 without the launch token nothing runs or is written; with it a 3-pair training streams its progress and the
-adapter is then listed by `list_adapters` and GET /v1/models; refusals come back as sentences."""
+adapter is then listed by `list_adapters` and GET /v1/models, and `check_adapter` / `remove_adapter` take it in the
+same run; refusals come back as sentences."""
 
 from __future__ import annotations
 
@@ -81,6 +82,11 @@ def test_training_streams_progress_and_the_adapter_is_listed(served):
     assert "api-style" in str(listed), listed
     models = httpx.get(url + "v1/models", timeout=30).json()
     assert "api-style" in [m["id"] for m in models["data"]], models
+    checked = owner.predict("api-style", api_name="/check_adapter")  # no restart, no Refresh: the app knows it
+    assert "Adapter 'api-style'" in checked and "no adapter named" not in checked, checked
+    _table, removed, _choices = owner.predict("api-style", api_name="/remove_adapter")
+    assert removed == "Removed **api-style**.", removed
+    assert entries(folder) == ["pirate"]
 
 
 def test_a_second_start_is_refused_and_cancel_writes_nothing(served):

@@ -32,7 +32,12 @@ MSG_PROGRESS = "Step {step} of {steps} · loss {loss} · {seconds:.0f} s"
 MSG_STARTING = "Starting: loading the base model ({pairs} pairs, {steps} steps)…"
 MSG_REGISTERED = "{summary} {note}"
 STATE_ICONS = {"done": "✅", "cancelled": "⏹️", "failed": "⚠️"}
-EMPTY_PLOT = pd.DataFrame({"step": pd.Series(dtype=int), "loss": pd.Series(dtype=float)})
+# The plot's x axis. A numeric axis gets about one tick per 40 px, so a few steps get ticks at 1.5, 2.5: a
+# training of up to LABELLED_STEPS steps has its steps as categories (one label each). A longer one keeps a numeric
+# axis over all its steps, wide enough for whole ticks on the widest plot (~1830 px); a label per step would crowd.
+LABELLED_STEPS = 40
+STEP_ORDER = [str(step) for step in range(1, default_limits().max_steps + 1)]  # categories sort as numbers
+EMPTY_PLOT = pd.DataFrame({"step": pd.Series(dtype=str), "loss": pd.Series(dtype=float)})
 
 
 def resolve_base(ctx: AppContext, text: str | None) -> Path:
@@ -79,10 +84,25 @@ def progress_html(job) -> str:
 
 
 def loss_frame(job) -> pd.DataFrame:
-    if not job.losses:
-        return EMPTY_PLOT
-    steps, losses = zip(*job.losses, strict=True)
-    return pd.DataFrame({"step": list(steps), "loss": list(losses)})
+    """The points so far: steps as text (categories) up to LABELLED_STEPS steps, else numbers."""
+    labelled = job.steps <= LABELLED_STEPS
+    steps = [str(step) if labelled else step for step, _loss in job.losses]
+    return pd.DataFrame({"step": pd.Series(steps, dtype=str if labelled else int),
+                         "loss": pd.Series([loss for _step, loss in job.losses], dtype=float)})
+
+
+def loss_plot(job) -> gr.LinePlot:
+    """The points and the x axis's range: none for categories, 1 to the last step for numbers.
+
+    The page draws its axis anew only when x_lim changes, and then from the value it held before that update:
+    a training's first update is its frame alone (loss_frame), so the axis kind follows from the second."""
+    return gr.LinePlot(loss_frame(job), x_lim=None if job.steps <= LABELLED_STEPS else [1, job.steps])
+
+
+def cancel_button(ctx: AppContext) -> gr.Button:
+    """Cancel is live only while a training runs."""
+    job = ctx.training.current()
+    return gr.Button(interactive=job is not None and not job.finished.is_set())
 
 
 def finish(ctx: AppContext, job) -> str:
@@ -104,8 +124,8 @@ def message_html(text: str) -> str:
 def train_handlers(ctx: AppContext):
     """(on_train, on_cancel): the Train and Cancel handlers, each checking access before anything else.
 
-    on_train is a generator of (status HTML, loss frame): refusals as one message, then progress every
-    POLL_SECONDS, then how it ended (with the adapter check when it worked).
+    on_train is a generator of (status HTML, loss plot update): refusals as one message, then progress at once
+    and every POLL_SECONDS, then how it ended (with the adapter check when it worked).
     """
     defaults = default_settings()
 
@@ -120,9 +140,11 @@ def train_handlers(ctx: AppContext):
         except (TrainError, ChatError, WorkspaceError) as exc:
             yield message_html(f"⚠️ {exc}"), EMPTY_PLOT
             return
+        yield progress_html(job), loss_frame(job)  # the value first, so the axis is drawn for it (loss_plot)
         while not job.wait(POLL_SECONDS):
-            yield progress_html(job), loss_frame(job)
-        yield progress_html(job) + "<br>" + message_html(finish(ctx, job)), loss_frame(job)
+            yield progress_html(job), loss_plot(job)
+        yield progress_html(job), loss_plot(job)  # every step shown (and Cancel off) while the check runs
+        yield progress_html(job) + "<br>" + message_html(finish(ctx, job)), loss_plot(job)
 
     def on_cancel(request: gr.Request):
         require_access(ctx, request)
@@ -162,15 +184,18 @@ def build(ctx: AppContext):
                                    label="Target modules", elem_id="train-targets")
         with gr.Row():
             start = gr.Button("Train", variant="primary", elem_id="train-start")
-            cancel = gr.Button("Cancel", variant="stop", elem_id="train-cancel")
+            cancel = gr.Button("Cancel", variant="stop", interactive=False, elem_id="train-cancel")
         # Cancel writes a note of its own: the running training's handler keeps the status until its thread stops.
         cancel_note = gr.HTML("", elem_id="train-cancel-note")
         status = gr.HTML("", elem_id="train-status")
         plot = gr.LinePlot(EMPTY_PLOT, x="step", y="loss", title="Training loss", elem_id="train-loss",
-                           height=240)
+                           height=240, sort=STEP_ORDER)
 
     on_train, on_cancel = train_handlers(ctx)
     event = start.click(on_train, [name, base, upload, pairs, rank, steps, rate, max_len, targets], [status, plot],
                         api_name="train_adapter")
     cancel.click(on_cancel, None, cancel_note, api_name="cancel_training")
+    # Every status update (a refusal, progress, the end) says whether a training runs now; the Train endpoint's
+    # outputs stay status and plot for API callers.
+    status.change(lambda: cancel_button(ctx), None, cancel, api_visibility="private", show_progress="hidden")
     return event

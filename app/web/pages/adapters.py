@@ -9,7 +9,14 @@ import gradio as gr
 from app.chat.context import AppConfig, AppContext
 from app.core.errors import ChatError
 from app.web.gate import require_access
-from app.web.labels import MSG_CONFIRM_REMOVE, MSG_PICK_TO_REMOVE, MSG_REMOVE_KEPT
+from app.web.labels import (
+    MSG_CONFIRM_REMOVE,
+    MSG_NO_ADAPTER,
+    MSG_PICK_TO_CHECK,
+    MSG_PICK_TO_REMOVE,
+    MSG_REMOVE_KEPT,
+    NO_ADAPTERS,
+)
 from app.web.pages import adapter_training
 from setup.workspace import WorkspaceError
 
@@ -32,6 +39,13 @@ def table_rows(ctx: AppContext) -> list[list]:
              HELD.get(a.held_by_server), a.kind] for a in deployment.adapters()]
     rows += [[name, "-", "-", problem, "-", "-", "unusable"] for name, problem in deployment.adapter_problems().items()]
     return rows
+
+
+def unknown(name: str, action: str, known: list[str]) -> str | None:
+    """The sentence for a name that is not among `known` (the list read now), else None."""
+    if name in known:
+        return None
+    return MSG_NO_ADAPTER.format(name=name, action=action, names=", ".join(known) or NO_ADAPTERS)
 
 
 def added(ctx: AppContext, name: str, detail: str) -> str:
@@ -62,8 +76,10 @@ def build(ctx: AppContext) -> None:
             upload_name = gr.Textbox(label="Name (optional)", info="Defaults to the zip's name.")
             add_zip = gr.Button("Add zip", elem_id="add-adapter-zip")
     # value=None: a Dropdown would otherwise preselect its first adapter. Removing asks first (the confirm row).
+    # allow_custom_value: Gradio would check API input against the start-up choices; the handlers check the names
+    # the app knows when the call comes (an adapter trained or added since is taken, an unknown one named).
     with gr.Row():
-        to_remove = gr.Dropdown(ctx.adapters.names(), value=None, label="Remove adapter",
+        to_remove = gr.Dropdown(ctx.adapters.names(), value=None, label="Remove adapter", allow_custom_value=True,
                                 elem_id="remove-adapter-name")
         remove = gr.Button("Remove…", variant="stop", elem_id="remove-adapter")
     with gr.Row(visible=False, elem_id="remove-adapter-confirm") as confirm_row:
@@ -74,7 +90,7 @@ def build(ctx: AppContext) -> None:
         to_check = gr.Dropdown(ctx.deployment.adapter_names(), value=None, label="Is the adapter really applied?",
                                info="Compares its greedy first tokens and their log-probabilities with the base model's, on "
                                     "its training prompts when this app trained it, else on a fixed prompt.",
-                               elem_id="check-adapter-name")
+                               allow_custom_value=True, elem_id="check-adapter-name")
         check = gr.Button("Check adapter", elem_id="check-adapter")
     refresh = gr.Button("Refresh", size="sm")
     trained = adapter_training.build(ctx)
@@ -102,15 +118,23 @@ def build(ctx: AppContext) -> None:
         return outcome(added(ctx, info.name, f"task id {info.task_id}, rank {info.rank}"))
 
     def on_ask_remove(name: str | None):
+        name = (name or "").strip()
         if not name:
             return gr.Row(visible=False), "", MSG_PICK_TO_REMOVE
+        problem = unknown(name, "remove", ctx.adapters.names())
+        if problem:
+            return gr.Row(visible=False), "", problem
         return (gr.Row(visible=True), MSG_CONFIRM_REMOVE.format(name=name, folder=ctx.adapters.folder / name),
                 gr.skip())
 
     def on_remove(name: str | None, request: gr.Request):
         require_access(ctx, request)
+        name = (name or "").strip()
         if not name:
             return outcome(MSG_PICK_TO_REMOVE)
+        problem = unknown(name, "remove", ctx.adapters.names())
+        if problem:
+            return outcome(problem)
         try:
             ctx.adapters.remove(name)
         except (ChatError, OSError) as exc:
@@ -118,9 +142,12 @@ def build(ctx: AppContext) -> None:
         return outcome(f"Removed **{name}**.")
 
     def on_check(name: str | None):
+        name = (name or "").strip()
         if not name:
-            return "⚠️ Pick an adapter to check."
-        return ctx.adapter_checks.run_now(ctx.deployment, name).message
+            return MSG_PICK_TO_CHECK
+        own = ctx.deployment.built_in_adapter()  # not in the list, but its check says why it cannot tell
+        problem = unknown(name, "check", [*ctx.deployment.adapter_names(), *([own] if own else [])])
+        return problem or ctx.adapter_checks.run_now(ctx.deployment, name).message
 
     outputs = [table, message, to_remove]
     quiet = {"api_visibility": "private", "show_progress": "hidden"}

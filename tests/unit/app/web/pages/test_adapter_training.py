@@ -10,9 +10,16 @@ import gradio as gr
 import pandas as pd
 import pytest
 
+from app.adapters.training import TrainingJob
 from app.chat.context import AppConfig, AppContext
 from app.core.access import TOKEN_HEADER
-from app.web.pages.adapter_training import MSG_UPLOAD_ONLY, train_handlers
+from app.web.pages.adapter_training import (
+    LABELLED_STEPS,
+    MSG_UPLOAD_ONLY,
+    cancel_button,
+    loss_plot,
+    train_handlers,
+)
 from tests.lora_training_helpers import PIRATE_PAIRS, write_tiny_base
 
 
@@ -58,7 +65,8 @@ def test_trains_the_table_with_progress_and_checks_the_adapter(ctx, tmp_path):
     status, plot = updates[-1]
     status = html.unescape(status)
     assert "✅ Trained mine in" in status and "Check: The adapter check for 'mine' could not run" in status
-    assert list(plot["step"]) == [1, 2, 3] and 'value="3" max="3"' in status
+    assert [step for step, _loss in plot.value["data"]] == ["1", "2", "3"] and 'value="3" max="3"' in status
+    assert isinstance(updates[0][1], pd.DataFrame)  # a training's first plot update is its value alone
     assert (tmp_path / "adapters" / "mine" / "adapter_config.json").is_file()
     assert "mine" in ctx.deployment.adapter_names()  # the chat dropdown and Compare list it now
 
@@ -88,3 +96,27 @@ def test_an_uploaded_jsonl_is_read(ctx, tmp_path, monkeypatch):
     on_train, _ = train_handlers(ctx)
     (status, _), = list(on_train(*args(upload=str(upload)), request(ctx)))
     assert "Line 1 of 'style.jsonl' needs" in html.unescape(status)
+
+
+def job_of(steps: int, losses: int) -> TrainingJob:
+    return TrainingJob(name="mine", steps=steps, pairs=3, where="here",
+                       losses=[(step, 3.0 - step / 100) for step in range(1, losses + 1)])
+
+
+def test_few_steps_are_categories_and_many_a_numeric_axis_over_every_step():
+    short = loss_plot(job_of(LABELLED_STEPS, 3))
+    assert short.value["datatypes"]["step"] == "nominal" and short.x_lim is None
+    assert [step for step, _loss in short.value["data"]] == ["1", "2", "3"]
+    long = loss_plot(job_of(LABELLED_STEPS + 1, 3))
+    assert long.value["datatypes"]["step"] == "quantitative" and long.x_lim == [1, LABELLED_STEPS + 1]
+    assert [step for step, _loss in long.value["data"]] == [1, 2, 3]
+    assert loss_plot(job_of(300, 0)).value["datatypes"]["step"] == "quantitative"  # before its first step too
+
+
+def test_cancel_is_live_only_while_a_training_runs(ctx):
+    assert cancel_button(ctx).interactive is False  # none has run
+    job = job_of(3, 1)
+    ctx.training.current = lambda: job
+    assert cancel_button(ctx).interactive is True
+    job.finished.set()
+    assert cancel_button(ctx).interactive is False
