@@ -127,6 +127,11 @@ class AdapterStream:
         return self._stream is not None and self._stream.cancelled
 
     @property
+    def finish_reason(self) -> str | None:
+        """"length", "stop", or None (unknown, cancelled), as the underlying stream says."""
+        return getattr(self._stream, "finish_reason", None) if self._stream is not None else None
+
+    @property
     def request_id(self) -> str:
         return self._stream.request_id if self._stream is not None else ""
 

@@ -47,6 +47,11 @@ class ReplyStream(Protocol):
     @property
     def time_to_first_token(self) -> float | None: ...
 
+    @property
+    def finish_reason(self) -> str | None:
+        """Why the reply ended: "length" (it reached max_tokens), "stop" (end of turn or a stop word), None
+        while streaming and when unknown or cancelled."""
+
 
 @dataclass(frozen=True)
 class DeploymentStatus:

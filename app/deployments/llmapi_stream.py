@@ -89,8 +89,9 @@ class LlmApiStream(TokenStream):
 
     @property
     def finish_reason(self) -> str | None:
+        """The server's finish_reason output ("length", "stop"); None while streaming or after a cancel."""
         reason = self.details.get("finish_reason")
-        return None if reason in (None, "None") else str(reason)
+        return None if self.cancelled or reason in (None, "None", "cancelled") else str(reason)
 
     def __next__(self) -> str:
         try:

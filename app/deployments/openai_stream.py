@@ -25,7 +25,7 @@ class OpenAIStream:
         self.request_id = ""
         self.started_at = time.monotonic()
         self.first_token_at: float | None = None
-        self.finish_reason: str | None = None
+        self.finish_reason: str | None = None  # the stream's own ("length", "stop", ...); None when it gave none
         self._deltas = 0
         self._usage: int | None = None
         self._stall = stall_timeout

@@ -132,8 +132,11 @@ class TokenStream:
     """
 
     def __init__(self, url: str, info: ModelInfo, inputs: list, stall_timeout: float,
-                 stop_words: Sequence[str] = ()):
+                 stop_words: Sequence[str] = (), max_tokens: int | None = None):
         self._url = url
+        self._max_tokens = max_tokens
+        self._finish_reason: str | None = None
+        self.tokens = 0  # responses that carried a text_output (one per generated token when streaming)
         self._engine_model = info.engine_model
         self.request_id = f"chat-{uuid.uuid4().hex[:16]}"
         self.text = ""
@@ -192,6 +195,7 @@ class TokenStream:
             chunk = result.as_numpy("text_output")
             raw = ""
             if chunk is not None and chunk.size:
+                self.tokens += 1
                 raw = self._assembler.feed(chunk.reshape(-1)[0])
             if raw:
                 self.chunks += 1
@@ -201,6 +205,7 @@ class TokenStream:
             if final is not None and final.bool_param:
                 delta += self._trim.feed(self._assembler.finish()) + self._trim.finish()
                 self.text = self._trim.text
+                self._finish_reason = self._ended_by()
                 self._close(cancel=False)
                 if delta:
                     return delta
@@ -208,6 +213,18 @@ class TokenStream:
             if delta:
                 self.text = self._trim.text
                 return delta
+
+    def _ended_by(self) -> str:
+        """Why the finished reply ended: "length" when it used up max_tokens, else "stop" (end token or stop word).
+        The engine does not say, so its streamed tokens are counted."""
+        if self._max_tokens and self.tokens >= self._max_tokens and not self._trim.stopped:
+            return "length"
+        return "stop"
+
+    @property
+    def finish_reason(self) -> str | None:
+        """"length" (cut at max_tokens), "stop", or None while streaming, after a cancel, stall or error."""
+        return self._finish_reason
 
     def _observe(self, result: InferResult) -> None:
         """Every response passes here first; a subclass reads outputs beside text_output (e.g. finish_reason)."""
@@ -380,7 +397,8 @@ class TritonChatClient:
         info = self.model_info()
         try:
             return TokenStream(self.url, info, self.build_inputs(prompt, params, extra, info), self.stall_timeout,
-                               stop_words=tuple((extra or {}).get("stop_words") or ()))
+                               stop_words=tuple((extra or {}).get("stop_words") or ()),
+                               max_tokens=int(params.max_tokens))
         except ChatError:
             raise
         except InferenceServerException as exc:

@@ -62,6 +62,11 @@ def test_served_config_matches_upstream_tensor_for_tensor(llmapi_triton):
     assert served["backend"] == "python" and served["model_transaction_policy"]["decoupled"]
 
 
+def test_reply_cut_at_max_tokens_finishes_with_length(llmapi_triton):
+    stream = reply(deployment(llmapi_triton), params=SamplingParams(max_tokens=3, top_k=1))
+    assert stream.text and stream.finish_reason == "length"
+
+
 def test_streams_paris_with_finish_reason_and_kv_figures(llmapi_triton):
     stream = reply(deployment(llmapi_triton))
     assert "Paris" in stream.text and stream.chunks >= 3
@@ -91,7 +96,8 @@ def test_stop_ends_generation_on_the_server(llmapi_triton, how):
     assert stream.request_id in line, line
     assert int(re.search(r"ended after (\d+) tokens", line).group(1)) < 40, line
     if how == "stop request":
-        assert "(stop)" in line and stream.finish_reason == "cancelled" and not stream.cancelled
+        assert "(stop)" in line and stream.details["finish_reason"] == "cancelled" and not stream.cancelled
+    assert stream.finish_reason is None  # a stopped reply ended neither by itself nor at max_tokens
     assert "Paris" in reply(dep).text  # the slot is free again
 
 

@@ -59,6 +59,37 @@ def test_token_by_token_chunks_rebuild_multibyte_text(triton, cpu_model_dir):
     assert assembler.text == text
 
 
+@pytest.mark.parametrize("model", ["tensorrt_llm_bls", "ensemble"])
+def test_finish_reason_says_whether_max_tokens_cut_the_reply(triton, model):
+    """The engine does not say why it stopped; the stream counts its tokens against max_tokens."""
+    client = TritonChatClient(triton.grpc_url, model=model)
+    greedy = SamplingParams(max_tokens=40, top_k=1)
+    whole = client.stream(prompt(), greedy)
+    assert whole.finish_reason is None  # not ended yet
+    list(whole)
+    assert whole.finish_reason == "stop" and "Paris" in whole.text
+    cut = client.stream(prompt(), SamplingParams(max_tokens=3, top_k=1))
+    list(cut)
+    assert cut.finish_reason == "length" and cut.tokens == 3
+    assert whole.text.startswith(cut.text) and len(cut.text) < len(whole.text)
+    stopped = client.stream(prompt([{"role": "user", "content": "Write a very long story about a dragon."}]),
+                            SamplingParams(max_tokens=400))
+    next(stopped)
+    stopped.cancel()
+    assert list(stopped) == [] and stopped.finish_reason is None
+
+
+def test_finish_reason_passes_through_the_engine_deployment(app_served):
+    """TritonEngineDeployment.open_reply (an AdapterStream, with and without an adapter) reports the ending."""
+    from app.deployments.base import ReplyRequest
+
+    deployment = app_served[0].deployment
+    for adapter in (None, "pirate"):
+        stream = deployment.open_reply(ReplyRequest(QUESTION, SamplingParams(max_tokens=2, top_k=1), adapter))
+        list(stream)
+        assert stream.text and stream.finish_reason == "length", adapter
+
+
 def engine_log_lines(triton) -> list[str]:
     return [line for line in triton.process.log_path.read_text().splitlines() if "cpu engine: request" in line]
 
