@@ -18,6 +18,8 @@ class ReplyRequest:
     """One reply to open: the chat history (last turn is the user's), settings, adapter (None = base model).
 
     `images` (paths or bytes) default to the files attached to the trailing user turn of `messages`.
+    `continues`: the start of the assistant reply to this turn that the model goes on with (Continue after a
+    reply cut at max_tokens); the stream then yields only the new text. Empty: a new reply.
     """
 
     messages: Sequence[dict]
@@ -27,6 +29,7 @@ class ReplyRequest:
     system_prompt: str | None = None
     stop: Sequence[str] = ()
     min_tokens: int = 0
+    continues: str = ""
 
 
 @runtime_checkable
