@@ -36,7 +36,7 @@ def short_reply(page, question: str) -> str:
 def test_conversations_survive_a_reload_and_switch(sized_page):
     page = sized_page
     first = short_reply(page, "What is the capital of France?")
-    wait_until(lambda: listed(page).startswith("What is the capital of France? · 2 messages"),
+    wait_until(lambda: listed(page).startswith("What is the capital of France? · 1 turn"),
                what="the list to show the conversation")
     page.reload()
     wait_until(lambda: bot_texts(page), what="the conversation to come back")
