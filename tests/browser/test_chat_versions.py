@@ -11,6 +11,7 @@ from tests.browser.chat_helpers import (
     settled_reply,
     wait_until,
 )
+from tests.browser.test_adapters import pick
 
 CUT_MARK = "cut at the {limit}-token limit"
 
@@ -65,9 +66,10 @@ def test_a_cut_reply_says_so_and_continue_goes_on_with_it(page):
 
 
 def test_the_adapter_is_named_once_under_a_reply(page):
+    pick(page, "adapter", "pirate")
     ask(page, "Say hello.")
     reply = settled_reply(page)
-    assert named_adapter(reply) == "base model" and reply.count("base model") == 1 and "adapter:" not in reply
+    assert named_adapter(reply) == "pirate" and reply.lower().count("pirate") == 1 and "adapter:" not in reply
 
 
 def test_the_conversation_uses_the_screen_height(page):
