@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 from app.chat.context import AppContext
 from app.chat.outbox import Queued
-from app.chat.turns import add_user_message, stream_reply
+from app.chat.turns import add_user_message, continue_reply, stream_reply
+from app.chat.versions import Reply
 from app.core.sampling import SamplingParams
 
 PENDING_PREFIX = "*waiting to be sent:* "  # marks a queued message in the shown conversation
@@ -45,9 +46,11 @@ def pending_view(waiting: list[Queued]) -> list[dict]:
 
 
 def run_replies(ctx: AppContext, session: str, history: list[dict], first: Queued | None,
-                settings: ReplySettings) -> Iterator[tuple[list[dict], bool]]:
+                settings: ReplySettings, earlier: Reply | None = None,
+                continuing: bool = False) -> Iterator[tuple[list[dict], bool]]:
     """Yield (conversation to show, still running). The caller has made the session busy (Outbox.offer or
-    start); `first` is the message that did so, None to answer the history as it is (Regenerate); queued
+    start); `first` is the message that did so, None to answer the history as it is (Regenerate: `earlier` is
+    the reply it replaces, whose versions are kept; `continuing`: go on with the history's last reply); queued
     messages are answered with their own settings when they carry them. Clear
     (a new outbox epoch) empties the conversation; messages queued after it are answered in the new one."""
     outbox = ctx.outbox
@@ -60,8 +63,13 @@ def run_replies(ctx: AppContext, session: str, history: list[dict], first: Queue
                 history = add_user_message(history, message.text, list(message.files))
                 settings = message.settings or settings  # each message keeps the adapter it was sent with
             yield [*history, *pending_view(outbox.waiting(session))], True  # the message shows at once
-            replies = stream_reply(ctx, session, history, settings.sampling(), settings.system_prompt,
-                                   settings.adapter, settings.history_mode)
+            if continuing:
+                replies = continue_reply(ctx, session, history, settings.sampling(), settings.system_prompt,
+                                         settings.history_mode)
+            else:
+                replies = stream_reply(ctx, session, history, settings.sampling(), settings.system_prompt,
+                                       settings.adapter, settings.history_mode, earlier)
+            earlier, continuing = None, False  # only the run's first reply regenerates or continues
             with closing(replies):  # leaving early cancels the server request
                 for update in replies:
                     if outbox.epoch(session) != epoch:

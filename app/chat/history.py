@@ -3,18 +3,30 @@ JSON and Markdown and import back. Pure functions over the stored value; the ser
 
 Stored value: {"version": 1, "current": id, "chats": [{"id", "title", "updated", "messages"}]}, newest
 first. Messages are {"role", "content"} with text content, or a user image {"path": ...} that is shown
-again only while the server still has the uploaded file."""
+again only while the server still has the uploaded file; a reply also carries its record (versions,
+app.chat.versions) in its metadata. Exported replies hold that record as "reply"; files without it (written
+before versions) import as single-version replies."""
 
 from __future__ import annotations
 
+import base64
 import json
+import mimetypes
 import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from app.chat.messages import MSG_IMAGE_NOT_KEPT, MSG_IMPORT_NOT_JSON, MSG_IMPORT_SHAPE
-from app.core.constants import MAX_CONVERSATION_CHARS, MAX_CONVERSATION_MESSAGES
+from app.chat.messages import (
+    MSG_CUT,
+    MSG_IMAGE_GONE,
+    MSG_IMAGE_NOT_KEPT,
+    MSG_IMAGE_TOO_BIG,
+    MSG_IMPORT_NOT_JSON,
+    MSG_IMPORT_SHAPE,
+)
+from app.chat.versions import Reply, any_reply, from_dict, reply_message, reply_of, to_dict
+from app.core.constants import MAX_CONVERSATION_CHARS, MAX_CONVERSATION_MESSAGES, MSG_STOPPED
 from app.core.errors import InvalidRequest
 from app.deployments.prompts import file_path, message_text
 
@@ -24,6 +36,16 @@ MAX_CHATS = 30  # the oldest go first
 TITLE_CHARS = 48
 NEW_TITLE = "New chat"
 ROLES = ("user", "assistant")
+MAX_EMBED_BYTES = 1024 * 1024  # an image bigger than this is named, not embedded, in a Markdown export
+
+
+def turns_count(messages: list[dict]) -> int:
+    """The person's messages with text (a message's images are part of it, not messages of their own)."""
+    return sum(1 for m in messages if m.get("role") == "user" and message_text(m.get("content")).strip())
+
+
+def turns_text(count: int) -> str:
+    return f"{count} turn{'' if count == 1 else 's'}"
 
 
 def empty_store() -> dict:
@@ -58,6 +80,10 @@ def plain_messages(messages: list[dict], image_kept: Callable[[str], bool]) -> l
                 out.append({"role": "user", "content": {"path": path}})
             else:
                 out.append({"role": "user", "content": MSG_IMAGE_NOT_KEPT.format(name=Path(path).name)})
+            continue
+        reply = reply_of(message)
+        if reply is not None:
+            out.append(reply_message(reply))
             continue
         text = message_text(message.get("content"))
         if text:
@@ -125,8 +151,8 @@ def delete_current(store: dict) -> dict:
 def choices(store: dict) -> list[tuple[str, str]]:
     """(label, id) per conversation, newest first, for a dropdown."""
     def label(chat: dict) -> str:
-        count = len(chat["messages"])
-        return f"{chat['title']} · {count} message{'' if count == 1 else 's'}" if count else chat["title"]
+        count = turns_count(chat["messages"])
+        return f"{chat['title']} · {turns_text(count)}" if count else chat["title"]
     return [(label(c), c["id"]) for c in store["chats"]]
 
 
@@ -136,13 +162,18 @@ def add_imported(store: dict, title: str, messages: list[dict]) -> dict:
 
 
 def _export_messages(messages: list[dict]) -> list[dict]:
-    """Messages for a file: images become a text line naming them (the file itself stays in the browser)."""
+    """Messages for a file: images become a text line naming them (the file itself stays in the browser); a
+    reply keeps its shown text as "content" (what files before versions held) and its record as "reply"."""
     out = []
     for message in plain_messages(messages, image_kept=lambda _: True):
         content = message["content"]
         if isinstance(content, dict):
             content = f"[image {Path(content['path']).name}]"
-        out.append({"role": message["role"], "content": content})
+        item = {"role": message["role"], "content": content}
+        reply = reply_of(message)
+        if reply is not None:
+            item["reply"] = to_dict(reply)
+        out.append(item)
     return out
 
 
@@ -154,12 +185,59 @@ def export_json(messages: list[dict], title: str | None = None) -> str:
                       ensure_ascii=False, indent=2)
 
 
-def export_markdown(messages: list[dict], title: str | None = None) -> str:
-    """The conversation as Markdown: a heading per turn, the text as written."""
-    exported = _export_messages(messages)
-    lines = [f"# {title or title_of(messages)}", ""]
-    for message in exported:
-        lines += [f"## {'You' if message['role'] == 'user' else 'Assistant'}", "", message["content"], ""]
+def image_markdown(path: str, read: Callable[[str], bytes | None]) -> str:
+    """An image embedded as a data URL, or a note when the server no longer has it or it is too big."""
+    name = Path(path).name
+    data = read(path)
+    if data is None:
+        return MSG_IMAGE_GONE.format(name=name)
+    if len(data) > MAX_EMBED_BYTES:
+        return MSG_IMAGE_TOO_BIG.format(name=name, size=len(data), limit=MAX_EMBED_BYTES)
+    mime = mimetypes.guess_type(name)[0] or "image/png"
+    return f"![{name}](data:{mime};base64,{base64.b64encode(data).decode('ascii')})"
+
+
+def _version_markdown(reply: Reply, index: int) -> list[str]:
+    version = reply.versions[index]
+    lines = [version.text + (" " + MSG_STOPPED if version.stopped else ""), ""]
+    if version.note:
+        lines += [version.note, ""]
+    if version.cut_at:
+        lines += ["*" + MSG_CUT.format(limit=version.cut_at) + "*", ""]
+    for number, found in enumerate(version.saw, 1):
+        heading = f"What the model saw (image {number}):" if len(version.saw) > 1 else "What the model saw:"
+        lines += [heading, "", *[f"- {line}" for line in found], ""]
+    if version.figures:
+        lines += [f"*{version.figures}*", ""]
+    return lines
+
+
+def _reply_markdown(reply: Reply) -> list[str]:
+    count = len(reply.versions)
+    if count == 1:
+        return ["## Assistant", "", *_version_markdown(reply, 0)]
+    lines = [f"## Assistant (version {reply.shown + 1} of {count}, the one shown)", "",
+             *_version_markdown(reply, reply.shown)]
+    for index in range(count):
+        if index != reply.shown:
+            lines += [f"### Version {index + 1} of {count}", "", *_version_markdown(reply, index)]
+    return lines
+
+
+def export_markdown(messages: list[dict], title: str | None = None,
+                    read_image: Callable[[str], bytes | None] = lambda _: None) -> str:
+    """The conversation as plain Markdown: a heading per turn, images embedded (`read_image(path)`: the upload's
+    bytes, None when the server no longer has it), each reply's versions with figures and what the model saw
+    as plain text."""
+    lines, role = [f"# {title or title_of(messages)}", ""], None
+    for message in plain_messages(messages, image_kept=lambda _: True):
+        if message["role"] == "assistant":
+            lines += _reply_markdown(any_reply(message))
+        else:
+            content = message["content"]
+            lines += [] if role == "user" else ["## You", ""]  # a turn's images and text under one heading
+            lines += [image_markdown(content["path"], read_image) if isinstance(content, dict) else content, ""]
+        role = message["role"]
     return "\n".join(lines)
 
 
@@ -182,10 +260,20 @@ def import_json(text: str, name: str = "the file") -> tuple[str, list[dict]]:
         if not isinstance(message, dict) or message.get("role") not in ROLES or not isinstance(message.get("content"), str):
             raise InvalidRequest(MSG_IMPORT_SHAPE.format(
                 name=name, detail=f'message {number} is not {{"role": "user" or "assistant", "content": text}}.'))
-        messages.append({"role": message["role"], "content": message["content"]})
+        messages.append(_imported(message, number, name))
     chars = sum(len(m["content"]) for m in messages)
     if chars > MAX_CONVERSATION_CHARS:
         raise InvalidRequest(MSG_IMPORT_SHAPE.format(
             name=name, detail=f"it is {chars:,} characters; at most {MAX_CONVERSATION_CHARS:,} are kept."))
     title = data.get("title") if isinstance(data.get("title"), str) and data["title"].strip() else title_of(messages)
     return " ".join(title.split())[:TITLE_CHARS], messages
+
+
+def _imported(message: dict, number: int, name: str) -> dict:
+    """One message of an imported file; a reply with its versions when the file holds them."""
+    if message["role"] != "assistant" or "reply" not in message:
+        return {"role": message["role"], "content": message["content"]}
+    try:
+        return reply_message(from_dict(message["reply"]))
+    except ValueError as exc:
+        raise InvalidRequest(MSG_IMPORT_SHAPE.format(name=name, detail=f"reply {number} is damaged ({exc}).")) from None

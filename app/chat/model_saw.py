@@ -47,13 +47,22 @@ def report_lines(report: dict) -> list[str]:
     return lines
 
 
-def model_saw_block(reports: list[dict] | None) -> str:
-    """The folded block that ends a reply's text ("" without reports)."""
-    if not reports:
+def saw_lines(reports: list[dict] | None) -> tuple[tuple[str, ...], ...]:
+    """Per image, the plain lines of what the encoder found (() without reports)."""
+    return tuple(tuple(" ".join(line.split()) for line in report_lines(report)) for report in reports or ())
+
+
+def saw_block(images: tuple[tuple[str, ...], ...]) -> str:
+    """The folded block that ends a reply's text, from `saw_lines` ("" when there is nothing)."""
+    if not images:
         return ""
     parts = []
-    for number, report in enumerate(reports, 1):
-        lines = "<br>".join(escape(" ".join(line.split())) for line in report_lines(report))
-        title = f"<b>Image {number}</b><br>" if len(reports) > 1 else ""
-        parts.append(f"<p>{title}{lines}</p>")
+    for number, lines in enumerate(images, 1):
+        title = f"<b>Image {number}</b><br>" if len(images) > 1 else ""
+        parts.append(f"<p>{title}{'<br>'.join(escape(line) for line in lines)}</p>")
     return MODEL_SAW.format(items="".join(parts))
+
+
+def model_saw_block(reports: list[dict] | None) -> str:
+    """The folded block that ends a reply's text ("" without reports)."""
+    return saw_block(saw_lines(reports))

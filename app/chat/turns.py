@@ -6,14 +6,21 @@ base model (the "base model" label is the web layer's)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from app.chat.adapter_check import Verdict, reply_shows_adapter
 from app.chat.context import AppContext
-from app.chat.figures import figures_footer, measure
-from app.chat.messages import MSG_EMPTY_PROMPT, MSG_NO_REGENERATE, MSG_NO_TEXT_REPLY, MSG_PROMPT_TOO_LONG
-from app.chat.model_saw import image_reports, model_saw_block
+from app.chat.figures import figures_text, measure
+from app.chat.messages import (
+    MSG_EMPTY_PROMPT,
+    MSG_NO_REGENERATE,
+    MSG_NO_TEXT_REPLY,
+    MSG_NOTHING_TO_CONTINUE,
+    MSG_PROMPT_TOO_LONG,
+)
+from app.chat.model_saw import image_reports, saw_lines
 from app.chat.throttle import throttled
+from app.chat.versions import Reply, ReplyVersion, any_reply, reply_message, reply_of
 from app.core.constants import (
     ADAPTER_TAG,
     MAX_CONVERSATION_CHARS,
@@ -27,7 +34,7 @@ from app.core.constants import (
 from app.core.errors import ChatError, InvalidRequest
 from app.core.sampling import SamplingParams
 from app.deployments.base import ReplyRequest
-from app.deployments.prompts import ADAPTER_TAG_RE, current_turn_images, file_path, message_text
+from app.deployments.prompts import current_turn_images, file_path, message_text
 
 __all__ = ["current_turn_images", "file_path"]  # history helpers, re-exported for the pages
 
@@ -66,21 +73,26 @@ def without_last_reply(history: list[dict]) -> list[dict]:
 
 
 def reply_adapter(message: dict) -> str | None:
-    """The adapter recorded on an assistant reply (None for the base model)."""
-    match = ADAPTER_TAG_RE.search(message_text(message.get("content")))
-    return match.group("adapter") if match else None
+    """The adapter of an assistant reply's shown version (None for the base model)."""
+    return any_reply(message).current.adapter
+
+
+def model_turn(message: dict) -> dict:
+    """A message as the model gets it back: a reply's shown version as its words alone."""
+    reply = reply_of(message)
+    return {"role": "assistant", "content": reply.current.text} if reply is not None else message
 
 
 def history_for(history: list[dict], adapter: str | None, mode: str = "same adapter") -> list[dict]:
     """The turns the model sees: all of them, or only exchanges answered by `adapter` (and the new turn)."""
     if mode == "whole conversation":
-        return history
+        return [model_turn(m) for m in history]
     wanted = adapter or None
     kept, pending = [], []
     for message in history:
         if message.get("role") == "assistant":
             if reply_adapter(message) == wanted:
-                kept += [*pending, message]
+                kept += [*pending, model_turn(message)]
             pending = []
         else:
             pending.append(message)
@@ -110,26 +122,29 @@ def check_conversation(history: list[dict], system_prompt: str | None) -> None:
 
 def open_stream(ctx: AppContext, history: list[dict], params: SamplingParams, system_prompt: str | None,
                 adapter: str | None, images: list[str | bytes] | None = None, stop: list[str] | None = None,
-                min_tokens: int = 0):
+                min_tokens: int = 0, continues: str = ""):
     """Open the reply to `history` through the deployment (adapter None for the base model).
 
     `images` (paths or bytes) default to the files attached to the last user turn of `history`;
     `stop` adds the caller's stop words; `min_tokens` holds off the end of sequence. The conversation is
     bounded in characters before the deployment (which bounds tokens, reads images) or the server sees it.
+    `continues`: the start of the reply to go on with (Continue).
     """
     check_conversation(history, ctx.config.system_prompt if system_prompt is None else system_prompt)
     request = ReplyRequest(messages=history, sampling=params, adapter=adapter or None, images=images,
-                           system_prompt=system_prompt, stop=tuple(stop or ()), min_tokens=min_tokens)
+                           system_prompt=system_prompt, stop=tuple(stop or ()), min_tokens=min_tokens,
+                           continues=continues)
     return ctx.live.track(ctx.deployment.open_reply(request))  # counted for the Server tab
 
 
 CHECK_WAIT_SECONDS = 20.0  # how long a finished first reply with an adapter waits for its check
 
 
-def reply_text(stream, adapter: str | None, final: bool, note: str = "", figures: str = "", saw: str = "") -> str:
+def reply_text(stream, adapter: str | None, final: bool, note: str = "", figures: str = "", saw: str = "",
+               keep_space: bool = False) -> str:
     """The reply as shown: its text ("(stopped)" when cancelled), a note, what the model saw (folded), the
-    figures line, the adapter tag."""
-    text = stream.text.strip() if final else stream.text.lstrip()
+    figures line, the adapter tag. `keep_space`: the text continues a reply (its leading space is kept)."""
+    text = stream.text if keep_space else stream.text.strip() if final else stream.text.lstrip()
     if final and stream.cancelled:
         text = (text + " " + MSG_STOPPED).strip()
     elif final and not text:
@@ -152,28 +167,53 @@ def check_note(ctx: AppContext, adapter: str | None, prompt: str = "", reply: st
 
 def stream_reply(ctx: AppContext, session: str, history: list[dict], params: SamplingParams,
                  system_prompt: str | None = None, adapter: str | None = None,
-                 history_mode: str = "same adapter") -> Iterator[list[dict]]:
-    """Yield the history with a growing assistant reply; errors become a plain reply text."""
-    history = [*history, {"role": "assistant", "content": ""}]
+                 history_mode: str = "same adapter", earlier: Reply | None = None) -> Iterator[list[dict]]:
+    """Yield the history with a growing assistant reply; errors become a plain reply text. `earlier`: the
+    reply this one regenerates, whose versions are kept (the new one shown)."""
+    yield from _streamed(ctx, session, history, params, system_prompt, adapter, history_mode, "",
+                         lambda version: earlier.added(version) if earlier else Reply((version,)))
+
+
+def continue_reply(ctx: AppContext, session: str, history: list[dict], params: SamplingParams,
+                   system_prompt: str | None = None, history_mode: str = "same adapter") -> Iterator[list[dict]]:
+    """Yield the history with its last reply (cut at max tokens) growing: the model goes on from its words, with
+    the reply's own adapter; the shown version is extended. InvalidRequest when the last reply was not cut."""
+    reply = reply_of(history[-1]) if history else None
+    if reply is None or not reply.current.cut_at:
+        raise InvalidRequest(MSG_NOTHING_TO_CONTINUE)
+    version = reply.current
+    yield from _streamed(ctx, session, history[:-1], params, system_prompt, version.adapter, history_mode,
+                         version.text, reply.with_current)
+
+
+def _streamed(ctx: AppContext, session: str, history: list[dict], params: SamplingParams, system_prompt: str | None,
+              adapter: str | None, history_mode: str, start: str,
+              recorded: Callable[[ReplyVersion], Reply]) -> Iterator[list[dict]]:
+    """Stream a reply to `history` that begins with `start` (Continue) and yield the history with it; the last
+    update carries the reply's record, `recorded(finished version)`."""
+    history = [*history, {"role": "assistant", "content": start}]
     stream = None
     started = time.monotonic()
     try:
-        stream = open_stream(ctx, history_for(history[:-1], adapter, history_mode), params, system_prompt, adapter)
+        stream = open_stream(ctx, history_for(history[:-1], adapter, history_mode), params, system_prompt, adapter,
+                             continues=start)
         ctx.active.register(session, stream)
         if adapter:
             ctx.adapter_checks.start(ctx.deployment, adapter)
-        for text in throttled(stream, lambda: reply_text(stream, adapter, final=False)):
+        for text in throttled(stream, lambda: start + reply_text(stream, None, final=False, keep_space=bool(start))):
             history[-1] = {"role": "assistant", "content": text}
             yield history
-        figures = figures_footer(measure(stream, started), adapter, ctx.deployment.kind)
-        saw = model_saw_block(image_reports(stream))
-        note = check_note(ctx, adapter, last_user_text(history), stream.text)
-        history[-1] = {"role": "assistant", "content": reply_text(stream, adapter, final=True, saw=saw,
-                                                                  note=note, figures=figures)}
+        words = (start + stream.text).strip() if start else stream.text.strip()
+        version = ReplyVersion(
+            text=words or MSG_NO_TEXT_REPLY, adapter=adapter, stopped=stream.cancelled,
+            figures=figures_text(measure(stream, started), adapter, ctx.deployment.kind),
+            saw=saw_lines(image_reports(stream)), note=check_note(ctx, adapter, last_user_text(history), words),
+            cut_at=int(params.max_tokens) if stream.finish_reason == "length" and not stream.cancelled else None)
+        history[-1] = reply_message(recorded(version))
         yield history
     except ChatError as exc:
-        partial = stream.text.strip() + "\n\n" if stream is not None and stream.text.strip() else ""
-        history[-1] = {"role": "assistant", "content": f"{partial}⚠️ {exc}"}
+        partial = (start + stream.text).strip() if stream is not None else start
+        history[-1] = reply_message(recorded(ReplyVersion(text=partial, adapter=adapter, note=f"⚠️ {exc}")))
         yield history
     finally:
         if stream is not None:

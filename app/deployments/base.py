@@ -18,6 +18,8 @@ class ReplyRequest:
     """One reply to open: the chat history (last turn is the user's), settings, adapter (None = base model).
 
     `images` (paths or bytes) default to the files attached to the trailing user turn of `messages`.
+    `continues`: the start of the assistant reply to this turn that the model goes on with (Continue after a
+    reply cut at max_tokens); the stream then yields only the new text. Empty: a new reply.
     """
 
     messages: Sequence[dict]
@@ -28,6 +30,7 @@ class ReplyRequest:
     stop: Sequence[str] = ()
     min_tokens: int = 0
     logprobs: bool = False  # ask the server for the generated tokens' log-probabilities (the adapter probe)
+    continues: str = ""
 
 
 @runtime_checkable

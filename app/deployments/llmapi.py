@@ -143,6 +143,7 @@ class LlmApiDeployment(TritonServed):
         prompt = prompts.build(history, request.system_prompt)
         if not prompt:
             raise InvalidRequest("The prompt is empty.")
+        prompt += request.continues  # the prompt ends inside the reply being continued
         p = request.sampling
         stop = [*prompts.stop_words(), *request.stop]
         values: dict[str, object] = {

@@ -44,3 +44,4 @@ MSG_LLMAPI_COPY_FAILED = "Could not copy adapter '{adapter}' into the server's a
 
 MSG_CONVERSATION_TOO_MANY_TOKENS = ("The conversation is {tokens:,} tokens; this deployment takes at most {limit:,} "
                                     "input tokens. Start a new chat or shorten it.")
+CONTINUE_TURN = "Continue your last reply from where it stopped, without repeating it."  # where no extra does it

@@ -22,6 +22,7 @@ from app.core.errors import ChatError, InvalidRequest, ModelNotReady, ServerUnre
 from app.core.sampling import SamplingParams
 from app.deployments.base import AdapterState, DeploymentStatus, Probe, ReplyRequest
 from app.deployments.messages import (
+    CONTINUE_TURN,
     MSG_LOADED_AT_RUNTIME,
     MSG_NO_RUNTIME_LOADING,
     MSG_OPENAI_EMPTY,
@@ -150,9 +151,20 @@ class OpenAICompatDeployment:
                                    **sampling_fields(request.sampling, request.min_tokens)}
         if request.stop:
             body["stop"] = list(request.stop)
+        if request.continues:
+            self._continue(body, request.continues)
         if request.adapter:
             self._apply_adapter(body, request.adapter)
         return body
+
+    def _continue(self, body: dict, partial: str) -> None:
+        """Ask for the rest of the reply `partial`: vLLM's extras leave the last (assistant) message open in the
+        template; trtllm-serve refuses unknown fields, so it gets an explicit user turn asking to go on."""
+        messages = [*body["messages"], {"role": "assistant", "content": partial}]
+        if self.adapters_as() == "lora_request":
+            body["messages"] = [*messages, {"role": "user", "content": CONTINUE_TURN}]
+        else:
+            body.update(messages=messages, continue_final_message=True, add_generation_prompt=False)
 
     def _apply_adapter(self, body: dict, adapter: str) -> None:
         if self.adapters_as() == "lora_request":

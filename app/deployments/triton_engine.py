@@ -201,7 +201,7 @@ class TritonEngineDeployment(TritonServed):
         history = list(request.messages)
         prompts = self.prompts()
         prompt = prompts.build(history, request.system_prompt)
-        check_prompt_tokens(self.input_limit(), prompts, prompt)
+        check_prompt_tokens(self.input_limit(), prompts, prompt + request.continues)
         images = current_turn_images(history) if request.images is None else list(request.images)
         if not images and request.images is None:
             images = self._carried_image(history)
@@ -209,6 +209,7 @@ class TritonEngineDeployment(TritonServed):
         if turns is not history:  # image markers changed the text
             prompt = prompts.build(turns, request.system_prompt)
         self._check_markers(prompt, len(images))
+        prompt += request.continues  # the prompt ends inside the reply being continued
         stop_words = [*prompts.stop_words(), *request.stop]
         extra = {"stop_words": stop_words or None, "min_length": request.min_tokens or None,
                  "return_log_probs": True if request.logprobs else None, **image_inputs}

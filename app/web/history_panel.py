@@ -50,6 +50,11 @@ def image_kept(path: str) -> bool:
     return is_uploaded(path) and Path(path).is_file()
 
 
+def read_upload(path: str) -> bytes | None:
+    """An image's bytes for a Markdown export, while the server still has the upload (else None)."""
+    return Path(path).read_bytes() if image_kept(path) else None
+
+
 def file_name(title: str, suffix: str) -> str:
     stem = "".join(ch if ch.isalnum() else "-" for ch in title.lower()).strip("-")[:40] or "conversation"
     return f"{stem}.{suffix}"
@@ -125,7 +130,7 @@ class HistoryPanel:
                 if kind == "json":
                     text, suffix, mime = chats.export_json(messages, title), "json", "application/json"
                 else:
-                    text, suffix, mime = chats.export_markdown(messages, title), "md", "text/markdown"
+                    text, suffix, mime = chats.export_markdown(messages, title, read_upload), "md", "text/markdown"
                 return json.dumps({"name": file_name(title, suffix), "type": mime, "text": text})
             return handler
 
@@ -148,7 +153,7 @@ class HistoryPanel:
                 if is_uploaded(path):
                     path.unlink(missing_ok=True)  # the conversation stays in the browser only
             kept = chats.add_imported(chats.normalise(stored, image_kept), title, messages)
-            gr.Info(MSG_IMPORTED.format(title=title, count=len(messages)))
+            gr.Info(MSG_IMPORTED.format(title=title, count=chats.turns_text(chats.turns_count(messages))))
             return kept, chats.current_messages(kept), self._listed(kept)
 
         private = dict(api_visibility="private", show_progress="hidden")

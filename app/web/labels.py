@@ -40,7 +40,9 @@ NO_ADAPTERS = "none"
 # Chat tab
 CHAT_PLACEHOLDER = "Ask something and press Enter"
 ABOUT_DEMO = "About this demo"
-STOP, REGENERATE, CLEAR = "Stop", "Regenerate", "Clear"
+STOP, REGENERATE, CLEAR, CONTINUE = "Stop", "Regenerate", "Clear", "Continue"
+OLDER_VERSION, NEWER_VERSION = "‹", "›"  # step between the last reply's versions
+VERSION_OF = "{shown}/{count}"
 DECODING_LABEL = "Decoding"
 DECODING_CHOICES = [("Greedy", "greedy"), ("Sample", "sample")]
 DECODING_INFO = ("Greedy: always the likeliest token, so Regenerate gives the same reply (what the server does when "
@@ -60,7 +62,7 @@ CONVERSATIONS_INFO = "Kept in this browser only."
 NEW_CHAT, DELETE_CHAT = "New chat", "Delete"
 EXPORT_JSON, EXPORT_MARKDOWN, IMPORT_JSON = "Export JSON", "Export Markdown", "Import JSON"
 MSG_BUSY_SWITCH = "A reply is still running; press Stop before switching conversations."
-MSG_IMPORTED = "Imported “{title}” ({count} messages)."
+MSG_IMPORTED = "Imported “{title}” ({count})."
 MSG_NOTHING_TO_EXPORT = "This conversation is empty; there is nothing to export."
 
 # Compare tab

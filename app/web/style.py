@@ -29,6 +29,9 @@ APP_CSS = """
 /* The chat's controls line up with the bottom of the dropdowns beside them. */
 #chat-controls, #conversations { align-items: flex-end; }
 #conversations > button { white-space: nowrap; }
+/* The last reply's version stepper ‹ n/m ›: narrow buttons, the count plain text. */
+#older-version, #newer-version, #reply-version { padding-left: var(--spacing-md); padding-right: var(--spacing-md); }
+#reply-version:disabled { opacity: 1; cursor: default; border-color: transparent; background: none; box-shadow: none; }
 
 /* Narrow screens: the input full width, the adapter dropdown under it with the buttons below, the title and
    the conversation a little smaller so the input stays in view. */
@@ -46,6 +49,7 @@ APP_CSS = """
         position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap;
     }
     #chat-controls > .form { flex: 1 1 100% !important; }
+    #chatbot { height: min(460px, 42vh) !important; }  /* desktop: 62vh (chat.CHAT_HEIGHT); here the input stays in view */
     #chat-controls > button { flex: 1 1 25% !important; min-width: 0 !important; }
 }
 """

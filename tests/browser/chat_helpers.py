@@ -88,6 +88,17 @@ def error_overlays(page) -> int:
         .filter(e => e.offsetParent !== null && e.getBoundingClientRect().height > 0).length""")
 
 
+def figures_line(text: str) -> str:
+    """A finished reply's figures line ("" when it has none)."""
+    return next((line.strip() for line in text.splitlines() if FIGURES.match(line.strip())), "")
+
+
+def named_adapter(text: str) -> str:
+    """The model or adapter a finished reply's figures line names ("base model" or an adapter)."""
+    parts = figures_line(text).split(" · ")
+    return next((p for p in parts if not re.match(r"^[\d.]+ tokens?(/s)?$|^first token |^LoRA ", p)), "")
+
+
 def reply_body(text: str) -> str:
     """A reply's text without its figures line (tokens/s and the first token's time differ run to run)."""
     return "\n".join(line for line in text.splitlines() if not FIGURES.match(line.strip())).strip()

@@ -2,9 +2,11 @@
 and Markdown downloads them, import brings one back. At a desktop width and at 400 px."""
 
 import json
+import re
 
 from tests.browser.chat_helpers import (
     ask,
+    ask_about_image,
     bot_texts,
     open_sampling,
     reply_body,
@@ -36,7 +38,7 @@ def short_reply(page, question: str) -> str:
 def test_conversations_survive_a_reload_and_switch(sized_page):
     page = sized_page
     first = short_reply(page, "What is the capital of France?")
-    wait_until(lambda: listed(page).startswith("What is the capital of France? · 2 messages"),
+    wait_until(lambda: listed(page).startswith("What is the capital of France? · 1 turn"),
                what="the list to show the conversation")
     page.reload()
     wait_until(lambda: bot_texts(page), what="the conversation to come back")
@@ -88,3 +90,23 @@ def test_export_json_and_markdown_then_import(sized_page, tmp_path):
     wait_until(lambda: any("broken.json is not a conversation file" in t for t in toasts(page)),
                what="the refusal")
     assert user_texts(page) == ["What is the capital of France?"]  # the conversation shown is untouched
+
+
+def test_markdown_export_is_clean_and_embeds_the_picture(page, tmp_path):
+    """No HTML in the file: the figures in italics, what the model saw as a list, the upload as a data URL."""
+    import base64
+
+    from tests.pictures import shape_picture
+
+    picture = shape_picture(tmp_path / "circle.png")
+    open_sampling(page)
+    set_number(page, "max-tokens", 12)
+    ask_about_image(page, picture, "What shape is this?")
+    page.get_by_text("Export / import this conversation").click()
+    _, markdown = download(page, "#export-markdown")
+    assert "<" not in markdown and "[image circle.png]" not in markdown
+    embedded = "![circle.png](data:image/png;base64,"
+    assert embedded in markdown
+    data = markdown.split(embedded, 1)[1].split(")", 1)[0]
+    assert base64.b64decode(data) == picture.read_bytes()
+    assert "What the model saw:\n\n- " in markdown and re.search(r"\n\*\d+ tokens? · .*\*\n", markdown)

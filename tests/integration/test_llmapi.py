@@ -67,6 +67,15 @@ def test_reply_cut_at_max_tokens_finishes_with_length(llmapi_triton):
     assert stream.text and stream.finish_reason == "length"
 
 
+def test_continue_goes_on_with_a_cut_reply(llmapi_triton):
+    dep = deployment(llmapi_triton)
+    whole = reply(dep, params=SamplingParams(max_tokens=24, top_k=1))
+    cut = reply(dep, params=SamplingParams(max_tokens=4, top_k=1))
+    rest = dep.open_reply(ReplyRequest(FRANCE, SamplingParams(max_tokens=20, top_k=1), continues=cut.text))
+    list(rest)
+    assert (cut.text + rest.text).startswith(whole.text[:len(cut.text) + 8]), (cut.text, rest.text, whole.text)
+
+
 def test_streams_paris_with_finish_reason_and_kv_figures(llmapi_triton):
     stream = reply(deployment(llmapi_triton))
     assert "Paris" in stream.text and stream.chunks >= 3

@@ -90,6 +90,25 @@ def test_finish_reason_passes_through_the_engine_deployment(app_served):
         assert stream.text and stream.finish_reason == "length", adapter
 
 
+def test_continue_goes_on_with_a_cut_reply_inside_the_assistant_turn(app_served):
+    """Greedy: the cut reply plus its continuation read as the reply that was never cut."""
+    from app.deployments.base import ReplyRequest
+
+    deployment = app_served[0].deployment
+
+    def greedy(tokens: int, continues: str = ""):
+        stream = deployment.open_reply(ReplyRequest(QUESTION, SamplingParams(max_tokens=tokens, top_k=1),
+                                                    continues=continues))
+        list(stream)
+        return stream
+
+    whole, cut = greedy(24), greedy(4)
+    rest = greedy(20, continues=cut.text)
+    assert cut.finish_reason == "length" and cut.text
+    assert (cut.text + rest.text).startswith(whole.text[:len(cut.text) + 8]), (cut.text, rest.text, whole.text)
+    assert not rest.text.startswith(cut.text)  # only the new text
+
+
 def engine_log_lines(triton) -> list[str]:
     return [line for line in triton.process.log_path.read_text().splitlines() if "cpu engine: request" in line]
 

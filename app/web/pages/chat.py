@@ -7,10 +7,16 @@ import gradio as gr
 
 from app.chat.context import AppConfig, AppContext
 from app.chat.conversation import ReplySettings, run_replies, without_pending
-from app.chat.messages import MSG_BUSY_REGENERATE
+from app.chat.messages import (
+    MSG_BUSY_CONTINUE,
+    MSG_BUSY_REGENERATE,
+    MSG_BUSY_VERSIONS,
+    MSG_NOTHING_TO_CONTINUE,
+)
 from app.chat.outbox import Queued
 from app.chat.sampling import GREEDY, panel_sampling
 from app.chat.turns import check_new_turn, without_last_reply
+from app.chat.versions import any_reply, reply_message, reply_of
 from app.core.constants import CPU_DEMO_NOTE, CPU_OCR_NOTE, HISTORY_MODES, STATUS_REFRESH_SECONDS
 from app.core.errors import ChatError
 from app.core.sampling import SAMPLING_LIMITS
@@ -19,10 +25,13 @@ from app.web.labels import (
     ABOUT_DEMO,
     CHAT_PLACEHOLDER,
     CLEAR,
+    CONTINUE,
     DECODING_CHOICES,
     DECODING_INFO,
     DECODING_LABEL,
     FREQUENCY_INFO,
+    NEWER_VERSION,
+    OLDER_VERSION,
     PRESENCE_INFO,
     REGENERATE,
     SEED_INFO,
@@ -31,6 +40,7 @@ from app.web.labels import (
     TEMPERATURE_INFO,
     TOP_K_INFO,
     TOP_P_INFO,
+    VERSION_OF,
     adapter_choices,
     adapter_of,
     base_label,
@@ -39,7 +49,7 @@ from app.web.messages import MSG_SERVER_WAITING
 
 TITLE = "Chat"
 SAMPLE_ONLY = ("temperature", "top_k", "top_p", "seed")  # the settings greedy decoding ignores
-CHAT_HEIGHT = "min(460px, 42vh)"  # on a phone the input stays in view below it
+CHAT_HEIGHT = "62vh"  # most of a desktop screen; style.py makes it shorter on a phone, with the input in view
 
 
 def status_markdown(ctx: AppContext) -> str:
@@ -58,6 +68,27 @@ def controls(running: bool) -> tuple[gr.Button, gr.Button]:
     """Stop and Regenerate: Stop only while a reply runs, Regenerate only when none does."""
     return (gr.Button(interactive=running, variant="stop" if running else "secondary"),
             gr.Button(interactive=not running))
+
+
+def last_reply(conversation: list) -> tuple[int, dict] | None:
+    """(index, message) of the conversation's last message when it is a reply with its record, else None."""
+    shown = without_pending(conversation or [])
+    if shown and reply_of(shown[-1]) is not None:
+        return len(shown) - 1, shown[-1]
+    return None
+
+
+def reply_controls(conversation: list) -> tuple:
+    """Continue (enabled for a last reply cut at max tokens) and the version stepper ‹ n/m › of the last reply
+    (shown when it has more than one version)."""
+    found = last_reply(conversation)
+    reply = reply_of(found[1]) if found else None
+    count = len(reply.versions) if reply else 0
+    stepper = count > 1
+    return (gr.Button(interactive=bool(reply and reply.current.cut_at)),
+            gr.Button(visible=stepper, interactive=stepper and reply.shown > 0),
+            gr.Button(visible=stepper, value=VERSION_OF.format(shown=reply.shown + 1, count=count) if stepper else ""),
+            gr.Button(visible=stepper, interactive=stepper and reply.shown < count - 1))
 
 
 def refuse(message: str, outputs: int) -> tuple:
@@ -80,6 +111,10 @@ def build(ctx: AppContext, app: gr.Blocks | None = None) -> None:
     with gr.Row(elem_id="chat-controls"):
         adapter = gr.Dropdown(adapter_choices(ctx), value=base_label(ctx), label="Adapter", elem_id="adapter",
                               info="LoRA adapter for the next message.", scale=2, min_width=180)
+        older = gr.Button(OLDER_VERSION, elem_id="older-version", visible=False, min_width=40, scale=0)
+        version = gr.Button("", elem_id="reply-version", visible=False, interactive=False, min_width=60, scale=0)
+        newer = gr.Button(NEWER_VERSION, elem_id="newer-version", visible=False, min_width=40, scale=0)
+        resume = gr.Button(CONTINUE, elem_id="continue", interactive=False, min_width=90)
         stop = gr.Button(STOP, elem_id="stop", interactive=False, min_width=90)
         regenerate = gr.Button(REGENERATE, elem_id="regenerate", min_width=90)
         clear = gr.Button(CLEAR, elem_id="clear", min_width=90)
@@ -116,9 +151,9 @@ def build(ctx: AppContext, app: gr.Blocks | None = None) -> None:
         sampling()  # refuse bad values now, not in the middle of the run
         return ReplySettings(sampling, system or None, adapter_of(adapter_name), history_mode)
 
-    def replies(session: str, shown: list, first: Queued | None, settings: ReplySettings, box_value):
+    def replies(session: str, shown: list, first: Queued | None, settings: ReplySettings, box_value, **run):
         """The run's updates as (box, chatbot, stop, regenerate); the box is touched once, at the start."""
-        updates = run_replies(ctx, session, shown, first, settings)
+        updates = run_replies(ctx, session, shown, first, settings, **run)
         conversation, running = next(updates)
         yield box_value, conversation, *controls(running)
         for conversation, running in updates:
@@ -145,7 +180,8 @@ def build(ctx: AppContext, app: gr.Blocks | None = None) -> None:
     def on_regenerate(shown: list, mode, max_tokens, temperature, top_k, top_p, repetition_penalty, seed, system,
                       adapter_name, history_mode, presence, frequency, request: gr.Request):
         try:
-            earlier = without_last_reply(without_pending(shown or []))
+            conversation = without_pending(shown or [])
+            earlier = without_last_reply(conversation)
             chosen = reply_settings(mode, max_tokens, temperature, top_k, top_p, repetition_penalty, seed, system,
                                     adapter_name, history_mode, presence, frequency)
         except ChatError as exc:
@@ -154,7 +190,38 @@ def build(ctx: AppContext, app: gr.Blocks | None = None) -> None:
         if not ctx.outbox.start(request.session_hash):
             yield refuse(MSG_BUSY_REGENERATE, 4)
             return
-        yield from replies(request.session_hash, earlier, None, chosen, gr.skip())
+        replaced = any_reply(conversation[-1]) if conversation[-1].get("role") == "assistant" else None
+        yield from replies(request.session_hash, earlier, None, chosen, gr.skip(), earlier=replaced)
+
+    def on_continue(shown: list, mode, max_tokens, temperature, top_k, top_p, repetition_penalty, seed, system,
+                    adapter_name, history_mode, presence, frequency, request: gr.Request):
+        found = last_reply(shown)
+        if found is None or not reply_of(found[1]).current.cut_at:
+            yield refuse(MSG_NOTHING_TO_CONTINUE, 4)
+            return
+        try:
+            chosen = reply_settings(mode, max_tokens, temperature, top_k, top_p, repetition_penalty, seed, system,
+                                    adapter_name, history_mode, presence, frequency)
+        except ChatError as exc:
+            yield refuse(str(exc), 4)
+            return
+        if not ctx.outbox.start(request.session_hash):
+            yield refuse(MSG_BUSY_CONTINUE, 4)
+            return
+        yield from replies(request.session_hash, without_pending(shown), None, chosen, gr.skip(), continuing=True)
+
+    def on_step(by: int):
+        def handler(shown: list, request: gr.Request):
+            found = last_reply(shown)
+            if ctx.outbox.busy(request.session_hash):
+                gr.Warning(MSG_BUSY_VERSIONS)
+                return gr.skip()
+            if found is None:
+                return gr.skip()
+            index, message = found
+            conversation = without_pending(shown)
+            return [*conversation[:index], reply_message(reply_of(message).stepped(by))]
+        return handler
 
     def on_stop(request: gr.Request):
         ctx.active.cancel(request.session_hash)  # the run ends this reply with "(stopped)", then sends what waits
@@ -170,6 +237,11 @@ def build(ctx: AppContext, app: gr.Blocks | None = None) -> None:
     sent = box.submit(on_send, [box, chatbot, *settings_inputs], outputs, trigger_mode="multiple",
                       api_visibility="private")
     regenerated = regenerate.click(on_regenerate, [chatbot, *settings_inputs], outputs, api_visibility="private")
+    continued = resume.click(on_continue, [chatbot, *settings_inputs], outputs, api_visibility="private")
+    stepped = [button.click(on_step(by), chatbot, chatbot, api_visibility="private", show_progress="hidden")
+               for button, by in ((older, -1), (newer, 1))]
+    chatbot.change(reply_controls, chatbot, [resume, older, version, newer], api_visibility="private",
+                   show_progress="hidden")
     # Stop cancels the server request; the run then ends that reply by itself and shows "(stopped)".
     # (Gradio's `cancels=` would race with that last update and could drop it.)
     stop.click(on_stop, None, None, api_visibility="private")
@@ -177,7 +249,7 @@ def build(ctx: AppContext, app: gr.Blocks | None = None) -> None:
     trashed = chatbot.clear(on_clear, None, chatbot, api_visibility="private")  # the built-in trash icon
     decoding.change(lambda mode: [gr.update(interactive=mode != GREEDY)] * len(SAMPLE_ONLY), decoding,
                     [temperature, top_k, top_p, seed], api_visibility="private", show_progress="hidden")
-    history.wire(app, chatbot, saved_after=[sent, regenerated, cleared, trashed])
+    history.wire(app, chatbot, saved_after=[sent, regenerated, continued, *stepped, cleared, trashed])
 
     adapter.focus(lambda: gr.Dropdown(choices=adapter_choices(ctx)), None, adapter,
                   api_visibility="private", show_progress="hidden")

@@ -52,6 +52,18 @@ def test_history_for_keeps_each_adapter_thread():
     assert chat_logic.reply_adapter(PIRATE_REPLY) == "pirate" and chat_logic.reply_adapter(BASE_REPLY) is None
 
 
+def test_replies_with_a_record_go_back_to_the_model_as_their_words_alone():
+    from app.chat.versions import Reply, ReplyVersion, reply_message
+
+    pirate = reply_message(Reply((ReplyVersion("Arr, Paris", "pirate", figures="2 tokens · pirate · K", cut_at=2),)))
+    history = [user("q1"), pirate, user("q2"), BASE_REPLY, user("q3")]
+    assert chat_logic.reply_adapter(pirate) == "pirate"
+    assert chat_logic.history_for(history, "pirate") == [user("q1"), {"role": "assistant", "content": "Arr, Paris"},
+                                                         user("q3")]
+    assert chat_logic.history_for(history, None, "whole conversation")[1] == {"role": "assistant",
+                                                                              "content": "Arr, Paris"}
+
+
 class FakeStream:
     def __init__(self, text, cancelled=False):
         self.text, self.cancelled = text, cancelled

@@ -20,6 +20,7 @@ from app.adapters.registry import AdapterRegistry
 from app.core.errors import InvalidRequest
 from app.core.sampling import SamplingParams
 from app.deployments.base import ReplyRequest
+from app.deployments.messages import CONTINUE_TURN
 from app.deployments.openai_compat import OpenAICompatDeployment
 from setup.paths import PROJECT_ROOT
 
@@ -130,6 +131,27 @@ def test_an_adapter_reply_passes_the_contract(deployment):
     assert lora["lora_name"] == "pirate" and lora["lora_int_id"] == deployment.registry.task_id("pirate")
     assert Path(lora["lora_path"]) == (deployment.registry.folder / "pirate").resolve()
     assert body["model"] == "tensorrt_llm" and body["top_k"] == 40 and body["min_tokens"] == 2
+
+
+def test_continue_on_trtllm_serve_asks_in_a_user_turn_within_the_contract(deployment):
+    """trtllm-serve refuses vLLM's continue_final_message, so Continue sends the partial reply and a user turn."""
+    question = [{"role": "user", "content": "Hi"}]
+    list(deployment.open_reply(ReplyRequest(question, SamplingParams(max_tokens=8), continues="Arr, the capital")))
+    body = TrtllmServeStandIn.bodies[-1]
+    assert contract_errors(body) == []
+    assert body["messages"][-2:] == [{"role": "assistant", "content": "Arr, the capital"},
+                                     {"role": "user", "content": CONTINUE_TURN}]
+
+
+def test_continue_elsewhere_leaves_the_partial_reply_open(server, tmp_path):
+    """Servers listed with their adapters as models (vLLM) get its continue_final_message extra (which
+    trtllm-serve, played here, refuses: why it gets a user turn instead)."""
+    dep = OpenAICompatDeployment(server, AdapterRegistry(tmp_path / "adapters"), adapters_as="model")
+    with pytest.raises(InvalidRequest, match="extra field continue_final_message"):
+        list(dep.open_reply(ReplyRequest([{"role": "user", "content": "Hi"}], continues="Arr, the capital")))
+    body = TrtllmServeStandIn.bodies[-1]
+    assert body["messages"][-1] == {"role": "assistant", "content": "Arr, the capital"}
+    assert body["continue_final_message"] is True and body["add_generation_prompt"] is False
 
 
 def test_the_adapter_probe_passes_the_contract(deployment):
