@@ -34,6 +34,7 @@ FORMAT = "triton-vlm-lora-demo conversation"
 VERSION = 1
 MAX_CHATS = 30  # the oldest go first
 TITLE_CHARS = 48
+LIST_TITLE_CHARS = 30  # with " · 12 turns" this fits the conversation list's box at 400 px (a browser test checks)
 NEW_TITLE = "New chat"
 ROLES = ("user", "assistant")
 MAX_EMBED_BYTES = 1024 * 1024  # an image bigger than this is named, not embedded, in a Markdown export
@@ -149,10 +150,14 @@ def delete_current(store: dict) -> dict:
 
 
 def choices(store: dict) -> list[tuple[str, str]]:
-    """(label, id) per conversation, newest first, for a dropdown."""
+    """(label, id) per conversation, newest first, for a dropdown: the title shortened so that the count of turns
+    stays in view on a phone."""
     def label(chat: dict) -> str:
         count = turns_count(chat["messages"])
-        return f"{chat['title']} · {turns_text(count)}" if count else chat["title"]
+        title = chat["title"]
+        if len(title) > LIST_TITLE_CHARS:
+            title = title[:LIST_TITLE_CHARS - 1].rstrip() + "…"
+        return f"{title} · {turns_text(count)}" if count else title
     return [(label(c), c["id"]) for c in store["chats"]]
 
 

@@ -110,3 +110,25 @@ def test_markdown_export_is_clean_and_embeds_the_picture(page, tmp_path):
     data = markdown.split(embedded, 1)[1].split(")", 1)[0]
     assert base64.b64decode(data) == picture.read_bytes()
     assert "What the model saw:\n\n- " in markdown and re.search(r"\n\*\d+ tokens? · .*\*\n", markdown)
+
+
+def test_400px_the_list_shows_a_long_titles_count_of_turns(page, tmp_path):
+    """A conversation with a long first question: on a phone the list's box still shows how many turns it holds."""
+    from tests.browser.chat_helpers import NARROW
+
+    page.set_viewport_size(NARROW)
+    question = "Please describe everything you can see in this photograph of a busy harbour at dawn"
+    messages = []
+    for number in range(12):
+        messages += [{"role": "user", "content": question if number == 0 else f"And then {number}?"},
+                     {"role": "assistant", "content": f"Answer {number}."}]
+    saved = tmp_path / "long.json"
+    saved.write_text(json.dumps({"format": "triton-vlm-lora-demo conversation", "version": 1, "title": question,
+                                 "messages": messages}), encoding="utf-8")
+    page.get_by_text("Export / import this conversation").click()
+    page.set_input_files("#export-import input[type=file]", str(saved))
+    wait_until(lambda: listed(page).endswith("· 12 turns"), what="the imported conversation in the list")
+    assert listed(page).startswith("Please describe")
+    fits = page.evaluate("""() => { const box = document.querySelector('#conversation-list input');
+        return box.scrollWidth <= box.clientWidth; }""")
+    assert fits, listed(page)  # nothing of the label hidden past the box's edge

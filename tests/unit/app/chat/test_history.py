@@ -113,6 +113,15 @@ def test_the_list_counts_turns_not_images():
     assert chats.choices(store)[0][0] == "What is the capital of France? · 3 turns"
 
 
+def test_the_list_shortens_a_long_title_so_the_count_shows():
+    talk = [{"role": "user", "content": "Please describe everything you can see in this photograph"},
+            {"role": "assistant", "content": "A harbour."}]
+    store = chats.save_current(chats.empty_store(), talk, keep_all)
+    label = chats.choices(store)[0][0]
+    assert label == "Please describe everything yo… · 1 turn"
+    assert store["chats"][0]["title"].startswith("Please describe everything you can see")  # the title itself is kept
+
+
 CUT = ReplyVersion(text="Arr, the capital be", adapter="pirate", figures="4 tokens · pirate · K", cut_at=4)
 WHOLE = ReplyVersion(text="Paris.", figures="2 tokens · base model · K",
                      saw=(("Labels: tabby cat 91%", "Text: none found"),))
