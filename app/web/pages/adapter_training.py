@@ -100,9 +100,10 @@ def loss_plot(job) -> gr.LinePlot:
 
 
 def cancel_button(ctx: AppContext) -> gr.Button:
-    """Cancel is live only while a training runs."""
+    """Cancel is live (and red) only while a training runs."""
     job = ctx.training.current()
-    return gr.Button(interactive=job is not None and not job.finished.is_set())
+    running = job is not None and not job.finished.is_set()
+    return gr.Button(interactive=running, variant="stop" if running else "secondary")
 
 
 def finish(ctx: AppContext, job) -> str:
@@ -184,7 +185,7 @@ def build(ctx: AppContext):
                                    label="Target modules", elem_id="train-targets")
         with gr.Row():
             start = gr.Button("Train", variant="primary", elem_id="train-start")
-            cancel = gr.Button("Cancel", variant="stop", interactive=False, elem_id="train-cancel")
+            cancel = gr.Button("Cancel", variant="secondary", interactive=False, elem_id="train-cancel")
         # Cancel writes a note of its own: the running training's handler keeps the status until its thread stops.
         cancel_note = gr.HTML("", elem_id="train-cancel-note")
         status = gr.HTML("", elem_id="train-status")

@@ -43,7 +43,8 @@ def _kept(status: str, stop=None) -> tuple:
 
 
 def _stop_button(active: bool) -> gr.Button:
-    return gr.Button(interactive=active)
+    """Live and red only while a run is under way (grey and off otherwise, as the chat's Stop)."""
+    return gr.Button(interactive=active, variant="stop" if active else "secondary")
 
 
 def _problem(text: str) -> tuple:
@@ -218,7 +219,7 @@ def build(ctx: AppContext) -> None:
                          height=140, elem_id="bench-image")
     with gr.Row():
         start = gr.Button("Run benchmark", variant="primary", elem_id="bench-run")
-        stop = gr.Button("Stop", variant="stop", elem_id="bench-stop", interactive=False)  # on while a run is under way
+        stop = gr.Button("Stop", variant="secondary", elem_id="bench-stop", interactive=False)  # on while a run is under way
     status = gr.Markdown(elem_id="bench-status")
     table = gr.Dataframe(value=table_frame([]), label="Figures per concurrency", interactive=False,
                          elem_id="bench-table")

@@ -115,8 +115,9 @@ def test_few_steps_are_categories_and_many_a_numeric_axis_over_every_step():
 
 def test_cancel_is_live_only_while_a_training_runs(ctx):
     assert cancel_button(ctx).interactive is False  # none has run
+    assert cancel_button(ctx).variant == "secondary"  # grey when off: it does not look like a live Cancel
     job = job_of(3, 1)
     ctx.training.current = lambda: job
-    assert cancel_button(ctx).interactive is True
+    assert cancel_button(ctx).interactive is True and cancel_button(ctx).variant == "stop"
     job.finished.set()
     assert cancel_button(ctx).interactive is False

@@ -100,8 +100,9 @@ def test_stop_is_on_from_the_first_level_to_the_run_s_last_word(monkeypatch):
     monkeypatch.setattr(benchmark, "sweep", lambda deployment, levels, *args, **kwargs: [summary(levels[0])])
     updates = list(benchmark.run(None, "m", ["1", "2"], 2, 8, 8))
     stops = [update[-1] for update in updates]
-    assert stops[0].constructor_args["interactive"] is True
+    assert stops[0].constructor_args["interactive"] is True and stops[0].constructor_args["variant"] == "stop"
     assert updates[-1][0].startswith("Done:") and stops[-1].constructor_args["interactive"] is False
+    assert stops[-1].constructor_args["variant"] == "secondary"  # grey when off: it does not look like a live Stop
     assert not [s for s in stops[1:-1] if isinstance(s, gr.Button)]  # left as it is in between
 
 
