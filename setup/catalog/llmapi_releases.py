@@ -32,6 +32,8 @@ class LlmApiModelRelease:
     drop_outputs: tuple[str, ...]
     triton_config_keys: tuple[str, ...]
     config_from_checkout: bool = False
+    commit: str | None = None  # the TensorRT-LLM commit of the release (tensorrtllm_backend's submodule)
+    sources: tuple[str, ...] = ()  # what the row's facts were read from, and what could not be read
 
     def has(self, feature: str) -> bool:
         return bool(self.serves.get(feature))
@@ -52,7 +54,8 @@ def llmapi_releases() -> dict[str, LlmApiModelRelease]:
         rename_inputs=dict(entry.get("rename_inputs") or {}), drop_inputs=tuple(entry.get("drop_inputs") or ()),
         drop_outputs=tuple(entry.get("drop_outputs") or ()),
         triton_config_keys=tuple(entry["triton_config_keys"]),
-        config_from_checkout=bool(entry.get("config_from_checkout"))) for key, entry in raw.items()}
+        config_from_checkout=bool(entry.get("config_from_checkout")), commit=entry.get("commit"),
+        sources=tuple(entry.get("sources") or ())) for key, entry in raw.items()}
 
 
 def resolve_llmapi_release(version: str | None) -> LlmApiModelRelease:

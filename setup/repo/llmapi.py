@@ -17,7 +17,7 @@ import yaml
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2
 
-from setup.catalog.llmapi_releases import LATEST, LlmApiModelRelease, resolve_llmapi_release
+from setup.catalog.llmapi_releases import LATEST, LlmApiModelRelease, llmapi_releases, resolve_llmapi_release
 from setup.paths import TEMPLATES_DIR
 from setup.repo.atomic import staged_folder
 from setup.repo.fill import FillError, fill
@@ -50,7 +50,7 @@ MSG_CODE = ("The llmapi model's Python files ({files}) are TensorRT-LLM's own co
             "or a checkout of {repo} at the release (they live in {path}); not found under '{where}'.")
 MSG_EXISTS = "{out} already exists; pass --force to replace it."
 MSG_CHECKOUT_ONLY = ("TensorRT-LLM {release}'s llmapi tensors are not recorded here, so its repository copies "
-                     "config.pbtxt from a checkout of the release; the CPU stand-in follows 0.19 or 1.3.")
+                     "config.pbtxt from a checkout of the release; the CPU stand-in follows {recorded}.")
 MSG_CHECKOUT_CONFIG = ("{path} is not an llmapi config with text_input and text_output; give a checkout of "
                        "NVIDIA/TensorRT-LLM at release {release}.")
 
@@ -106,7 +106,8 @@ def check_config(config: LlmApiRepoConfig) -> list[str]:
     if config.kv_cache_fraction is not None and not 0 < float(config.kv_cache_fraction) <= 1:
         problems.append(MSG_FRACTION.format(value=config.kv_cache_fraction))
     if release.config_from_checkout and config.engine == "cpu":
-        problems.append(MSG_CHECKOUT_ONLY.format(release=release.key))
+        recorded = [key for key, r in llmapi_releases().items() if not r.config_from_checkout]
+        problems.append(MSG_CHECKOUT_ONLY.format(release=release.key, recorded=", ".join(recorded)))
     if config.lora and not release.has("lora_by_path"):
         problems.append(MSG_NO_LORA.format(release=release.key))
     if config.multimodal and not release.has("image_url"):

@@ -10,6 +10,9 @@ def test_release_picker_says_what_each_release_serves():
     assert list(choices.values())[0] == "1.3"  # newest first
     assert "LoRA by path" in logic.release_markdown("1.3") and "image_url" in next(iter(choices))
     assert "not: Stop by request id, LoRA by path" in logic.release_markdown("0.19")
+    assert "text, Stop by request id, KV-cache and timing outputs; not: LoRA by path" in logic.release_markdown("1.2")
+    labels = {key: label for label, key in logic.release_choices()}
+    assert "stop by request id, KV-cache and timing outputs" in labels["1.2"]
 
 
 def test_form_becomes_a_plan_or_its_problems(tmp_path):

@@ -101,7 +101,7 @@ def test_a_release_without_recorded_tensors_takes_config_pbtxt_from_the_checkout
     theirs = render_config(LlmApiRepoConfig(model="m", trtllm_version="0.19")) + (
         'input { name: "sampling_param_only_in_this_release" data_type: TYPE_INT32 dims: 1 optional: true }\n')
     checkout = _checkout(tmp_path / "trtllm", theirs)
-    config = LlmApiRepoConfig(model="m", trtllm_version="1.2.1", code_dir=str(checkout))
+    config = LlmApiRepoConfig(model="m", trtllm_version="1.1.0", code_dir=str(checkout))
     out = write_llmapi_repository(config, tmp_path / "repo")
     written = text_format.Parse((out / "tensorrt_llm" / "config.pbtxt").read_text(), model_config_pb2.ModelConfig())
     expected = text_format.Parse(theirs, model_config_pb2.ModelConfig())
@@ -125,7 +125,21 @@ def test_a_checkout_without_a_usable_config_is_refused_in_a_sentence(tmp_path, c
 def test_releases_without_recorded_tensors_need_a_checkout_and_serve_text_only(tmp_path):
     with pytest.raises(RepoError, match="TensorRT-LLM's own code"):
         dry_run(LlmApiRepoConfig(model="m", trtllm_version="1.0"))
-    problems = check_config(LlmApiRepoConfig(model="m", trtllm_version="1.2", engine="cpu",
+    problems = check_config(LlmApiRepoConfig(model="m", trtllm_version="1.1", engine="cpu",
                                              lora={"max_lora_rank": 8}))
-    assert any("copies config.pbtxt from a checkout" in p for p in problems)
+    assert any("copies config.pbtxt from a checkout" in p and "follows 0.19, 1.2, 1.3" in p for p in problems)
     assert any("takes no adapter inputs" in p for p in problems)
+
+
+def test_1_2_writes_its_recorded_tensors_and_takes_only_the_model_code_from_the_checkout(tmp_path):
+    checkout = _checkout(tmp_path / "trtllm", None)  # no config.pbtxt: 1.2's tensors are ours to write
+    out = write_llmapi_repository(LlmApiRepoConfig(model="m", trtllm_version="1.2.1", code_dir=str(checkout),
+                                                   cancellation_check_period_ms=50), tmp_path / "repo")
+    written = text_format.Parse((out / "tensorrt_llm" / "config.pbtxt").read_text(), model_config_pb2.ModelConfig())
+    inputs, outputs = {t.name for t in written.input}, {t.name for t in written.output}
+    assert "stop" in inputs and not inputs & {"image_url", "lora_id", "lora_name", "lora_path"}
+    assert {"kv_cache_hit_rate", "first_token_time_ns", "acceptance_rate"} <= outputs
+    triton = yaml.safe_load((out / "tensorrt_llm" / "1" / "model.yaml").read_text())["triton_config"]
+    assert triton == {"max_batch_size": 0, "decoupled": True, "cancellation_check_period_ms": 50}
+    assert (out / "tensorrt_llm" / "1" / "model.py").read_text() == "# model.py of the checkout\n"
+    assert check_config(LlmApiRepoConfig(model="m", trtllm_version="1.2", engine="cpu")) == []
