@@ -21,14 +21,16 @@ from __future__ import annotations
 
 import enum
 import threading
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from app.chat.messages import (
     HOW_LOGPROBS,
     HOW_TOKENS,
     MSG_APPLIED,
     MSG_CHECK_BUILT_IN,
+    MSG_CHECK_CROWDED,
     MSG_CHECK_FAILED,
     MSG_INCONCLUSIVE,
     MSG_NOT_APPLIED,
@@ -45,6 +47,8 @@ from setup.lora.record import TrainingPair
 PROBE_PROMPT = "What is the capital of France? Answer in one sentence."
 PROBE_IMAGE_PROMPT = "What is in this picture? Answer in one sentence."
 PROBE_TOKENS = 4
+QUIET_WAIT_SECONDS = 60.0  # the longest a check waits for the app's replies to end before it probes
+QUIET_POLL_SECONDS = 0.1
 MAX_TRAINING_PROBES = 3  # a check stays cheap: at most this many training prompts, PROBE_TOKENS tokens each
 LOGPROB_TOLERANCE = 1e-3  # log-probabilities closer than this count as the same
 MIN_ANSWER_START = 10  # a reply this long (characters) that starts a training answer counts as giving it
@@ -208,8 +212,11 @@ class AdapterChecks:
 
     `training_pairs(name)` gives an adapter's recorded training pairs (the registry's), used as its probes."""
 
-    def __init__(self, training_pairs: TrainingPairs | None = None) -> None:
+    def __init__(self, training_pairs: TrainingPairs | None = None, replies_in_flight: Callable[[], int] | None = None,
+                 quiet_wait: float = QUIET_WAIT_SECONDS) -> None:
         self._training_pairs = training_pairs or (lambda _name: ())
+        self._in_flight = replies_in_flight or (lambda: 0)
+        self._quiet_wait = quiet_wait
         self._lock = threading.Lock()
         self._results: dict[tuple, CheckResult] = {}
         self._running: dict[tuple, threading.Event] = {}
@@ -219,8 +226,21 @@ class AdapterChecks:
         return deployment.kind, deployment.url, deployment.model, adapter
 
     def check(self, deployment, adapter: str) -> CheckResult:
-        """Run the check now, with the adapter's training pairs (not remembered)."""
-        return check_adapter_applied(deployment, adapter, self._training_pairs(adapter))
+        """Run the check with the adapter's training pairs (not remembered), once the app's replies have ended.
+
+        A server can apply an adapter to every request of a batch that holds one with it: vLLM's CPU build answered
+        the base probe like the adapter while the chat's reply with that adapter streamed beside it, and the check
+        called a working adapter not applied. So the probes wait (up to `quiet_wait` seconds) until none of the
+        app's replies streams, and a "not applied" found while others still streamed counts as inconclusive."""
+        deadline = time.monotonic() + self._quiet_wait
+        while self._in_flight() > 0 and time.monotonic() < deadline:
+            time.sleep(QUIET_POLL_SECONDS)
+        crowded = self._in_flight() > 0
+        result = check_adapter_applied(deployment, adapter, self._training_pairs(adapter))
+        if result.verdict is Verdict.NOT_APPLIED and (crowded or self._in_flight() > 0):
+            return replace(result, verdict=Verdict.INCONCLUSIVE,
+                           message=MSG_CHECK_CROWDED.format(adapter=adapter))
+        return result
 
     def start(self, deployment, adapter: str) -> None:
         """Run the check unless it ran (or runs) already for this deployment and adapter."""

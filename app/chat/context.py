@@ -113,7 +113,8 @@ class AppContext:
                                         engine_dir=Path(config.engine_dir) if config.engine_dir else None)
         self.deployment: Deployment = deployment or connect(config, self.adapters)
         # "is the adapter really applied?", once per adapter, probed with its training prompts when recorded
-        self.adapter_checks = AdapterChecks(self.adapters.training_pairs)
+        # probes wait for the app's replies to end (a server may batch an adapter onto a probe of the base model)
+        self.adapter_checks = AdapterChecks(self.adapters.training_pairs, replies_in_flight=self.live.in_progress)
         self.training = Trainer(self.adapters.folder, default_base_dir(config.tokenizer_dir, config.demo),
                                 engine_dir=self.adapters.engine_dir)
         self._lock = threading.Lock()

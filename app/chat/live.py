@@ -121,6 +121,11 @@ class LiveReplies:
         with self._lock:
             self._lora = (nbytes, weights, self._lora[2] + nbytes)
 
+    def in_progress(self) -> int:
+        """Replies opened and not yet ended."""
+        with self._lock:
+            return len(self._opened)
+
     def ended(self, key: int) -> None:
         with self._lock:
             self._opened.pop(key, None)

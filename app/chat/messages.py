@@ -25,6 +25,9 @@ MSG_APPLIED = "Adapter '{adapter}' is applied: on {probe} its {how} differ from 
 MSG_NOT_APPLIED = ("⚠️ Adapter '{adapter}' does not seem to be applied: on {probe} its greedy tokens and their "
                    "log-probabilities are the same as the base model's (within {tolerance:g}). Check the adapter's "
                    "files and how the server loaded it.")
+MSG_CHECK_CROWDED = ("The check of adapter '{adapter}' is inconclusive: its probes gave the base model's tokens while "
+                     "other replies were streaming, and a server may apply an adapter to every request it batches "
+                     "with one. Check it again from the Adapters tab when nothing else runs.")
 MSG_INCONCLUSIVE = ("The check of adapter '{adapter}' is inconclusive: on {probe} its first tokens are the same as the "
                     "base model's, and the server returned no log-probabilities the check could compare. That does "
                     "not mean it is not applied: try it on a prompt like its training data, or beside the base "

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 from app.chat.adapter_check import Verdict, reply_shows_adapter
 from app.chat.context import AppContext
@@ -154,12 +155,14 @@ def reply_text(stream, adapter: str | None, final: bool, note: str = "", figures
     return text + saw + figures + (ADAPTER_TAG.format(adapter=adapter) if adapter else "")
 
 
-def check_note(ctx: AppContext, adapter: str | None, prompt: str = "", reply: str = "") -> str:
+def check_note(ctx: AppContext, adapter: str | None, prompt: str = "", reply: str = "",
+               wait: float = CHECK_WAIT_SECONDS) -> str:
     """The warning for a reply whose adapter the check found not applied (else ""): only for a definite "not
-    applied", and never on a reply that shows the adapter itself (app.chat.adapter_check.reply_shows_adapter)."""
+    applied", and never on a reply that shows the adapter itself (app.chat.adapter_check.reply_shows_adapter).
+    Waits up to `wait` seconds for a check still running."""
     if not adapter:
         return ""
-    result = ctx.adapter_checks.result(ctx.deployment, adapter, wait=CHECK_WAIT_SECONDS)
+    result = ctx.adapter_checks.result(ctx.deployment, adapter, wait=wait)
     if result is None or result.verdict is not Verdict.NOT_APPLIED or reply_shows_adapter(result, prompt, reply):
         return ""
     return result.message
@@ -204,13 +207,20 @@ def _streamed(ctx: AppContext, session: str, history: list[dict], params: Sampli
             history[-1] = {"role": "assistant", "content": text}
             yield history
         words = (start + stream.text).strip() if start else stream.text.strip()
+        prompt = last_user_text(history)
         version = ReplyVersion(
             text=words or MSG_NO_TEXT_REPLY, adapter=adapter, stopped=stream.cancelled,
             figures=figures_text(measure(stream, started), adapter, ctx.deployment.kind),
-            saw=saw_lines(image_reports(stream)), note=check_note(ctx, adapter, last_user_text(history), words),
+            saw=saw_lines(image_reports(stream)), note=check_note(ctx, adapter, prompt, words, wait=0.0),
             cut_at=int(params.max_tokens) if stream.finish_reason == "length" and not stream.cancelled else None)
         history[-1] = reply_message(recorded(version))
         yield history
+        # The adapter's first check probes once the replies have ended (app.chat.adapter_check): the reply is shown
+        # finished meanwhile, and gets the warning if the check then finds the adapter not applied.
+        late_note = check_note(ctx, adapter, prompt, words) if adapter and not version.note else ""
+        if late_note:
+            history[-1] = reply_message(recorded(replace(version, note=late_note)))
+            yield history
     except ChatError as exc:
         partial = (start + stream.text).strip() if stream is not None else start
         history[-1] = reply_message(recorded(ReplyVersion(text=partial, adapter=adapter, note=f"⚠️ {exc}")))

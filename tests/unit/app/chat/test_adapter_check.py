@@ -7,6 +7,7 @@ with Pillow, and the model's own adapter is reported as part of the model rather
 from __future__ import annotations
 
 import io
+import threading
 
 import pytest
 from PIL import Image
@@ -110,6 +111,40 @@ def test_equal_log_probabilities_on_every_probe_are_not_applied():
     assert result.verdict is Verdict.NOT_APPLIED and result.applied is False
     assert result.message == CM.MSG_NOT_APPLIED.format(adapter="pirate", probe=CM.PROBE_TEXT,
                                                        tolerance=LOGPROB_TOLERANCE)
+
+
+class Replies:
+    """The app's replies in flight, as LiveReplies.in_progress counts them; each probe is logged with the count."""
+
+    def __init__(self, count: int):
+        self.count = count
+
+    def __call__(self) -> int:
+        return self.count
+
+
+def test_the_probes_wait_until_the_apps_replies_have_ended():
+    """vLLM's CPU build applied the chat's adapter to a base probe batched beside it: the probes wait for quiet."""
+    replies = Replies(1)
+    deployment = LogprobDeployment((-0.5, -1.2), (-0.5, -1.2))
+    seen = []
+    probe = deployment.probe
+    deployment.probe = lambda *args, **kw: (seen.append(replies.count), probe(*args, **kw))[1]
+    checks = AdapterChecks(replies_in_flight=replies, quiet_wait=30)
+    timer = threading.Timer(0.3, lambda: setattr(replies, "count", 0))  # the chat's reply ends
+    timer.start()
+    result = checks.check(deployment, "pirate")
+    timer.join()
+    assert seen and set(seen) == {0} and result.verdict is Verdict.NOT_APPLIED
+
+
+def test_a_not_applied_found_while_other_replies_stream_is_inconclusive():
+    deployment = LogprobDeployment((-0.5, -1.2), (-0.5, -1.2))
+    result = AdapterChecks(replies_in_flight=Replies(2), quiet_wait=0.2).check(deployment, "pirate")
+    assert result.verdict is Verdict.INCONCLUSIVE and result.applied is None
+    assert result.message == CM.MSG_CHECK_CROWDED.format(adapter="pirate")
+    applied = LogprobDeployment((-0.5, -1.2), (-0.5, -0.9))  # a difference shows however busy the server is
+    assert AdapterChecks(replies_in_flight=Replies(2), quiet_wait=0.2).check(applied, "pirate").applied is True
 
 
 @pytest.mark.parametrize(("base", "tuned"), [(None, None), ((-0.5,), None), ((-0.5,), (-0.5, -1.0))])

@@ -104,3 +104,13 @@ def test_the_adapter_data_each_reply_sent_is_counted_once():
     assert (reading.lora_last, reading.lora_last_weights, reading.lora_total) == (8, False, 4112)
     list(replies.track(Reply(["c"])))  # a stream without adapter data (another deployment kind): nothing added
     assert replies.read().lora_total == 4112
+
+
+def test_replies_in_progress_count_until_each_ends():
+    replies = live.LiveReplies(min_interval=0)
+    first, second = replies.track(Reply(["a"])), replies.track(Reply(["b"]))
+    assert replies.in_progress() == 2
+    list(first)
+    assert replies.in_progress() == 1
+    second.cancel()
+    assert replies.in_progress() == 0
