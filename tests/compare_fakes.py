@@ -1,5 +1,6 @@
 """Fakes for Compare's unit tests (the run, the Gradio endpoint, the command): a deployment that records what it
-opens, streams that answer word by word (one word a token, up to the request's max_tokens), and streams that run
+opens, streams that answer word by word (one word a token, up to the request's max_tokens; a request that continues a
+reply gets the words after those it was given, each after a space, as a model's tokens come), and streams that run
 until cancelled."""
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ from app.core.errors import InvalidImage, InvalidRequest
 
 
 class WordStream:
-    def __init__(self, text: str, max_tokens: int | None = None):
+    def __init__(self, text: str, max_tokens: int | None = None, continues: str = ""):
         self.text, self.cancelled, self.chunks, self.time_to_first_token = "", False, 0, None
         self.finish_reason: str | None = None
-        self._parts, self._limit = text.split(" "), max_tokens
+        self._parts, self._limit = text.split(" ")[len(continues.split()):], max_tokens
+        self._continues = bool(continues)
 
     def __iter__(self):
         return self
@@ -27,7 +29,7 @@ class WordStream:
             self.finish_reason = "length"
             raise StopIteration
         part = self._parts[self.chunks]
-        self.text += part + " "
+        self.text += " " + part if self._continues else part + " "
         self.chunks += 1
         return part
 
@@ -38,8 +40,8 @@ class WordStream:
 class EndlessStream(WordStream):
     """One word, then nothing until cancelled (a long reply whose reader may go away)."""
 
-    def __init__(self, text: str, max_tokens: int | None = None):
-        super().__init__(text, max_tokens)
+    def __init__(self, text: str, max_tokens: int | None = None, continues: str = ""):
+        super().__init__(text, max_tokens, continues)
         self._stop = threading.Event()
 
     def __next__(self):
@@ -76,6 +78,6 @@ class RecordingDeployment:
             raise InvalidRequest(MSG_UNKNOWN_ADAPTER.format(adapter=request.adapter, known=", ".join(self.known)))
         self.requests.append(request)
         stream = (EndlessStream if self.endless else WordStream)(f"reply from {request.adapter or 'base'}",
-                                                                 request.sampling.max_tokens)
+                                                                 request.sampling.max_tokens, request.continues)
         self.opened.append(stream)
         return stream

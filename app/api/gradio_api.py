@@ -88,7 +88,7 @@ def register(ctx: AppContext) -> None:
                 stream.cancel()  # no-op when finished; frees the server when the caller went away
 
     def compare(prompt: str, adapters: list[str] | None = None, max_tokens: int = DEFAULT_MAX_TOKENS,
-                images: list[FileData] | None = None) -> Iterator[list[dict]]:
+                images: list[FileData] | None = None, continues: list[str] | None = None) -> Iterator[list[dict]]:
         """The Compare tab's job: `prompt` (and `images`, as `generate` takes them) streamed at once through each
         column's model, greedy, at most `max_tokens` new tokens each.
 
@@ -98,12 +98,16 @@ def register(ctx: AppContext) -> None:
         stopped or failed; `figures` once it has tokens; `finish_reason` once done: "length" when the reply was cut
         at `max_tokens`, "stop" when it ended by itself, null when unknown or not done); the last update has every
         column ended. A caller that goes away stops every column on the server.
+        `continues` (the tab's Continue) gives one text per column: the start of that column's reply, which its
+        model goes on with (a column's text from an update whose finish_reason was "length"), "" for a fresh reply;
+        each update's text then begins with it.
         """
         run = None
         try:
             params = sampling_params(max_tokens=max_tokens)
             paths = uploaded_paths(images)
-            run = CompareRun(ctx, message_text(prompt), column_names(adapters), params, images=paths or None)
+            run = CompareRun(ctx, message_text(prompt), column_names(adapters), params, images=paths or None,
+                             continues=continues)
             yield from run.entry_updates()
         except ChatError as exc:
             raise gr.Error(str(exc), print_exception=False) from None

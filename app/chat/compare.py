@@ -4,7 +4,10 @@ adapters.
 The images go to every column through the chat's intake: the deployment checks them (format, size, how many images
 it takes) before any column opens, and each column's request carries them as the chat's would. On a model with an
 adapter of its own (InternLM-XComposer2's Partial LoRA) the base column keeps that adapter on, and another adapter
-is refused in a sentence unless the deployment combines adapters: the chat's rules, applied by the deployment."""
+is refused in a sentence unless the deployment combines adapters: the chat's rules, applied by the deployment.
+
+Continue goes on, at the same time, with every column of a run that stopped at the max-new-tokens limit: each such
+column's model gets the same prompt and images and the column's text as the start of its reply."""
 
 from __future__ import annotations
 
@@ -18,7 +21,9 @@ from app.chat.figures import figures_text, measure
 from app.chat.messages import (
     BASE_MODEL_WORDS,
     MSG_COMPARE_ADAPTERS,
+    MSG_COMPARE_CONTINUES,
     MSG_COMPARE_NO_COLUMNS,
+    MSG_COMPARE_NOTHING_TO_CONTINUE,
     MSG_COMPARE_TOO_MANY,
 )
 from app.chat.turns import add_user_message, check_new_turn, open_stream, reply_text
@@ -55,6 +60,22 @@ def column_names(adapters: object) -> list[str | None]:
     return [None if not name or name == BASE_MODEL_WORDS else name for name in names]
 
 
+def column_starts(continues: object, count: int) -> list[str]:
+    """A caller's `continues` as CompareRun takes it: one start text per column ("" for a fresh reply); None
+    means none continues. InvalidRequest in a sentence for anything but `count` texts."""
+    if continues is None:
+        return [""] * count
+    if not isinstance(continues, list | tuple) or len(continues) != count or \
+            not all(c is None or isinstance(c, str) for c in continues):
+        raise InvalidRequest(MSG_COMPARE_CONTINUES.format(count=count, value=continues))
+    return [c or "" for c in continues]
+
+
+def is_cut(view: ColumnView) -> bool:
+    """Whether a column ended at the max-new-tokens limit (one Continue goes on with)."""
+    return view.state == DONE and view.finish_reason == CUT
+
+
 def column_entries(columns: list[str | None], views: list[ColumnView]) -> list[dict[str, str | None]]:
     """The columns as the APIs and the command line give them: one {column, text, state, figures, finish_reason}
     per column, `column` naming its adapter ("base model" for None)."""
@@ -63,27 +84,38 @@ def column_entries(columns: list[str | None], views: list[ColumnView]) -> list[d
             for name, view in zip(columns, views, strict=True)]
 
 
+@dataclass(frozen=True)
+class _Joined:
+    """A column's words as `reply_text` reads a stream's: the start it continues, then what the stream added."""
+
+    text: str
+    cancelled: bool
+
+
 class CompareRun:
     """Several streams, each read by its own thread; `texts()` is a snapshot of all columns."""
 
     def __init__(self, ctx: AppContext, prompt: str, adapters: list[str | None], params: SamplingParams,
-                 images: list[str] | None = None):
+                 images: list[str] | None = None, continues: list[str] | None = None):
         """`adapters`: one entry per column, None for the base model; `images`: files sent with the prompt to
-        every column (checked as the chat checks a message's images)."""
+        every column (checked as the chat checks a message's images); `continues`: per column, the start of its
+        reply the model goes on with ("" for a fresh reply), shown before what it adds."""
         check_new_turn(ctx, prompt, images)  # the text, and the images as this deployment takes them
         chosen = [a or None for a in adapters]
         if not chosen:
             raise InvalidRequest(MSG_COMPARE_NO_COLUMNS)
         if len([a for a in chosen if a]) > MAX_COMPARE_ADAPTERS:
             raise InvalidRequest(MSG_COMPARE_TOO_MANY.format(limit=MAX_COMPARE_ADAPTERS))
+        starts = dict(reversed(list(zip(chosen, column_starts(continues, len(chosen)), strict=True))))
         self.columns = list(dict.fromkeys(chosen))
+        self._starts = [starts[name] for name in self.columns]  # a column named twice: its first start
         self._kind = ctx.deployment.kind
         history = add_user_message([], prompt, images)  # the images' turns, then the text
         self._started = time.monotonic()
         self._streams = []
         try:
-            for name in self.columns:
-                self._streams.append(open_stream(ctx, history, params, None, name))
+            for name, start in zip(self.columns, self._starts, strict=True):
+                self._streams.append(open_stream(ctx, history, params, None, name, continues=start))
         except ChatError:
             self.cancel()  # the columns opened before the refusal
             raise
@@ -109,7 +141,8 @@ class CompareRun:
     def texts(self) -> list[str]:
         out = []
         for i, stream in enumerate(self._streams):
-            text = reply_text(stream, None, final=not self._threads[i].is_alive())
+            shown = _Joined(self._starts[i] + stream.text, stream.cancelled)  # a continued column's start first
+            text = reply_text(shown, None, final=not self._threads[i].is_alive())
             out.append(f"{text}\n\n⚠️ {self._errors[i]}" if i in self._errors else text)
         return out
 
@@ -159,3 +192,14 @@ class CompareRun:
                 last = views
         finally:
             self.cancel()
+
+
+def continue_cut(ctx: AppContext, prompt: str, columns: list[str | None], views: list[ColumnView],
+                 params: SamplingParams, images: list[str] | None = None) -> CompareRun:
+    """A run that goes on with every column of a finished run (`columns`, their `views`) cut at the token limit:
+    the same prompt and images, each column's text as the start of its reply; InvalidRequest when none was cut."""
+    cut = [(name, view.text) for name, view in zip(columns, views, strict=True) if is_cut(view)]
+    if not cut:
+        raise InvalidRequest(MSG_COMPARE_NOTHING_TO_CONTINUE)
+    return CompareRun(ctx, prompt, [name for name, _ in cut], params, images=images,
+                      continues=[text for _, text in cut])

@@ -19,6 +19,9 @@ MSG_COMPARE_TOO_MANY = "Compare takes the base model and at most {limit} adapter
 MSG_COMPARE_ADAPTERS = ("adapters must be a list of adapter names, an empty name (or \"base model\") for the base "
                         "model; got {value!r}.")
 MSG_COMPARE_CUT = "cut at the {limit}-token limit"  # a column whose reply reached max_tokens
+MSG_COMPARE_NOTHING_TO_CONTINUE = "Only a column cut at the token limit can be continued; no column of the last run was."
+MSG_COMPARE_CONTINUES = ("continues must list one text per column ({count}), an empty one for a fresh reply; "
+                         "got {value!r}.")
 
 # "Is the adapter really applied?" (app/chat/adapter_check.py)
 MSG_APPLIED = "Adapter '{adapter}' is applied: on {probe} its {how} differ from the base model's."

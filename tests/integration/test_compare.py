@@ -143,3 +143,13 @@ def test_columns_cut_at_max_tokens_say_so_in_the_api_and_the_command(app_url):
     done = run_compare("--app", app_url, "--prompt", story, "--base", "--max-tokens", "3")
     assert done.returncode == 0, done.stderr
     assert "\n--- done · cut at the 3-token limit · 3 tokens · " in done.stdout, done.stdout
+
+
+def test_the_api_continues_a_column_cut_at_max_tokens(app_url):
+    client = Client(app_url, verbose=False)
+    (cut,) = client.predict(prompt=PROMPT, adapters=[""], max_tokens=6, api_name="/compare")
+    assert cut["finish_reason"] == "length", cut
+    (whole,) = client.predict(prompt=PROMPT, adapters=[""], max_tokens=120, continues=[cut["text"]],
+                              api_name="/compare")
+    assert (whole["state"], whole["finish_reason"]) == ("done", "stop"), whole
+    assert whole["text"].startswith(cut["text"]) and len(whole["text"]) > len(cut["text"]) and "Paris" in whole["text"]

@@ -1,11 +1,15 @@
 """Compare tab: the same prompt (and optionally images) through the base model and up to three adapters, side
-by side, streamed, each column with its state and figures."""
+by side, streamed, each column with its state and figures; Continue goes on with the columns cut at the token
+limit."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
 import gradio as gr
 
-from app.chat.compare import CUT, DEFAULT_MAX_TOKENS, ColumnView, CompareRun
+from app.chat.compare import CUT, DEFAULT_MAX_TOKENS, ColumnView, CompareRun, continue_cut, is_cut
 from app.chat.context import AppConfig, AppContext
 from app.chat.messages import MSG_COMPARE_CUT
 from app.core.constants import MAX_COMPARE_ADAPTERS
@@ -19,6 +23,7 @@ from app.web.labels import (
     COMPARE_READY,
     COMPARE_READY_ADAPTER,
     COMPARE_UNUSED,
+    CONTINUE,
     STOP,
     adapter_choices,
     adapter_of,
@@ -67,6 +72,39 @@ def state_line(view: ColumnView | None, limit: int) -> str:
     return small(" · ".join(part for part in (view.state, cut, view.figures) if part))
 
 
+@dataclass(frozen=True)
+class Finished:
+    """What the last run (or Continue) left, for Continue: its prompt and images, and each picked model's column
+    as it ended, by the name its picker shows."""
+
+    prompt: str = ""
+    images: list[str] | None = None
+    views: dict[str, ColumnView] = field(default_factory=dict)
+
+    def cut(self, names: list[str | None]) -> list[str]:
+        """The picked models among `names` (once each) whose column was cut at the token limit."""
+        return [name for name in dict.fromkeys(n for n in names if n) if name in self.views and is_cut(self.views[name])]
+
+    def after(self, names: list[str], views: list[ColumnView]) -> Finished:
+        """This record with the columns of `names` ended as `views`."""
+        return Finished(self.prompt, self.images, {**self.views, **dict(zip(names, views, strict=True))})
+
+
+def column_updates(names: list[str | None], shown: dict[str, ColumnView], limit: int, fresh: bool) -> list:
+    """Each column's text box, then each one's state line, for the columns `shown` (by picked name); the others
+    emptied when `fresh` (a new run), else left as they are (Continue)."""
+    texts, states = [], []
+    for i, name in enumerate(names):
+        view = shown.get(name) if name else None
+        if view is None and not fresh:
+            texts.append(gr.skip())
+            states.append(gr.skip())
+            continue
+        texts.append(gr.Textbox(value=view.text if view else "", label=name or f"Column {i + 1}"))
+        states.append(state_line(view, limit))
+    return [*texts, *states]
+
+
 def build(ctx: AppContext) -> None:
     gr.Markdown(COMPARE_INTRO)
     with gr.Row():
@@ -85,6 +123,7 @@ def build(ctx: AppContext) -> None:
     max_tokens = gr.Slider(1, 512, value=DEFAULT_MAX_TOKENS, step=1, label="Max new tokens", elem_id="compare-max-tokens")
     with gr.Row():
         run = gr.Button("Compare", variant="primary", elem_id="compare-run")
+        resume = gr.Button(CONTINUE, elem_id="compare-continue", interactive=False)
         stop = gr.Button(STOP, elem_id="compare-stop", interactive=False)
     outputs, states = [], []
     with gr.Row():
@@ -93,56 +132,83 @@ def build(ctx: AppContext) -> None:
                 outputs.append(gr.Textbox(label=f"Column {i + 1}", lines=10, interactive=False,
                                           elem_id=f"compare-out-{i}"))
                 states.append(gr.Markdown(pick_line(picks[i]), elem_id=f"compare-state-{i}"))
+    finished = gr.State(Finished())
     runs: dict[str, CompareRun] = {}
+    skipped = [gr.skip()] * (3 * COLUMNS + 4)  # every output: the page stays as it was
 
-    def controls(running: bool) -> list[gr.Button | gr.Dropdown]:
-        """Compare, Stop, then the column pickers: locked while a run shows what they picked."""
-        return [gr.Button(interactive=not running),
+    def controls(running: bool, can_continue: bool = False) -> list[gr.Button | gr.Dropdown]:
+        """Compare, Continue, Stop, then the column pickers: locked while a run shows what they picked."""
+        return [gr.Button(interactive=not running), gr.Button(interactive=can_continue and not running),
                 gr.Button(interactive=running, variant="stop" if running else "secondary"),
                 *[gr.Dropdown(interactive=not running) for _ in range(COLUMNS)]]
+
+    def follow(compare: CompareRun, chosen: list[str], names: list[str | None], limit: int, record: Finished,
+               fresh: bool, request: gr.Request) -> Iterator[list]:
+        """Show `compare` (its columns: the picked `chosen`) until it ends, then keep its end in the record."""
+        runs[request.session_hash] = compare
+        opening = True
+        try:
+            for views in compare.view_updates():
+                done = compare.done()  # true for the last snapshot: its update re-enables Compare
+                ended = record.after(chosen, views) if done else None
+                locks = controls(not done, bool(ended and ended.cut(names))) if opening or done \
+                    else [gr.skip()] * (COLUMNS + 3)
+                yield [*column_updates(names, dict(zip(chosen, views, strict=True)), limit, fresh), *locks,
+                       ended or gr.skip()]
+                opening = False
+        finally:
+            runs.pop(request.session_hash, None)
 
     def on_run(text: str, pictures: list[tuple[str, str | None]] | None, tokens: float, first: str, second: str,
                third: str, fourth: str, request: gr.Request):
         names = [column_name(pick) for pick in (first, second, third, fourth)[:COLUMNS]]
         chosen = list(dict.fromkeys(name for name in names if name))
+        images = [path for path, _caption in pictures] if pictures else None
         try:
             compare = CompareRun(ctx, text, [adapter_of(name) for name in chosen], SamplingParams(max_tokens=int(tokens)),
-                                 images=[path for path, _caption in pictures] if pictures else None)
+                                 images=images)
         except ChatError as exc:
             gr.Warning(str(exc))  # a toast; the page stays as it was
-            yield [gr.skip()] * (3 * COLUMNS + 2)
+            yield skipped
             return
-        runs[request.session_hash] = compare
-        opening = True
+        yield from follow(compare, chosen, names, int(tokens), Finished(text, images), True, request)
+
+    def on_continue(record: Finished, tokens: float, first: str, second: str, third: str, fourth: str,
+                    request: gr.Request):
+        names = [column_name(pick) for pick in (first, second, third, fourth)[:COLUMNS]]
+        cut = record.cut(names)  # none: continue_cut refuses in a sentence
         try:
-            for views in compare.view_updates():
-                by_name = dict(zip(chosen, views, strict=True))
-                seen = [by_name.get(name) if name else None for name in names]
-                texts = [gr.Textbox(value=view.text if view else "", label=name or f"Column {i + 1}")
-                         for i, (name, view) in enumerate(zip(names, seen, strict=True))]
-                finished = compare.done()  # true for the last snapshot: its update re-enables Compare
-                locks = controls(not finished) if opening or finished else [gr.skip()] * (COLUMNS + 2)
-                yield [*texts, *(state_line(view, int(tokens)) for view in seen), *locks]
-                opening = False
-        finally:
-            runs.pop(request.session_hash, None)
+            compare = continue_cut(ctx, record.prompt, [adapter_of(name) for name in cut],
+                                   [record.views[name] for name in cut], SamplingParams(max_tokens=int(tokens)),
+                                   images=record.images)
+        except ChatError as exc:
+            gr.Warning(str(exc))
+            yield skipped
+            return
+        yield from follow(compare, cut, names, int(tokens), record, False, request)
 
     def on_stop(request: gr.Request):
         compare = runs.get(request.session_hash)
         if compare is not None:
             compare.cancel()  # the run then shows each column's last text with "(stopped)"
 
-    def on_pick(pick: str | None, number: int) -> tuple[gr.Textbox, str]:
-        """A new pick empties its column (the text was another model's) and says what the column will run."""
-        return gr.Textbox(value="", label=f"Column {number}"), pick_line(pick)
+    def on_pick(number: int):
+        """The handler of column `number`'s picker: a new pick empties its column (the text was another model's)
+        and says what the column will run; Continue stays offered while a picked model's column is cut."""
+        def picked(pick: str | None, record: Finished, first: str, second: str, third: str,
+                   fourth: str) -> tuple[gr.Textbox, str, gr.Button]:
+            can_continue = bool(record.cut([column_name(p) for p in (first, second, third, fourth)]))
+            return gr.Textbox(value="", label=f"Column {number}"), pick_line(pick), gr.Button(interactive=can_continue)
+        return picked
 
     for i, picker in enumerate(pickers):
         picker.focus(lambda: gr.Dropdown(choices=column_choices(ctx)), None, picker,
                      api_visibility="private", show_progress="hidden")
-        picker.change(lambda pick, number=i + 1: on_pick(pick, number), picker, [outputs[i], states[i]],
+        picker.change(on_pick(i + 1), [picker, finished, *pickers], [outputs[i], states[i], resume],
                       api_visibility="private", show_progress="hidden")
-    run.click(on_run, [prompt, image, max_tokens, *pickers], [*outputs, *states, run, stop, *pickers],
-              api_visibility="private")
+    shown = [*outputs, *states, run, resume, stop, *pickers, finished]
+    run.click(on_run, [prompt, image, max_tokens, *pickers], shown, api_visibility="private")
+    resume.click(on_continue, [finished, max_tokens, *pickers], shown, api_visibility="private")
     # No `cancels=`: it would end the run before its last update, so "(stopped)" would never show.
     stop.click(on_stop, None, None, api_visibility="private")
 

@@ -54,6 +54,16 @@ def test_compare_says_which_columns_were_cut_at_max_tokens(tmp_path):
     assert [(entry["state"], entry["finish_reason"]) for entry in updates[-1]] == [(DONE, "length")] * 2
 
 
+def test_compare_goes_on_with_a_cut_column_as_the_tabs_continue_does(tmp_path):
+    deployment = RecordingDeployment()
+    compare = endpoint(tmp_path, deployment)
+    (cut,) = list(compare(prompt="Hi", adapters=["pirate"], max_tokens=2))[-1]
+    assert (cut["text"], cut["finish_reason"]) == ("reply from", "length")
+    (whole,) = list(compare(prompt="Hi", adapters=["pirate"], max_tokens=12, continues=[cut["text"]]))[-1]
+    assert (whole["text"], whole["state"], whole["finish_reason"]) == ("reply from pirate", DONE, "stop")
+    assert [r.continues for r in deployment.requests] == ["", "reply from"]
+
+
 def test_without_adapters_it_compares_the_base_model_alone(tmp_path):
     deployment = RecordingDeployment()
     updates = list(endpoint(tmp_path, deployment)(prompt="Hi"))
@@ -71,6 +81,7 @@ def test_without_adapters_it_compares_the_base_model_alone(tmp_path):
     ({"prompt": "Hi", "max_tokens": 0}, "max tokens must be between"),
     ({"prompt": "Hi", "max_tokens": "many"}, "max tokens must be a number"),
     ({"prompt": "Hi", "images": [{"path": "/etc/passwd"}]}, "Images must be uploaded with the request"),
+    ({"prompt": "Hi", "adapters": ["", "pirate"], "continues": ["reply"]}, "continues must list one text per column"),
 ])
 def test_bad_input_gets_the_tabs_sentence(tmp_path, kwargs, sentence):
     deployment = RecordingDeployment()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from PIL import Image
 
-from app.chat.compare import CUT, DONE, STOPPED, CompareRun, column_entries, column_names
+from app.chat.compare import CUT, DONE, STOPPED, CompareRun, column_entries, column_names, continue_cut
 from app.chat.context import AppConfig, AppContext
 from app.core.errors import InvalidImage, InvalidRequest
 from app.core.sampling import SamplingParams
@@ -160,3 +160,62 @@ def test_a_stopped_column_has_no_finish_reason(tmp_path):
     next(updates)
     run.cancel()
     assert [(v.state, v.finish_reason) for v in list(updates)[-1]] == [(STOPPED, None)]
+
+
+def test_continue_goes_on_with_each_cut_column_alone_from_its_text(tmp_path, picture):
+    deployment = RecordingDeployment(known=("pirate", "old sea dog"))
+    ctx = context(tmp_path, deployment)
+    first = CompareRun(ctx, "What is it?", [None, "old sea dog"], SamplingParams(max_tokens=3), images=[picture])
+    views = finish(first)  # "reply from base" ends by itself; "reply from old sea dog" is cut after three words
+    assert [(v.text, v.finish_reason) for v in views] == [("reply from base", "stop"), ("reply from old", CUT)]
+    more = continue_cut(ctx, "What is it?", first.columns, views, SamplingParams(max_tokens=8), images=[picture])
+    assert more.columns == ["old sea dog"] and len(deployment.requests) == 3
+    request = deployment.requests[-1]
+    assert (request.adapter, request.continues, request.sampling.max_tokens) == ("old sea dog", "reply from old", 8)
+    assert request.messages[-1] == {"role": "user", "content": "What is it?"}
+    assert current_turn_images(list(request.messages)) == [picture]
+    (view,) = finish(more)
+    assert (view.text, view.state, view.finish_reason) == ("reply from old sea dog", DONE, "stop")
+    assert view.figures.startswith("2 tokens")  # what the continuation added
+
+
+def test_a_column_cut_again_can_be_continued_again(tmp_path):
+    deployment = RecordingDeployment()
+    ctx = context(tmp_path, deployment)
+    run = CompareRun(ctx, "Hi", [None], SamplingParams(max_tokens=1))
+    views = finish(run)
+    assert [(v.text, v.finish_reason) for v in views] == [("reply", CUT)]
+    run = continue_cut(ctx, "Hi", run.columns, views, SamplingParams(max_tokens=1))
+    views = finish(run)
+    assert [(v.text, v.finish_reason) for v in views] == [("reply from", CUT)]
+    views = finish(continue_cut(ctx, "Hi", run.columns, views, SamplingParams(max_tokens=5)))
+    assert [(v.text, v.finish_reason) for v in views] == [("reply from base", "stop")]
+    assert [r.continues for r in deployment.requests] == ["", "reply", "reply from"]
+
+
+def test_without_a_cut_column_there_is_nothing_to_continue(tmp_path):
+    deployment = RecordingDeployment()
+    ctx = context(tmp_path, deployment)
+    run = CompareRun(ctx, "Hi", [None, "pirate"], PARAMS)
+    views = finish(run)
+    with pytest.raises(InvalidRequest, match="Only a column cut at the token limit can be continued"):
+        continue_cut(ctx, "Hi", run.columns, views, PARAMS)
+    assert len(deployment.requests) == 2
+
+
+def test_a_stopped_continuation_keeps_its_start_and_says_stopped(tmp_path):
+    deployment = RecordingDeployment(endless=True)
+    run = CompareRun(context(tmp_path, deployment), "Hi", [None], PARAMS, continues=["reply"])
+    updates = run.view_updates()
+    next(updates)
+    run.cancel()
+    (view,) = list(updates)[-1]
+    assert (view.text, view.state, view.finish_reason) == ("reply from (stopped)", STOPPED, None)
+
+
+@pytest.mark.parametrize("given", ["reply", ["reply"], ["a", 1]])
+def test_continues_that_are_not_one_text_per_column_are_refused_in_a_sentence(tmp_path, given):
+    deployment = RecordingDeployment()
+    with pytest.raises(InvalidRequest, match="continues must list one text per column"):
+        CompareRun(context(tmp_path, deployment), "Hi", [None, "pirate"], PARAMS, continues=given)
+    assert deployment.requests == []
