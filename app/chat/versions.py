@@ -70,11 +70,9 @@ class Reply:
 def content_of(version: ReplyVersion) -> str:
     """The message text the chat shows: the words, "(stopped)", a note, the cut mark, what the model saw
     (folded) and the figures line."""
-    text = version.text + (" " + MSG_STOPPED if version.stopped else "")
-    if version.note:
-        text += "\n\n" + version.note
-    if version.cut_at:
-        text += "\n\n*" + MSG_CUT.format(limit=version.cut_at) + "*"
+    words = (version.text + (" " + MSG_STOPPED if version.stopped else "")).strip()
+    cut = "*" + MSG_CUT.format(limit=version.cut_at) + "*" if version.cut_at else ""
+    text = "\n\n".join(part for part in (words, version.note, cut) if part)  # an error with no words is its note
     text += saw_block(version.saw)
     return text + (REPLY_FIGURES.format(figures=version.figures) if version.figures else "")
 

@@ -39,3 +39,8 @@ def test_a_reply_an_older_app_wrote_gives_its_adapter_and_figures():
                                           "\n\n*adapter: pirate*"}
     version = legacy_reply(old).current
     assert (version.text, version.adapter, version.figures) == ("Arr!", "pirate", "2 tokens · pirate · K")
+
+
+def test_an_error_with_no_words_shows_its_sentence_alone():
+    assert content_of(ReplyVersion(text="", note="⚠️ The server is gone.")) == "⚠️ The server is gone."
+    assert content_of(ReplyVersion(text="Arr", note="⚠️ Cut off.")) == "Arr\n\n⚠️ Cut off."
