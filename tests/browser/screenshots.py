@@ -47,7 +47,8 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     from playwright.sync_api import sync_playwright
 
-    triton = start_triton(Path(tempfile.mkdtemp(prefix="screenshots-")))
+    scratch = tempfile.TemporaryDirectory(prefix="screenshots-")  # the repository and Triton's log, removed after
+    triton = start_triton(Path(scratch.name))
     port = free_port()
     ctx = AppContext(AppConfig(triton_url=triton.grpc_url, port=port, demo=True,
                                metrics_url=f"http://127.0.0.1:{triton.metrics_port}/metrics"))
@@ -70,6 +71,7 @@ def main() -> None:
     finally:
         blocks.close()
         triton.process.stop()
+        scratch.cleanup()
     print("\n".join(str(path) for path in sorted(args.out.glob("*.png"))))
 
 
