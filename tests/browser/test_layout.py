@@ -55,3 +55,13 @@ def test_the_titles_bold_capitals_come_from_the_complete_bold_font(page):
     files = page.evaluate(FONT_FILES)
     assert any(name.endswith(BOLD_FONT) for name in files), files
     assert not any(name.endswith(BROKEN_FONT) for name in files), files
+
+
+def test_400px_compare_puts_the_pictures_under_the_prompt_at_full_width(page):
+    page.set_viewport_size(NARROW)
+    page.reload()
+    page.get_by_role("tab", name="Compare").click()
+    page.wait_for_selector("#compare-prompt textarea")
+    prompt, pictures = box(page, "#compare-prompt"), page.locator("#compare-inputs > *").nth(1).bounding_box()
+    assert pictures["width"] > 0.8 * NARROW["width"]  # room for a row of thumbnails
+    assert pictures["y"] >= prompt["y"] + prompt["height"]

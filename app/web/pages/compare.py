@@ -107,7 +107,7 @@ def column_updates(names: list[str | None], shown: dict[str, ColumnView], limit:
 
 def build(ctx: AppContext) -> None:
     gr.Markdown(COMPARE_INTRO)
-    with gr.Row():
+    with gr.Row(elem_id="compare-inputs"):
         prompt = gr.Textbox(label="Prompt", elem_id="compare-prompt", placeholder="What is the capital of France?",
                             scale=3)
         # A gallery of paths (type="filepath": the server decodes nothing), so the app's intake checks size and
