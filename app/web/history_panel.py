@@ -4,7 +4,6 @@ The server stores none of it; an imported file is deleted as soon as it is read.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import gradio as gr
@@ -15,6 +14,7 @@ from app.chat.context import AppContext
 from app.chat.conversation import without_pending
 from app.chat.messages import MSG_IMPORT_TOO_BIG
 from app.core.errors import ChatError
+from app.web.download import SAVE_PAYLOAD_JS, download_payload
 from app.web.labels import (
     CONVERSATIONS,
     CONVERSATIONS_INFO,
@@ -33,18 +33,6 @@ STORAGE_KEY = "triton-vlm-lora-conversations"
 # after the app restarts (a random one, Gradio's default, would lose them with every restart).
 STORAGE_SECRET = "triton-vlm-lora-conversations-v1"
 MAX_IMPORT_BYTES = 2 * 1024 * 1024
-DOWNLOAD_JS = """(payload) => {
-    if (!payload) return;
-    const {name, type, text} = JSON.parse(payload);
-    const url = URL.createObjectURL(new Blob([text], {type}));
-    const link = Object.assign(document.createElement("a"), {href: url, download: name});
-    document.body.appendChild(link);
-    link.click();
-    link.remove();
-    setTimeout(() => URL.revokeObjectURL(url), 1000);
-}"""
-
-
 def image_kept(path: str) -> bool:
     """An image of a kept conversation is shown again only while the server still has the upload."""
     return is_uploaded(path) and Path(path).is_file()
@@ -131,7 +119,7 @@ class HistoryPanel:
                     text, suffix, mime = chats.export_json(messages, title), "json", "application/json"
                 else:
                     text, suffix, mime = chats.export_markdown(messages, title, read_upload), "md", "text/markdown"
-                return json.dumps({"name": file_name(title, suffix), "type": mime, "text": text})
+                return download_payload(file_name(title, suffix), text, mime)
             return handler
 
         def import_file(upload, stored, request: gr.Request):
@@ -166,5 +154,5 @@ class HistoryPanel:
         self.delete.click(change(chats.delete_current), store, [store, chatbot, listed], **private)
         for button, kind in ((self.export_json, "json"), (self.export_markdown, "markdown")):
             button.click(export(kind), [chatbot, store], self.download, **private).then(
-                None, self.download, None, js=DOWNLOAD_JS, **private)
+                None, self.download, None, js=SAVE_PAYLOAD_JS, **private)
         self.import_json.upload(import_file, [self.import_json, store], [store, chatbot, listed], **private)
