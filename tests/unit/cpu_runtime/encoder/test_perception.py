@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from setup.catalog.families import get_family
-from tests.unit.cpu_encoder.conftest import photo, red_circle, sign
+from tests.unit.cpu_runtime.encoder.conftest import photo, red_circle, sign
 
 ROWS = get_family("cpu-ocr").visual_tokens_per_image  # prompt-table rows per image
 
@@ -118,7 +118,7 @@ def test_memo_drops_the_least_recently_used(lib):
 
 
 def test_ocr_beside_the_other_parts_gives_what_one_after_the_other_gives(lib, encoder):
-    from tests.unit.cpu_encoder.conftest import sign
+    from tests.unit.cpu_runtime.encoder.conftest import sign
 
     p = encoder.perceiver
     alone = lib.perception.Perceiver(p.settings, p.classifier, p.faces, p.colours, parallel=False)

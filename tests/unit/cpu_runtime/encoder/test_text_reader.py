@@ -6,18 +6,18 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from tests.unit.cpu_encoder.conftest import photo, sign
+from tests.unit.cpu_runtime.encoder.conftest import photo, sign
 
 
 def letterbox(image: Image.Image) -> np.ndarray:
     """The 1024 x 1024 BGR letterbox the encoder's OCR reads, as the demo's preprocessing makes it."""
     from app.vision.preprocess import pixel_batch
     from setup.catalog.families import get_family
-    from tests.unit.cpu_encoder.conftest import encoder_lib
+    from tests.unit.cpu_runtime.encoder.conftest import encoder_package
 
     spec = get_family("cpu-ocr").preprocess
     pixels = pixel_batch([image], spec)[0][0]
-    return encoder_lib().ocr.to_bgr_uint8(pixels, spec.mean, spec.std, spec.rescale)
+    return encoder_package().ocr.to_bgr_uint8(pixels, spec.mean, spec.std, spec.rescale)
 
 
 def caption(size: int, on: str | None = None) -> Image.Image:

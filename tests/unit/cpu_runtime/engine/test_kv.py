@@ -6,12 +6,12 @@ import types
 
 import pytest
 
+from cpu_runtime.engine import kv as kv_module
 from tests.cpu_engine_helpers import (
     alone,
     assert_same,
     chat_ids,
     drive,
-    load_runner,
     load_tokenizer,
     make_engine,
     make_gen,
@@ -20,10 +20,7 @@ from tests.cpu_engine_helpers import (
 
 @pytest.fixture(scope="module")
 def kv():
-    load_runner()  # puts engine_lib on the path
-    from engine_lib import kv
-
-    return kv
+    return kv_module
 
 
 def _gen(prompt, max_new, output=(), adapter=None):

@@ -8,10 +8,9 @@ import types
 import numpy as np
 import pytest
 
+from cpu_runtime.engine import lora
 from setup.lora.convert import convert_peft
-from tests.lora_helpers import DEMO_ADAPTERS, TINY, engine_lora_module, tiny_llama, write_peft
-
-lora = engine_lora_module()
+from tests.lora_helpers import DEMO_ADAPTERS, TINY, tiny_llama, write_peft
 
 
 def _engine(max_rank=8, modules=("attn_q", "attn_k", "attn_v", "attn_dense", "mlp_h_to_4h", "mlp_4h_to_h",
@@ -156,8 +155,7 @@ def test_prefetch_dir(tmp_path):
 @pytest.fixture(scope="module")
 def runner():
     sys.modules.setdefault("triton_python_backend_utils", types.ModuleType("triton_python_backend_utils"))
-    from engine_lib.runner import EngineRunner
-
+    from cpu_runtime.engine.runner import EngineRunner
     from setup.cpu.engine import build_cpu_engine
 
     return EngineRunner(build_cpu_engine(log=lambda *_: None), {"lora_cache_host_memory_bytes": str(64 << 20)})
@@ -175,7 +173,7 @@ def prompt_ids():
 
 
 def _request(runner, prompt, task_id=None, tensors=None):
-    from engine_lib.requests import GenerationRequest
+    from cpu_runtime.engine.requests import GenerationRequest
 
     gen = GenerationRequest(request_id=f"r{task_id}", input_ids=list(prompt), max_new_tokens=10, end_id=2)
     gen.lora_task_id = task_id

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 import torch
 
+from cpu_runtime.engine import lora
 from setup.lora.convert import convert_peft, save_converted
 from tests.cpu_engine_helpers import TOL, alone, assert_same, drive, make_engine, make_gen
-from tests.lora_helpers import DEMO_ADAPTERS, TINY, engine_lora_module, tiny_llama, write_peft
+from tests.lora_helpers import DEMO_ADAPTERS, TINY, tiny_llama, write_peft
 
-lora = engine_lora_module()
 PARTIAL_TASK = 9201  # the pirate demo adapter decoded by an engine with has_partial_lora_mask
 IMAGE_AT, IMAGE_ROWS = 5, 12
 HF_TOL = 5e-3  # every row's logits through 30 layers, two ways of rounding; a misplaced update is > 0.1
@@ -92,7 +92,7 @@ def test_partial_adapter_batched_and_chunked_equals_alone(runner, prompt_ids, pa
 def test_forward_matches_hugging_face_hooks_partial_and_normal(runner, partial, adapters, image):
     """The batched pass and LoraHooks on the Hugging Face model agree: the partial adapter at the image
     rows only, the normal adapter at every row as before."""
-    from engine_lib.forward import Segment
+    from cpu_runtime.engine.forward import Segment
 
     ids, table = image
     gen = make_gen(runner, ids, prompt_table=table)

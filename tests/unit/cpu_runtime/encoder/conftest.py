@@ -1,35 +1,28 @@
-"""Fixtures of the CPU image encoder's unit tests: encoder_lib importable, and scikit-image's photos."""
+"""Fixtures of the CPU image encoder's unit tests: the encoder package, and scikit-image's photos."""
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-ENCODER_DIR = Path(__file__).resolve().parents[3] / "model_repo_templates" / "cpu_engine" / "multimodal_encoders" / "1"
 
+def encoder_package():
+    """cpu_runtime.encoder with every module loaded (the package the CPU multimodal_encoders model imports)."""
+    import cpu_runtime.encoder
+    from cpu_runtime.encoder import (  # noqa: F401
+        classifier,
+        colours,
+        encoder,
+        faces,
+        margins,
+        ocr,
+        onnx_model,
+        perception,
+        text_reader,
+    )
 
-def encoder_lib():
-    """The encoder_lib package of the CPU multimodal_encoders model (as Triton imports it)."""
-    sys.path.insert(0, str(ENCODER_DIR))
-    try:
-        import encoder_lib
-        from encoder_lib import (  # noqa: F401
-            classifier,
-            colours,
-            encoder,
-            faces,
-            margins,
-            onnx_model,
-            perception,
-            text_reader,
-        )
-    finally:
-        sys.path.remove(str(ENCODER_DIR))
-    return encoder_lib
+    return cpu_runtime.encoder
 
 
 def photo(name: str) -> np.ndarray:
@@ -54,7 +47,7 @@ def sign(text: str = "OPEN DAILY 9-17") -> np.ndarray:
 
 @pytest.fixture(scope="session")
 def lib():
-    return encoder_lib()
+    return encoder_package()
 
 
 @pytest.fixture(scope="session")

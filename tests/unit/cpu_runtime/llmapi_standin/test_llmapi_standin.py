@@ -12,18 +12,14 @@ import numpy as np
 import pytest
 
 from setup.lora.convert import convert_peft
-from setup.paths import TEMPLATES_DIR
-from tests.lora_helpers import TINY, engine_lora_module, tiny_llama, write_peft
+from tests.lora_helpers import TINY, tiny_llama, write_peft
 
-lora = engine_lora_module()
-STANDIN_DIR = TEMPLATES_DIR / "llmapi" / "cpu" / "tensorrt_llm" / "1"
-if str(STANDIN_DIR) not in sys.path:
-    sys.path.insert(0, str(STANDIN_DIR))
-# engine_lib.requests imports Triton's module for its parser; these tests use only its dataclasses
+# cpu_runtime.engine.requests imports Triton's module for its parser; these tests use only its dataclasses
 sys.modules.setdefault("triton_python_backend_utils", types.ModuleType("triton_python_backend_utils"))
 
-from engine_lib.requests import GenerationRequest, Limits  # noqa: E402
-from standin_lib import images, peft, requests  # noqa: E402
+from cpu_runtime.engine import lora  # noqa: E402
+from cpu_runtime.engine.requests import GenerationRequest, Limits  # noqa: E402
+from cpu_runtime.llmapi_standin import images, peft, requests  # noqa: E402
 
 ALL = ("attn_q", "attn_k", "attn_v", "attn_dense", "mlp_h_to_4h", "mlp_4h_to_h", "mlp_gate")
 

@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 
-from tests.unit.cpu_encoder.conftest import photo
+from tests.unit.cpu_runtime.encoder.conftest import photo
 
 
 def test_onnx_copy_is_made_once_and_agrees_with_torch(lib, classifier, tmp_path):

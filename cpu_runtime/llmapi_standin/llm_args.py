@@ -37,7 +37,7 @@ def ignored_keys(args: dict) -> list[str]:
 
 
 def engine_config(args: dict) -> dict:
-    """A CPU engine config (the shape engine_lib/runner.py reads) from the LLM arguments."""
+    """A CPU engine config (the shape cpu_runtime/engine/runner.py reads) from the LLM arguments."""
     model = Path(str(args.get("model", "")))
     if not (model / "config.json").is_file():
         raise ConfigError(f"model: '{model}' is not a Hugging Face checkpoint folder (no config.json there).")
@@ -60,7 +60,7 @@ def engine_config(args: dict) -> dict:
 
 
 def kv_params(args: dict) -> dict:
-    """The CPU engine's KV parameters (engine_lib/kv.py names) from kv_cache_config."""
+    """The CPU engine's KV parameters (cpu_runtime/engine/kv.py names) from kv_cache_config."""
     kv = args.get("kv_cache_config") or {}
     params = {"enable_kv_cache_reuse": str(bool(kv.get("enable_block_reuse", True))).lower()}
     if kv.get("free_gpu_memory_fraction") is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.unit.cpu_encoder.conftest import photo, red_circle
+from tests.unit.cpu_runtime.encoder.conftest import photo, red_circle
 
 
 def test_the_class_names_are_the_thousand_imagenet_classes(lib):

@@ -23,8 +23,9 @@ from tests.cpu_engine_helpers import (
 
 def test_forward_matches_hugging_face(runner, prompt_ids):
     """The batched forward pass computes what the Hugging Face model computes (prefill and decode)."""
-    from engine_lib.forward import Segment
     from transformers import DynamicCache
+
+    from cpu_runtime.engine.forward import Segment
 
     ids = prompt_ids[0]
     cache = runner.batched.new_cache(4, 512)
@@ -71,7 +72,7 @@ def test_mixed_adapters_in_one_batch_each_equal_alone(runner, prompt_ids, adapte
 
 def test_lora_update_touches_only_its_rows(runner, prompt_ids, adapters):
     """Base rows around an adapter's rows get exactly the base logits; the adapter rows get the adapter's."""
-    from engine_lib.forward import Segment
+    from cpu_runtime.engine.forward import Segment
 
     pirate = runner.lora.cache.acquire(adapters["pirate"])
     try:

@@ -1,5 +1,5 @@
 """LoRA by path, as the llmapi model takes it: a Hugging Face PEFT folder on the server's filesystem, cached by
-`lora_id` in the engine core's LRU cache (engine_lib/lora.py) and read again from the path after eviction.
+`lora_id` in the engine core's LRU cache (cpu_runtime/engine/lora.py) and read again from the path after eviction.
 
 No Triton import, so tests use it directly.
 """
