@@ -1,7 +1,7 @@
 """Check the rule for user texts: every sentence a person reads (a module-level `MSG_*` constant) is defined
 in its package's `messages.py`, and other modules import it from there.
 
-    python -m scripts.check_user_texts [ROOT ...]   # default: app setup cpu_engine; exit 1 on a breach
+    python -m scripts.check_user_texts [ROOT ...]   # default: app setup cpu_runtime; exit 1 on a breach
 
 Why one file per package: the texts of a package are read, reviewed and reworded together, and a test can
 hold each against the code that raises it without hunting through every module.
@@ -15,7 +15,7 @@ from pathlib import Path
 
 PREFIX = "MSG_"
 HOME = "messages.py"
-DEFAULT_ROOTS = ("app", "setup", "cpu_engine")
+DEFAULT_ROOTS = ("app", "setup", "cpu_runtime")
 
 
 def stray_texts(source: str) -> list[tuple[int, str]]:
