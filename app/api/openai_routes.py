@@ -145,8 +145,8 @@ class OpenAIApi:
         return models_body(self.served_model(), self.ctx.deployment.adapter_names())
 
     def _parse(self, raw: bytes) -> ChatRequest:
-        """Worker thread: the body checked, in the app's terms."""
-        return _parse(raw, self.served_model())
+        """Worker thread: the body checked, in the app's terms (fields it leaves out: the model's defaults)."""
+        return _parse(raw, self.served_model(), self.ctx.deployment.sampling_defaults())
 
     @json_errors
     async def chat_completions(self, request: Request):
@@ -230,8 +230,8 @@ class OpenAIApi:
         app.router.routes[:0] = self.routes()
 
 
-def _parse(raw: bytes, served_model: str) -> ChatRequest:
-    return parse_chat_request(parse_json_body(raw), served_model)
+def _parse(raw: bytes, served_model: str, defaults: dict | None = None) -> ChatRequest:
+    return parse_chat_request(parse_json_body(raw), served_model, defaults)
 
 
 async def _body_bytes(request: Request) -> bytes:

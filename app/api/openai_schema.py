@@ -3,10 +3,11 @@
 Pure functions, no server: `parse_chat_request` checks a request body and says what is wrong in one
 plain sentence (InvalidRequest), the way the chat panel does.
 
-Sampling follows OpenAI's meaning of the fields: temperature and top_p default to 1.0 (sampling),
-temperature 0 is greedy, and a request without `seed` gets a fresh one (TensorRT-LLM would otherwise
+Sampling follows OpenAI's meaning of the fields: a field left out takes the served model's own default (its
+generation_config.json, as vLLM's `--generation-config auto` reads it; `defaults` below), else OpenAI's (temperature
+and top_p 1.0, sampling). Temperature 0 is greedy, and a request without `seed` gets a fresh one (TensorRT-LLM would otherwise
 repeat the same reply for the same prompt). `presence_penalty` and `frequency_penalty` have OpenAI's
-meaning; left out, they are the app's defaults (app.core.sampling: presence and frequency 0.5, which keep small
+meaning; left out (and not among the model's defaults), they are the app's defaults (app.core.sampling: presence and frequency 0.5, which keep small
 greedy models out of loops), so the API replies as the chat does. `top_k` and `repetition_penalty` are
 accepted as extensions, as vLLM and trtllm-serve accept them, and so is `min_tokens`.
 """
@@ -200,15 +201,16 @@ def _stop_words(value: object) -> list[str]:
     return list(words)
 
 
-def _sampling(body: dict) -> SamplingParams:
+def _sampling(body: dict, defaults: dict | None = None) -> SamplingParams:
+    """The request's sampling: each field the caller's, else the model's default (`defaults`), else OpenAI's (else
+    the app's)."""
     if body.get("n") not in (None, 1):
         raise InvalidRequest(MSG_API_N)
     fields = ("top_k", "repetition_penalty", "seed", "presence_penalty", "frequency_penalty")
-    raw = {name: body[name] for name in fields if body.get(name) is not None}
+    raw = {**OPENAI_DEFAULTS, **(defaults or {})}
+    raw.update({name: body[name] for name in (*fields, *OPENAI_DEFAULTS) if body.get(name) is not None})
     raw["max_tokens"] = next((body[k] for k in ("max_completion_tokens", "max_tokens") if body.get(k) is not None),
                              SAMPLING_LIMITS["max_tokens"][0])
-    for name, default in OPENAI_DEFAULTS.items():
-        raw[name] = default if body.get(name) is None else body[name]
     if "seed" not in raw:
         raw["seed"] = secrets.randbelow(2**31)
     greedy = raw["temperature"] == 0 and not isinstance(raw["temperature"], bool)
@@ -224,8 +226,9 @@ def model_is_base(model: str, served_model: str) -> bool:
     return model in ("", served_model, BASE_MODEL_WORDS)
 
 
-def parse_chat_request(body: object, served_model: str) -> ChatRequest:
-    """Check an OpenAI chat-completions body; InvalidRequest with a plain message when it is wrong."""
+def parse_chat_request(body: object, served_model: str, defaults: dict | None = None) -> ChatRequest:
+    """Check an OpenAI chat-completions body; InvalidRequest with a plain message when it is wrong. `defaults`: the
+    served model's sampling defaults ({field: value}) for the fields the body leaves out."""
     if not isinstance(body, dict):
         raise InvalidRequest(MSG_API_NOT_AN_OBJECT)
     model = body.get("model") or ""
@@ -234,7 +237,7 @@ def parse_chat_request(body: object, served_model: str) -> ChatRequest:
     if len(model) > API_MAX_MODEL_CHARS:
         raise InvalidRequest(MSG_API_MODEL_NAME.format(limit=API_MAX_MODEL_CHARS))
     history, system, images = _conversation(body.get("messages"))
-    params = _sampling(body)
+    params = _sampling(body, defaults)
     return ChatRequest(
         history=history, system_prompt=system, images=images, params=params, min_tokens=_min_tokens(body, params),
         adapter=None if model_is_base(model, served_model) else model, model=model or served_model,

@@ -122,6 +122,9 @@ class Deployment(Protocol):
     def probe_needs_image(self) -> bool:
         """Whether a probe must show a picture: the model answers only about one, or its adapters act only at
         image rows (a Partial LoRA)."""
+    def sampling_defaults(self) -> dict[str, float]:
+        """The served model's own sampling defaults (its generation_config.json) for API requests that leave
+        them out; {} when it has none or the server applies its own."""
     def metrics_url(self) -> str | None: ...
     def for_model(self, model: str) -> Deployment: ...
     def observe(self, status: DeploymentStatus) -> None: ...

@@ -63,6 +63,10 @@ class LlmApiDeployment(TritonServed):
                                               system_prompt=self.system_prompt)
             return self._prompts
 
+    def model_folder(self) -> str | None:
+        """The tokenizer folder the app was given (the demo's: the model's own folder)."""
+        return self.tokenizer_dir
+
     # ---- adapters by path --------------------------------------------------------------------------
     def server_folder(self) -> Path:
         return (self.server_adapters_dir or self.registry.folder).resolve()

@@ -215,6 +215,10 @@ class OpenAICompatDeployment:
                                      for t in c.get("top_logprobs") or [c]} for c in content))
 
     # ---- adapters ----------------------------------------------------------------------------------
+    def sampling_defaults(self) -> dict[str, float]:
+        """{}: the OpenAI-compatible server applies its model's defaults itself (vLLM's --generation-config)."""
+        return {}
+
     def built_in_adapter(self) -> str | None:
         """None: the served model's own adapters, if any, are the server's business."""
         return None

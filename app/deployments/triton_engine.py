@@ -66,6 +66,10 @@ class TritonEngineDeployment(TritonServed):
         path = params.get("tokenizer_dir", {}).get("string_value", "")
         return path if path and Path(path).is_dir() else None
 
+    def model_folder(self) -> str | None:
+        """The tokenizer folder (--tokenizer, else preprocessing's tokenizer_dir): the HF model folder."""
+        return self._server_tokenizer_dir()
+
     def _served_template(self) -> str | None:
         """The named template of the served family (InternLM-XComposer2: internlm2), when its family file names one
         of setup/data/prompt_templates.yaml (not "tokenizer", which means the tokenizer's own)."""

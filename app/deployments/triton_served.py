@@ -10,7 +10,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from app.core.sampling import SamplingParams
+from app.core.errors import ChatError
 from app.deployments.base import DeploymentStatus, Probe, ReplyRequest
+from app.deployments.generation_defaults import read_generation_defaults
 from app.triton.client import TritonChatClient
 from app.triton.metrics import metrics_url_for
 
@@ -40,6 +42,23 @@ class TritonServed:
 
     def metrics_url(self) -> str | None:
         return self._metrics or metrics_url_for(self.client.url)
+
+    _sampling_defaults: dict[str, float] | None = None
+
+    def model_folder(self) -> str | None:
+        """The served model's folder on this host (where its generation_config.json is); None when unknown."""
+        return None
+
+    def sampling_defaults(self) -> dict[str, float]:
+        """The model folder's generation_config.json sampling fields, read once (not while the server cannot
+        say where its folder is)."""
+        if self._sampling_defaults is None:
+            try:
+                folder = self.model_folder()
+            except ChatError:
+                return {}
+            self._sampling_defaults = read_generation_defaults(folder)
+        return self._sampling_defaults
 
     def built_in_adapter(self) -> str | None:
         """None: no adapter is part of the model (the engine topology says otherwise for such families)."""

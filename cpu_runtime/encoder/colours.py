@@ -63,7 +63,8 @@ class ColourReader:
         self.cv2 = cv2
         self.namer = ColourNamer()
 
-    def _small(self, rgb: np.ndarray) -> np.ndarray:
+    def small(self, rgb: np.ndarray) -> np.ndarray:
+        """The picture at most SMALL_SIDE pixels on its long side (the size colours are read at)."""
         height, width = rgb.shape[:2]
         scale = min(1.0, SMALL_SIDE / max(height, width))
         if scale == 1.0:
@@ -72,12 +73,15 @@ class ColourReader:
 
     def read(self, rgb: np.ndarray, min_share: float = 0.1, limit: int = 3) -> tuple[list[tuple[str, float]], list[Shape]]:
         """([(colour, share)] most common first, [Shape]) for one [H, W, 3] uint8 RGB image."""
-        small = self._small(rgb)
-        names = self.namer.name_map(self.cv2.cvtColor(small, self.cv2.COLOR_RGB2HSV))
+        names = self.names(self.small(rgb))
         counts = np.bincount(names.ravel(), minlength=len(self.namer.names)) / names.size
         order = np.argsort(counts)[::-1]
         colours = [(self.namer.names[i], float(counts[i])) for i in order[:limit] if counts[i] >= min_share]
         return colours, self._shapes(names)
+
+    def names(self, small: np.ndarray) -> np.ndarray:
+        """[H, W] indices into namer.names for a (small) RGB picture."""
+        return self.namer.name_map(self.cv2.cvtColor(small, self.cv2.COLOR_RGB2HSV))
 
     def _shapes(self, names: np.ndarray, min_share: float = 0.02, limit: int = 3) -> list[Shape]:
         border = np.concatenate([names[0], names[-1], names[:, 0], names[:, -1]])

@@ -1,7 +1,7 @@
 """What the CPU demo's encoder sees in one picture, and the short description the LLM is given.
 
 A Perceiver runs the parts (ImageNet classifier, face and cat-face cascades, named colours and simple
-shapes, OCR) on one image and returns a Perception; `Perception.sentence()` is the text whose
+shapes, setting cues from the pixels (scene.py), OCR) on one image and returns a Perception; `Perception.sentence()` is the text whose
 embeddings become the image's prompt-table rows, `Perception.as_dict()` what a person is shown.
 Labels below the "sure" confidence are worded as guesses ("perhaps ...").
 """
@@ -18,6 +18,7 @@ from .classifier import ImageClassifier, Label
 from .colours import ColourReader, Shape
 from .faces import Face, FaceFinder, grey
 from .margins import trim_margins
+from .scene import Scene, SceneReader
 
 DEFAULTS = {"top_k": 3, "min_confidence": 0.1, "sure_confidence": 0.5, "min_colour_share": 0.12,
             "max_colours": 3, "ocr_min_score": 0.85}
@@ -50,6 +51,7 @@ class Perception:
     shapes: list[Shape] = field(default_factory=list)
     text: str = ""
     sure_confidence: float = DEFAULTS["sure_confidence"]
+    scene: Scene = field(default_factory=Scene)
 
     def _objects(self) -> str:
         if not self.labels:
@@ -69,18 +71,36 @@ class Perception:
     def sentence(self) -> str:
         """The short description the LLM reads for this image."""
         parts = [self._objects()]
-        if self.faces:
+        if self.faces:  # the cascades find frontal faces: turned towards the camera
             where = joined([face.where for face in self.faces])
-            parts.append(f"A person: {count_words(len(self.faces), 'face', 'faces')} ({where}).")
+            parts.append(f"A person: {count_words(len(self.faces), 'face', 'faces')} ({where}), facing the camera.")
         if self.cat_faces:
-            parts.append(f"A cat: {count_words(len(self.cat_faces), 'cat face', 'cat faces')}.")
+            where = joined([face.where for face in self.cat_faces])
+            parts.append(f"A cat: {count_words(len(self.cat_faces), 'cat face', 'cat faces')} ({where}), "
+                         "facing the camera.")
         if self.shapes:
             parts.append(f"Shapes: {joined([article(f'{s.colour} {s.kind}') for s in self.shapes])}.")
         if self.colours:
             parts.append(f"Colours: {joined([name for name, _ in self.colours])}.")
+        parts.extend(self._setting())
         if self.text:
             parts.append(f'Text: "{self.text}".')
         return " ".join(p for p in parts if p) or "Nothing recognised."
+
+    def _setting(self) -> list[str]:
+        """The scene cues worth saying: the middle's colours where they differ from the whole picture's, its
+        light when not ordinary, a sky or grass cue (or, for a photo with something recognised, that none is)."""
+        scene, said = self.scene, []
+        middle = [name for name, _ in scene.middle]
+        if middle and set(middle) != {name for name, _ in self.colours}:
+            said.append(f"In the middle: {joined(middle)}.")
+        if scene.light:
+            said.append(f"The picture is {scene.light}.")
+        if scene.cues:
+            said.extend(scene.cues)
+        elif scene.no_cue and (self.labels or self.faces or self.cat_faces) and not self.shapes:
+            said.append(scene.no_cue)
+        return said
 
     def as_dict(self) -> dict:
         """Plain data for people and APIs (confidences and shares rounded to 0.01)."""
@@ -93,6 +113,9 @@ class Perception:
             "colours": [{"name": name, "share": round(share, 2)} for name, share in self.colours],
             "shapes": [{"colour": s.colour, "kind": s.kind} for s in self.shapes],
             "text": self.text,
+            "middle_colours": [{"name": name, "share": round(share, 2)} for name, share in self.scene.middle],
+            "light": self.scene.light,
+            "scene_cues": list(self.scene.cues),
         }
 
 
@@ -118,11 +141,12 @@ class Perceiver:
     """
 
     def __init__(self, settings: dict | None = None, classifier=None, faces=None, colours=None,
-                 folder: Path | None = None, parallel: bool = True):
+                 folder: Path | None = None, parallel: bool = True, scene=None):
         self.settings = {**DEFAULTS, **(settings or {})}
         self.classifier = classifier or ImageClassifier(onnx_folder=folder)
         self.faces = faces or FaceFinder()
         self.colours = colours or ColourReader()
+        self.scene = scene or SceneReader(self.colours)
         self.ocr_thread = ThreadPoolExecutor(1, thread_name_prefix="ocr") if parallel else None
 
     def perceive(self, rgb: np.ndarray, read_text=None) -> Perception:
@@ -138,6 +162,7 @@ class Perceiver:
         gray = grey(picture)
         faces, cat_faces = self.faces.find(gray)
         colours, shapes = self.colours.read(picture, float(s["min_colour_share"]), int(s["max_colours"]))
+        scene = self.scene.read(picture)
         if reading is not None:
             text = reading.result()
-        return Perception(labels, faces, cat_faces, colours, shapes, text, float(s["sure_confidence"]))
+        return Perception(labels, faces, cat_faces, colours, shapes, text, float(s["sure_confidence"]), scene)

@@ -160,3 +160,17 @@ def test_penalties_have_openai_meaning_and_the_app_defaults_when_left_out():
     left_out = parse_chat_request(body(), "m").params
     assert left_out.presence_penalty == SAMPLING_LIMITS["presence_penalty"][0] == 0.5
     assert left_out.frequency_penalty == SAMPLING_LIMITS["frequency_penalty"][0] == 0.5
+
+
+def test_fields_left_out_take_the_models_defaults_then_openais():
+    """As vLLM with --generation-config auto: field by field, the caller's value, else the model's, else OpenAI's."""
+    model = {"temperature": 0.2, "top_p": 0.9}
+    left_out = parse_chat_request(body(), SERVED, model).params
+    assert (left_out.temperature, left_out.top_p, left_out.top_k) == (0.2, 0.9, 0)
+    own = parse_chat_request(body(temperature=0.8), SERVED, model).params
+    assert (own.temperature, own.top_p) == (0.8, 0.9)
+    greedy = parse_chat_request(body(temperature=0), SERVED, model).params
+    assert (greedy.top_k, greedy.top_p) == (1, 0.0)
+    assert parse_chat_request(body(), SERVED, {"temperature": 0}).params.top_k == 1  # a greedy model default
+    penalties = parse_chat_request(body(), SERVED, {"presence_penalty": 0.0, "repetition_penalty": 1.1}).params
+    assert (penalties.presence_penalty, penalties.frequency_penalty, penalties.repetition_penalty) == (0.0, 0.5, 1.1)

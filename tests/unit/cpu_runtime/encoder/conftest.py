@@ -19,6 +19,7 @@ def encoder_package():
         ocr,
         onnx_model,
         perception,
+        scene,
         text_reader,
     )
 

@@ -16,15 +16,18 @@ def test_wording_marks_guesses_and_names_every_part(lib):
     Label, Face, Shape = lib.classifier.Label, lib.faces.Face, lib.colours.Shape
     guess = p.Perception([Label("football helmet", 0.16), Label("bobsleigh", 0.11)],
                          faces=[Face((1, 2, 3, 4), "centre")], colours=[("grey", 0.4), ("black", 0.3)])
-    assert guess.sentence() == ("It shows perhaps a football helmet or a bobsleigh. A person: one face (centre). "
-                                "Colours: grey and black.")
+    assert guess.sentence() == ("It shows perhaps a football helmet or a bobsleigh. A person: one face (centre), "
+                                "facing the camera. Colours: grey and black.")
     sure = p.Perception([Label("espresso", 0.95, "cup of coffee")], shapes=[Shape("red", "circle", 0.2)],
                         text="OPEN")
     assert sure.sentence() == 'It shows a cup of coffee (an espresso). Shapes: a red circle. Text: "OPEN".'
     cat = p.Perception([Label("tiger cat", 0.39, "cat"), Label("Egyptian Mau", 0.36, "cat")])
     assert cat.sentence() == "It shows a cat (a tiger cat or an Egyptian Mau)."  # 75% together: not a guess
     assert p.Perception().sentence() == "Nothing recognised."
+    cat_face = p.Perception([Label("tabby", 0.9, "cat")], cat_faces=[Face((1, 2, 3, 4), "left")])
+    assert cat_face.sentence() == "It shows a cat (a tabby). A cat: one cat face (left), facing the camera."
     shown = guess.as_dict()
+    assert shown["middle_colours"] == [] and shown["light"] == "" and shown["scene_cues"] == []
     assert shown["labels"][0] == {"name": "football helmet", "confidence": 0.16, "group": ""}
     assert shown["faces"] == [{"box": (1, 2, 3, 4), "where": "centre"}] and shown["description"] == guess.sentence()
 
@@ -141,3 +144,32 @@ def test_float16_pixels_back_to_bytes_by_table_as_by_arithmetic(lib, mean, std):
         table = ocr.to_bgr_uint8(pixels, mean, std, 1 / 255)
         assert table.flags.c_contiguous and table.shape == (*pixels.shape[1:], 3)
         np.testing.assert_array_equal(table, ocr._to_bgr_arithmetic(pixels, mean, std, 1 / 255))
+
+
+def test_setting_cues_are_said_only_where_the_pixels_show_them(lib):
+    """The middle's colours when they differ from the whole picture's, light that is not ordinary, a sky-like top
+    or a grass-like bottom; a photo with neither says so, a drawing (shapes) does not."""
+    p, Label, Scene = lib.perception, lib.classifier.Label, lib.scene.Scene
+    colours = [("orange", 0.5), ("black", 0.3)]
+    outdoors = p.Perception([Label("sports car", 0.9)], colours=colours,
+                            scene=Scene([("red", 0.6)], "dim", ["Blue at the top, perhaps sky."], "No sky."))
+    assert outdoors.sentence() == ("It shows a sports car. Colours: orange and black. In the middle: red. "
+                                   "The picture is dim. Blue at the top, perhaps sky.")
+    same_middle = p.Perception([Label("sports car", 0.9)], colours=colours,
+                               scene=Scene([("black", 0.5), ("orange", 0.4)], "", [], "No sky."))
+    assert same_middle.sentence() == "It shows a sports car. Colours: orange and black. No sky."
+    drawing = p.Perception(shapes=[lib.colours.Shape("red", "circle", 0.2)], scene=Scene([], "", [], "No sky."))
+    assert drawing.sentence() == "Shapes: a red circle."
+    assert outdoors.as_dict()["middle_colours"] == [{"name": "red", "share": 0.6}]
+
+
+def test_the_scene_reader_on_photos(lib):
+    reader = lib.scene.SceneReader()
+    rocket, cat, deep_field = (reader.read(photo(name)) for name in ("rocket", "chelsea", "hubble_deep_field"))
+    assert rocket.cues == ["Blue at the top, perhaps sky."] and rocket.light == "dim", rocket
+    assert cat.cues == [] and cat.light == "" and {c for c, _ in cat.middle} == {"orange", "brown"}, cat
+    assert deep_field.light == "dark" and [c for c, _ in deep_field.middle] == ["black"], deep_field
+    lawn = np.zeros((200, 300, 3), np.uint8)
+    lawn[:] = (200, 200, 200)
+    lawn[140:] = (40, 160, 40)
+    assert reader.read(lawn).cues == ["Green at the bottom, perhaps grass or plants."]
