@@ -9,8 +9,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
-from app.core.sampling import SamplingParams
 from app.core.errors import ChatError
+from app.core.sampling import SamplingParams
 from app.deployments.base import DeploymentStatus, Probe, ReplyRequest
 from app.deployments.generation_defaults import read_generation_defaults
 from app.triton.client import TritonChatClient
