@@ -29,7 +29,7 @@ from app.deployments.prompts import (
     message_text,
     named_templates,
 )
-from app.deployments.triton_limits import UNKNOWN, check_prompt_tokens, read_input_limit
+from app.deployments.triton_engine.limits import UNKNOWN, check_prompt_tokens, read_input_limit
 from app.deployments.triton_served import TritonServed
 from app.triton.client import TritonChatClient
 from app.vision.multimodal import image_support, prepare_images, strip_image_markers

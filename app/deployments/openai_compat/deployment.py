@@ -32,8 +32,8 @@ from app.deployments.messages import (
     MSG_SENT_AS_LORA_REQUEST,
     OPENAI_KIND,
 )
-from app.deployments.openai_stream import OpenAIStream
-from app.deployments.openai_wire import check_image_count, http_error, messages_body, sampling_fields
+from app.deployments.openai_compat.stream import OpenAIStream
+from app.deployments.openai_compat.wire import check_image_count, http_error, messages_body, sampling_fields
 from app.vision.images import load_image
 
 ADAPTERS_AS = ("model", "lora_request")

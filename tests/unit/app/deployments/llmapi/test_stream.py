@@ -8,8 +8,8 @@ from tritonclient.grpc import model_config_pb2
 from app.adapters.registry import AdapterRegistry
 from app.chat.context import AppConfig
 from app.deployments.connect import connect
-from app.deployments.llmapi import LlmApiDeployment
-from app.deployments.llmapi_stream import build_inputs, details_line
+from app.deployments.llmapi.deployment import LlmApiDeployment
+from app.deployments.llmapi.stream import build_inputs, details_line
 from app.triton.client import ModelInfo
 from setup.repo.llmapi import LlmApiRepoConfig, render_config
 from tests.lora_helpers import DEMO_ADAPTERS

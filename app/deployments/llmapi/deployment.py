@@ -18,7 +18,7 @@ from app.adapters.registry import AdapterRegistry
 from app.core.constants import MSG_TEXT_ONLY, MSG_UNKNOWN_ADAPTER
 from app.core.errors import InvalidRequest, TextOnlyDeployment
 from app.deployments.base import AdapterState, ReplyRequest
-from app.deployments.llmapi_stream import LlmApiStream, build_inputs
+from app.deployments.llmapi.stream import LlmApiStream, build_inputs
 from app.deployments.messages import (
     LLMAPI_KIND,
     MSG_LLMAPI_COPY_FAILED,
@@ -26,7 +26,7 @@ from app.deployments.messages import (
     MSG_LLMAPI_NOT_PEFT,
     MSG_LLMAPI_SHARED,
 )
-from app.deployments.openai_wire import check_image_count, image_data_url
+from app.deployments.openai_compat.wire import check_image_count, image_data_url
 from app.deployments.prompts import PromptBuilder, current_turn_images
 from app.deployments.triton_served import TritonServed
 from app.triton.client import TritonChatClient
