@@ -11,9 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from app.adapters.registry import AdapterRegistry
-from app.core.constants import MSG_UNKNOWN_ADAPTER
 from app.core.errors import ChatError, InvalidRequest
-from app.deployments.base import AdapterState, ReplyRequest
+from app.deployments.base import AdapterState, ReplyRequest, check_adapter_name
 from app.deployments.messages import (
     MSG_IMAGE_MARKERS,
     MSG_IMAGE_REQUIRED,
@@ -139,11 +138,9 @@ class TritonEngineDeployment(TritonServed):
     def check_adapter(self, adapter: str | None) -> str | None:
         """The adapter the request sends (the model's own one when it has one); InvalidRequest when it cannot."""
         known = self.registry.names()
-        adapter = adapter_for_request(self.own_adapter(), adapter or None, known)
-        if not adapter:
+        adapter = check_adapter_name(adapter_for_request(self.own_adapter(), adapter or None, known), known)
+        if adapter is None:
             return None
-        if adapter not in known:
-            raise InvalidRequest(MSG_UNKNOWN_ADAPTER.format(adapter=adapter, known=", ".join(known) or "none"))
         if self.client.model_info().resolve("lora_task_id") is None:
             raise InvalidRequest(MSG_NO_LORA.format(model=self.client.model, adapter=adapter))
         return adapter
