@@ -249,7 +249,7 @@ def registry_markdown(registry: EngineRegistry) -> str:
     return "\n".join(rows)
 
 
-class Deployment:
+class LaunchedTriton:
     """A Triton server started from the page (the plan's repository, or the CPU demo), run in a thread.
 
     Stop while it is still starting wins: the server that comes up afterwards is stopped at once.
