@@ -19,7 +19,8 @@ from app.core.constants import MSG_TEXT_ONLY
 from app.core.errors import InvalidRequest, TextOnlyDeployment
 from app.deployments.base import AdapterState, ReplyRequest, check_adapter_name
 from app.deployments.image_urls import check_image_count, image_data_url
-from app.deployments.llmapi.stream import LlmApiStream, build_inputs
+from app.deployments.llmapi.stream import LlmApiStream
+from app.deployments.llmapi.wire import build_inputs
 from app.deployments.messages import (
     LLMAPI_KIND,
     MSG_LLMAPI_COPY_FAILED,
