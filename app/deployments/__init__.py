@@ -19,7 +19,7 @@ has them. A new kind is a new folder beside these, and a branch in connect.py:
     llmapi/            Triton's llmapi model (TensorRT-LLM 1.x): inputs as declared, adapters by path, image_url
     openai_compat/     any OpenAI-compatible server (vLLM, SGLang, NIM, trtllm-serve, Dynamo, this app)
 
-Imports: app.core, app.triton, app.adapters, app.vision, setup.catalog, setup.paths; a kind folder imports the top modules,
-never another kind (a contract in pyproject.toml). No Gradio. Everything above (chat, APIs, benchmark, pages)
-uses the protocol only.
+Imports: app.core, app.triton, app.adapters, app.vision, setup.catalog, setup.paths; a kind folder imports
+the top modules, never another kind (a contract in pyproject.toml). No Gradio. Everything above (chat, APIs,
+benchmark, pages) uses the protocol only.
 """
