@@ -33,10 +33,9 @@ from huggingface_hub.file_download import http_get
 from huggingface_hub.utils import build_hf_headers
 
 from setup.hub import messages as M
-from setup.hub.names import DEFAULT_REVISION
+from setup.hub.names import DEFAULT_REVISION, MARKER
 from setup.paths import DATA_DIR
 
-MARKER = ".download.json"
 PARTS = ".download"
 DEFAULT_ENDPOINT = "https://huggingface.co"
 PROGRESS_SECONDS = 1.0

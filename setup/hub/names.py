@@ -12,6 +12,7 @@ REVISION = re.compile(r"[A-Za-z0-9._][A-Za-z0-9._/-]{0,199}")
 MODELS_FOLDER = "models"
 BUILDS_FOLDER = "builds"
 DEFAULT_REVISION = "main"
+MARKER = ".download.json"  # written last into a download's folder: the download is complete
 
 
 def model_id_problem(model_id: str) -> str | None:
