@@ -80,7 +80,7 @@ def test_the_gpu_recipe_installs_only_the_apps_requirements_and_checks_tensorrt_
     assert files == ["requirements.txt"]  # not requirements-cpu.txt, not the model wheel
     named = [t for c in installs for segment in c.split("&&") if "pip install" in segment
              for t in _install_args(segment)]
-    assert named == []  # no package named on the command line (torch, transformers, ...)
+    assert named == ["."]  # only the app itself (-e .): no package named on a command line (torch, ...)
     pinned = next(c for c in installs if "-r requirements.txt" in c)
     assert "-c /tmp/container-pins.txt" in pinned and "grep -iE '^(torch|transformers)=='" in pinned
     check = [c for c in gpu if "import tensorrt_llm" in c]
