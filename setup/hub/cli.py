@@ -11,8 +11,8 @@ from pathlib import Path
 
 from huggingface_hub.utils import disable_progress_bars
 
-from setup.hub.download import DownloadError, download, scrub
-from setup.hub.names import DEFAULT_REVISION, model_id_problem, revision_problem
+from setup.hub.download import DownloadError, download
+from setup.hub.names import DEFAULT_REVISION, model_id_problem, revision_problem, scrub
 
 
 def add_download_command(sub) -> None:

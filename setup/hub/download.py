@@ -33,7 +33,7 @@ from huggingface_hub.file_download import http_get
 from huggingface_hub.utils import build_hf_headers
 
 from setup.hub import messages as M
-from setup.hub.names import DEFAULT_REVISION, MARKER
+from setup.hub.names import DEFAULT_REVISION, MARKER, scrub
 from setup.paths import DATA_DIR
 
 PARTS = ".download"
@@ -76,11 +76,6 @@ def human_size(size: int | float) -> str:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1000
     return f"{size:.1f} GB"
-
-
-def scrub(text: str, token: str | None) -> str:
-    """`text` with the token replaced, whatever a library put into it."""
-    return text.replace(token, "***") if token else text
 
 
 @cache

@@ -33,6 +33,12 @@ def looks_like_model_id(text: str | None) -> bool:
     return bool(text) and model_id_problem(str(text)) is None
 
 
+def scrub(text: str, token: str | None) -> str:
+    """`text` with the token replaced, whatever a library put into it."""
+    token = (token or "").strip()
+    return text.replace(token, "***") if token else text
+
+
 def _slug(model_id: str) -> str:
     return model_id.replace("/", "--")
 

@@ -11,7 +11,7 @@ from app.chat.context import AppConfig, AppContext
 from app.web import build_logic as logic
 from app.web import llmapi_logic, serve_logic
 from app.web.download import SAVE_PAYLOAD_JS
-from app.web.pages.build_form import FIELDS, FIRST_VERSION, form_row
+from app.web.pages.build_form import FIELDS, FIRST_VERSION, form_row, token_box
 from app.web.pages.build_handlers import BuildHandlers, BuildService, on_family
 from app.web.pages.build_llmapi import build_llmapi
 from app.web.pages.build_serve import build_serve
@@ -52,6 +52,9 @@ def _form(first: str) -> tuple[dict, gr.Markdown, list]:
     with gr.Row():
         widgets.update(form_row("model", first))
     family_info = gr.Markdown(logic.family_markdown(first, FIRST_VERSION), elem_id="build-family-info")
+    with gr.Row():
+        widgets.update(form_row("source", first))
+        widgets["hf_token"] = token_box()  # not a form field: it never goes into a plan or a job's config
     for row in ("folders", "limits"):
         with gr.Row():
             widgets.update(form_row(row, first))
@@ -115,15 +118,16 @@ def build(ctx: AppContext, service: BuildService | None = None, tabs: gr.Tabs | 
                            gr.Column(visible=k == "llmapi")),
                 kind, [engine_column, serve_column, llmapi_column], **private)
     family, version = widgets["family"], widgets["trtllm_version"]
-    family_outputs = [widgets[name] for name in ("dtype", "max_batch_size", "max_input_len", "max_seq_len",
+    family_outputs = [widgets[name] for name in ("model_id", "dtype", "max_batch_size", "max_input_len", "max_seq_len",
                                                  "max_num_images")]
     # .input: a person picking a family gets its defaults; a resumed job's form keeps its own values.
     family.input(on_family, [family, version], [*family_outputs, family_info, *triton_widgets], **private)
     version.change(logic.family_markdown, [family, version], family_info, **private)
     show.click(handlers.on_show, all_inputs, [summary, script, export, export_payload], **private)
     export.click(None, export_payload, None, js=SAVE_PAYLOAD_JS, **private)
-    run.click(handlers.on_run, all_inputs, [jobs, summary, script], **private)
-    resume.click(handlers.on_resume, jobs, [jobs, summary, script, *all_inputs, family_info], **private)
+    token = widgets["hf_token"]
+    run.click(handlers.on_run, [*all_inputs, token], [jobs, summary, script], **private)
+    resume.click(handlers.on_resume, [jobs, token], [jobs, summary, script, *all_inputs, family_info], **private)
     cancel.click(handlers.on_cancel, jobs, None, **private)
     deploy.click(handlers.on_deploy, jobs, server, **private)
     demo.click(handlers.on_demo, [http_port, grpc_port], server, **private)

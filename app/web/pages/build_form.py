@@ -30,6 +30,8 @@ FIELDS = (
     FormField("family", "Model family", "family", "model"),
     FormField("trtllm_version", "TensorRT-LLM version", "version", "model", elem="version"),
     FormField("dtype", "dtype", "dtype", "model"),
+    FormField("model_id", "Hugging Face model id", "text", "source"),
+    FormField("revision", "Revision", "text", "source"),
     FormField("checkpoint", "Checkpoint folder", "text", "folders"),
     FormField("out", "Output folder", "text", "folders"),
     FormField("trtllm_root", "TensorRT-LLM source tree", "text", "folders"),
@@ -50,15 +52,27 @@ FIRST_VERSION = "0.19"
 FAMILY_LIMITS = ("max_batch_size", "max_input_len", "max_seq_len", "max_num_images")
 
 
+HELP = {**PlanConfig.help(),
+        "model_id": "Downloaded by the plan's first step (only the files a conversion reads; resumed where it "
+                    "stopped) when the checkpoint folder is empty or is the model's download folder. Filled in "
+                    "with the family's example checkpoint.",
+        "checkpoint": "Hugging Face checkpoint folder (a .nemo file for NeMo families). Left empty with a model id: "
+                      "models/ORG--NAME in the workspace. A folder of your own wins over the model id.",
+        "out": "Converted checkpoint, engines, repository, logs, build state. Left empty with a model id: "
+               "builds/FAMILY--ORG--NAME in the workspace."}
+TOKEN_HELP = ("Only for gated or private models; HF_TOKEN of the app's environment otherwise. Given to the "
+              "download alone: never written to the plan, the script, the logs or the job list.")
+
+
 def start_values(family_id: str) -> dict:
     """What each field shows when the page opens on `family_id`."""
     start = logic.family_defaults(family_id)
-    return {"family": family_id, "trtllm_version": FIRST_VERSION, "dtype": start["dtype"], "tp": 1, "pp": 1,
+    return {"family": family_id, "model_id": logic.example_model_id(family_id), "trtllm_version": FIRST_VERSION, "dtype": start["dtype"], "tp": 1, "pp": 1,
             "trtllm_root": PlanConfig.trtllm_root, **{name: start[name] for name in FAMILY_LIMITS}}
 
 
 def _widget(field: FormField, value, family_id: str):
-    info = PlanConfig.help()[field.name]
+    info = HELP[field.name]
     common = {"label": field.label, "info": info, "elem_id": field.elem_id}
     if field.kind == "family":
         return gr.Dropdown(logic.family_choices(), value=value, **common)
@@ -69,6 +83,11 @@ def _widget(field: FormField, value, family_id: str):
     if field.kind == "number":
         return gr.Number(value, precision=0, **common)
     return gr.Textbox(value=value or "", **common)
+
+
+def token_box() -> gr.Textbox:
+    """The Hugging Face token, a password field outside the form's fields (it never goes into a config)."""
+    return gr.Textbox(type="password", label="Hugging Face token", info=TOKEN_HELP, elem_id="build-hf-token")
 
 
 def form_row(row: str, family_id: str) -> dict[str, gr.components.Component]:

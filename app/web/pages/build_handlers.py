@@ -3,6 +3,8 @@ app/web/pages/build.py lays out the widgets and wires these methods to them."""
 
 from __future__ import annotations
 
+import os
+
 import gradio as gr
 
 from app.chat.context import AppContext
@@ -14,6 +16,7 @@ from app.web.gate import caller_may_act, require_access
 from app.web.pages.build_form import FORM_FIELDS
 from setup.build.jobs import JobError, JobStore
 from setup.build.registry import EngineRegistry
+from setup.hub.names import scrub
 from setup.plan.config import ConfigError, PlanConfig
 from setup.plan.preflight import preflight
 
@@ -47,12 +50,19 @@ def split(values) -> tuple[dict, dict]:
 
 
 def on_family(family_id: str, version_text: str):
-    """A family picked: its dtypes, limits, description and Triton serving defaults."""
+    """A family picked: its example model id, dtypes, limits, description and Triton serving defaults."""
     d = logic.family_defaults(family_id)
     triton = logic.triton_defaults(family_id)  # the family's serving defaults (XComposer2: LoRA cache 256, ...)
-    return (gr.Dropdown(choices=d["dtypes"], value=d["dtype"]), d["max_batch_size"], d["max_input_len"],
-            d["max_seq_len"], d["max_num_images"], logic.family_markdown(family_id, version_text),
-            *(triton[f.name] for f in logic.TRITON_FIELDS))
+    return (logic.example_model_id(family_id), gr.Dropdown(choices=d["dtypes"], value=d["dtype"]),
+            d["max_batch_size"], d["max_input_len"], d["max_seq_len"], d["max_num_images"],
+            logic.family_markdown(family_id, version_text), *(triton[f.name] for f in logic.TRITON_FIELDS))
+
+
+def token_env(token: str | None) -> dict[str, str] | None:
+    """The environment a job's steps run in: the app's own, with the form's token as HF_TOKEN when one is given
+    (only the process environment carries it; the plan, the job list and the log never do)."""
+    token = (token or "").strip()
+    return {**os.environ, "HF_TOKEN": token} if token else None
 
 
 class BuildHandlers:
@@ -63,6 +73,8 @@ class BuildHandlers:
 
     def _confined(self, values) -> tuple[dict, dict, list[str]]:
         form, triton = split(values)
+        roots = self.ctx.access.workspace.roots
+        form = logic.model_source(form, roots[0]) if roots else form  # a model id's folders under the workspace
         form, outside = confine_folders(form, self.ctx.access.workspace)
         return form, triton, outside
 
@@ -80,23 +92,25 @@ class BuildHandlers:
         payload = download_payload(logic.export_name(view.plan), view.shell, SHELL_MIME)
         return view.summary, view.shell, gr.Button(interactive=True), payload
 
-    def _submit(self, view: logic.PlanView):
+    def _submit(self, view: logic.PlanView, token: str | None = None):
         try:
-            job = self.service.store.submit(view.plan)
+            job = self.service.store.submit(view.plan, env=token_env(token))
         except JobError as exc:
-            raise gr.Error(str(exc), print_exception=False) from None
+            raise gr.Error(scrub(str(exc), token), print_exception=False) from None
         self.service.plans[job.id] = view.plan
         return job
 
     def on_run(self, request: gr.Request, *values):
+        """`values`: the form's and the Triton fields' values, then the token field's."""
         require_access(self.ctx, request)
+        *values, token = values
         form, triton, outside = self._confined(values)
         if outside:
             raise gr.Error("\n".join(outside), print_exception=False)
         view = logic.plan_view(form, triton)
         if view.plan is None:
             raise gr.Error("\n".join(view.problems), print_exception=False)
-        job = self._submit(view)
+        job = self._submit(view, token)
         return gr.Dropdown(choices=logic.job_choices(self.service.store), value=job.id), view.summary, view.shell
 
     def on_cancel(self, job_id, request: gr.Request):
@@ -146,7 +160,7 @@ class BuildHandlers:
         self.service.deployment.stop(wait=False)  # "Stopping…" now; the timer shows "stopped" when it is
         return self.service.deployment.message
 
-    def on_resume(self, job_id, request: gr.Request):
+    def on_resume(self, job_id, token, request: gr.Request):
         require_access(self.ctx, request)
         store = self.service.store
         if job_id not in {r["id"] for r in store.resumable()}:
@@ -162,7 +176,7 @@ class BuildHandlers:
         view = logic.config_view(config)
         if view.plan is None:
             raise gr.Error("\n".join(view.problems), print_exception=False)
-        job = self._submit(view)
+        job = self._submit(view, token)
         values = logic.form_values(config, FORM_FIELDS)  # the form shows what runs
         dtypes = logic.family_defaults(config.family)["dtypes"]
         values[FORM_FIELDS.index("dtype")] = gr.Dropdown(choices=dtypes, value=view.plan.derived["dtype"])
