@@ -13,6 +13,7 @@ from app.web import serve_logic
 from app.web.build_folders import confine_folders, problems_markdown
 from app.web.download import download_payload
 from app.web.gate import caller_may_act, require_access
+from app.web.messages import MSG_BUILD_NO_SERVER, MSG_BUILD_SERVER_RUNNING
 from app.web.pages.build_form import FORM_FIELDS
 from setup.build.jobs import JobError, JobStore
 from setup.build.registry import EngineRegistry
@@ -22,8 +23,6 @@ from setup.plan.preflight import preflight
 
 SHELL_MIME = "text/x-shellscript"
 LOG_LINES = 40
-MSG_SERVER_RUNNING = "A server started from this page is already running; stop it first."
-MSG_NO_SERVER = "No server started from this page is ready."
 
 
 class BuildService:
@@ -143,7 +142,7 @@ class BuildHandlers:
         if plan is None or not plan.deployment:
             raise gr.Error(logic.MSG_DEPLOY_NOT_SERVED, print_exception=False)
         if not self.service.deployment.start(lambda: logic.deploy_plan(plan)):
-            raise gr.Error(MSG_SERVER_RUNNING, print_exception=False)
+            raise gr.Error(MSG_BUILD_SERVER_RUNNING, print_exception=False)
         return self.service.deployment.message
 
     def on_demo(self, http_port, grpc_port, request: gr.Request):
@@ -152,7 +151,7 @@ class BuildHandlers:
 
         ports = (int(http_port or 8000), int(grpc_port or 8001), int(grpc_port or 8001) + 1)
         if not self.service.deployment.start(lambda: start_demo_triton(*ports, log=lambda *_: None, port_flag=None)):
-            raise gr.Error(MSG_SERVER_RUNNING, print_exception=False)
+            raise gr.Error(MSG_BUILD_SERVER_RUNNING, print_exception=False)
         return self.service.deployment.message
 
     def on_stop(self, request: gr.Request):
@@ -187,7 +186,7 @@ class BuildHandlers:
         require_access(self.ctx, request)
         url = self.service.deployment.grpc_url
         if url is None:
-            raise gr.Error(MSG_NO_SERVER, print_exception=False)
+            raise gr.Error(MSG_BUILD_NO_SERVER, print_exception=False)
         self.ctx.retarget(url)
         return gr.Tabs(selected=self.chat_tab)
 
