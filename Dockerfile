@@ -35,4 +35,6 @@ RUN case "$BASE" in *trtllm*) ;; *) python3 -c "from setup.cpu.engine import bui
 EXPOSE 7860
 # Inside a container the UI must listen on all interfaces to be reachable through the published port;
 # publish it on 127.0.0.1 (as above) unless you also pass --auth-file.
-CMD ["python3", "-m", "app", "--demo", "--host", "0.0.0.0", "--port", "7860"]
+# The GPU image has no CPU demo: its UI talks to the Triton at TRITON_GRPC (started from the Build page or beside it).
+ENV TRITON_GRPC=127.0.0.1:8001
+CMD ["sh", "-c", "if python3 -c 'import tensorrt_llm' 2>/dev/null; then exec python3 -m app --triton \"$TRITON_GRPC\" --host 0.0.0.0 --port 7860; else exec python3 -m app --demo --host 0.0.0.0 --port 7860; fi"]
