@@ -27,11 +27,9 @@ from app.core.constants import (
     MAX_CONVERSATION_CHARS,
     MAX_CONVERSATION_MESSAGES,
     MAX_PROMPT_CHARS,
-    MSG_CONVERSATION_TOO_LONG,
-    MSG_CONVERSATION_TOO_MANY_MESSAGES,
-    MSG_STOPPED,
 )
 from app.core.errors import ChatError, InvalidRequest
+from app.core.messages import MSG_CONVERSATION_TOO_LONG, MSG_CONVERSATION_TOO_MANY_MESSAGES, MSG_STOPPED
 from app.core.sampling import SamplingParams
 from app.deployments.base import ReplyRequest, check_adapter_name
 from app.deployments.prompts import current_turn_images, file_path, message_text

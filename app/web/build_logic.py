@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from app.core.access import is_loopback
+from app.web.messages import MSG_DEPLOY_NOT_SERVED, MSG_NO_JOB, MSG_STOPPED, MSG_STOPPING
 from setup.build.jobs import JobStore
 from setup.build.registry import EngineRegistry, installed_trtllm_version
 from setup.catalog.builds import families, get_family, resolve_version
@@ -18,14 +19,6 @@ from setup.plan.planner import Plan, PlanError, make_plan, triton_support
 from setup.repo.writer import RepoError, family_deployment, parameter_specs
 
 VERSIONS = ("0.11", "0.12", "0.15", "0.19")
-MSG_DISABLED = ("The Build page is disabled: the app listens on {host}, not only on this machine, and no "
-                "login is configured. Start it with authentication, or on 127.0.0.1.")
-MSG_NO_JOB = "No build yet: check the plan, then press Run."
-MSG_DEPLOY_NOT_SERVED = "Triton does not serve this family with these templates; nothing to write or launch."
-MSG_STOPPING = "Stopping Triton…"
-MSG_STOPPED = "Triton stopped."
-MSG_BUSY_STOPPING = "The server started from this page is still stopping; try again in a moment."
-MSG_NOTHING_TO_RESUME = "Pick a build job that was cancelled, failed or interrupted to resume it."
 STATUS_ICONS = {"pending": "○", "running": "◐", "done": "●", "skipped": "◌ skipped", "failed": "✖", "cancelled": "■"}
 
 

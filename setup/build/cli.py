@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from setup.build.jobs import JobStore
+from setup.build.messages import MSG_NO_VERSION, MSG_NOT_RESUMABLE
 from setup.build.registry import EngineRegistry
 from setup.build.runner import Runner
 from setup.catalog.builds import families
@@ -19,11 +20,6 @@ from setup.plan.config import INT_FIELDS, ConfigError, PlanConfig
 from setup.plan.planner import Plan, PlanError, make_plan
 from setup.plan.preflight import preflight
 from setup.repo.writer import DeploymentConfig, family_deployment
-
-MSG_NO_VERSION = "Give the TensorRT-LLM version (--trtllm-version, e.g. 0.19)."
-MSG_BAD_SET = "--{flag} takes KEY=VALUE, got '{value}'."
-MSG_NOT_RESUMABLE = ("Job {job} cannot be resumed: it is not a cancelled, failed or interrupted job with a saved "
-                     "config, or a later job used its output folder (`python -m setup build --list-jobs`).")
 
 
 def _key_value(text: str) -> tuple[str, str]:

@@ -81,3 +81,6 @@ WARN_CHECKPOINT_DOWNLOADED = ("The plan's first step downloads {model_id} into {
 WARN_CHECKPOINT_NO_SHAPES = ("Checkpoint {path} does not exist yet and the catalogue has no shapes for {family}: "
                              "tensor parallelism is not checked against the attention heads. Download the "
                              "checkpoint before running; Run refuses until it is there.")
+
+# llmapi_releases.py
+MSG_RELEASE = "Triton llmapi repositories are written for TensorRT-LLM {choices}; got '{version}'."

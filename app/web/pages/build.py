@@ -11,6 +11,7 @@ from app.chat.context import AppConfig, AppContext
 from app.web import build_logic as logic
 from app.web import llmapi_logic, serve_logic
 from app.web.download import SAVE_PAYLOAD_JS
+from app.web.messages import MSG_DISABLED
 from app.web.pages.build_form import FIELDS, FIRST_VERSION, form_row, token_box
 from app.web.pages.build_handlers import BuildHandlers, BuildService, on_family
 from app.web.pages.build_llmapi import build_llmapi
@@ -72,7 +73,7 @@ def build(ctx: AppContext, service: BuildService | None = None, tabs: gr.Tabs | 
     With `tabs`, "Chat with this server" also switches to the `chat_tab` tab.
     """
     if not logic.access_allowed(ctx.config.host, ctx.config.auth):
-        gr.Markdown(logic.MSG_DISABLED.format(host=ctx.config.host), elem_id="build-disabled")
+        gr.Markdown(MSG_DISABLED.format(host=ctx.config.host), elem_id="build-disabled")
         return
     service = service or BuildService()
     handlers = BuildHandlers(ctx, service, chat_tab)

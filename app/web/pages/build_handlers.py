@@ -13,7 +13,7 @@ from app.web import serve_logic
 from app.web.build_folders import confine_folders, problems_markdown
 from app.web.download import download_payload
 from app.web.gate import caller_may_act, require_access
-from app.web.messages import MSG_BUILD_NO_SERVER, MSG_BUILD_SERVER_RUNNING
+from app.web.messages import MSG_BUILD_NO_SERVER, MSG_BUILD_SERVER_RUNNING, MSG_NOTHING_TO_RESUME
 from app.web.pages.build_form import FORM_FIELDS
 from setup.build.jobs import JobError, JobStore
 from setup.build.registry import EngineRegistry
@@ -163,7 +163,7 @@ class BuildHandlers:
         require_access(self.ctx, request)
         store = self.service.store
         if job_id not in {r["id"] for r in store.resumable()}:
-            raise gr.Error(logic.MSG_NOTHING_TO_RESUME, print_exception=False)
+            raise gr.Error(MSG_NOTHING_TO_RESUME, print_exception=False)
         # checked again: the workspace may differ
         saved, outside = confine_folders(store.saved_config(job_id) or {}, self.ctx.access.workspace)
         if outside:
