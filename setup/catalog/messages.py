@@ -76,3 +76,5 @@ WARN_CHECKPOINT_NOT_YET = ("Checkpoint {path} does not exist yet: this plan uses
 WARN_CHECKPOINT_NO_SHAPES = ("Checkpoint {path} does not exist yet and the catalogue has no shapes for {family}: "
                              "tensor parallelism is not checked against the attention heads. Download the "
                              "checkpoint before running; Run refuses until it is there.")
+WARN_RUNNER_HF_DIR = ("The checkpoint is a .nemo file; the runner reads its tokenizer from {folder}. Set tokenizer_dir to "
+                      "the folder holding the tokenizer (tokenizer.model) if it is elsewhere.")

@@ -29,6 +29,6 @@ MSG_RUNNER_NEEDS = "The runner layout needs {name} ({why})."
 MSG_RUNNER_NO_TYPE = "{path} records no builder_config.model_type; is {folder} a visual engine folder?"
 MSG_RUNNER_FAMILY = ("multimodal_family is '{given}', but the visual engine in {folder} reports model_type '{model_type}'"
                      ", which is {found}.")
-MSG_RUNNER_NO_LLM = "llm_engine_dir {folder} has no config.json (build the LLM engine first)."
+MSG_RUNNER_NO_LLM = "llm_engine_dir {folder} has no config.json, nor decoder/config.json (build the LLM engine first)."
 MSG_RUNNER_NO_HF = "hf_model_dir {folder} is not a folder (the runner reads its tokenizer and processor there)."
-MSG_RUNNER_SETTINGS = "runner_settings must be a JSON object of args fields, got '{given}' ({detail})."
+MSG_RUNNER_SETTINGS = "runner_settings must be name=value pairs separated by ';' (e.g. session=python), got '{given}'."

@@ -3,7 +3,6 @@ written: the three folders the runner is built from, and the visual engine's mod
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from setup.catalog.builds import families
@@ -55,15 +54,12 @@ def check_runner(values: dict) -> None:
             found = f"family '{owners[0]}'" if owners else "no family's"
             raise ValueError(M.MSG_RUNNER_FAMILY.format(given=family, folder=visual, model_type=model_type,
                                                         found=found))
-    if not (llm / "config.json").is_file():
+    if not any((llm / where / "config.json").is_file() for where in ("", "decoder")):  # decoder-only, enc-dec
         raise ValueError(M.MSG_RUNNER_NO_LLM.format(folder=llm))
     if not hf.is_dir():
         raise ValueError(M.MSG_RUNNER_NO_HF.format(folder=hf))
-    settings = values.get("runner_settings")
-    if settings not in (None, ""):
-        try:
-            parsed = json.loads(str(settings))
-        except json.JSONDecodeError as exc:
-            raise ValueError(M.MSG_RUNNER_SETTINGS.format(given=settings, detail=exc)) from None
-        if not isinstance(parsed, dict):
-            raise ValueError(M.MSG_RUNNER_SETTINGS.format(given=settings, detail="not an object"))
+    settings = str(values.get("runner_settings") or "")
+    for piece in (p.strip() for p in settings.split(";")):
+        name, sep, _ = piece.partition("=")
+        if piece and (not sep or not name.strip().isidentifier()):
+            raise ValueError(M.MSG_RUNNER_SETTINGS.format(given=settings))

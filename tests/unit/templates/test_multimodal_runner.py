@@ -257,13 +257,13 @@ def test_the_010_runner_and_unknown_signatures_are_refused_by_name(folders):
 
 
 def test_settings_reach_args_only_where_the_era_reads_them(folders):
-    model = _start(folders, LateRunner, runner_settings='{"session": "python"}')
-    assert model.runner.args.session == "python"
+    model = _start(folders, LateRunner, runner_settings="session=python;multi_block_mode=false")
+    assert model.runner.args.session == "python" and model.runner.args.multi_block_mode is False
     links = Path(model.links)
     model.finalize()
     assert not links.exists()  # the late runner's engine_dir links go with the model
     with pytest.raises(ValueError, match="'session' is not a field the early runner reads"):
-        _start(folders, EarlyRunner, runner_settings='{"session": "python"}')
+        _start(folders, EarlyRunner, runner_settings="session=python;multi_block_mode=false")
 
 
 def test_bad_requests_get_a_sentence(folders):

@@ -24,10 +24,9 @@ from model_params import as_bool, optional_input, param  # noqa: E402
 from runner_lib.eras import detect_era, import_runner_class  # noqa: E402
 from runner_lib.replies import STREAMED, WHOLE_REPLY, answer  # noqa: E402
 from runner_lib.requests import read_request  # noqa: E402
-from runner_lib.runner_args import EngineFolders, build_args, combined_engine_dir  # noqa: E402
+from runner_lib.runner_args import EngineFolders, build_args, combined_engine_dir, parse_settings  # noqa: E402
 
 DEFAULT_CLASS = "tensorrt_llm.runtime:MultimodalModelRunner"
-MSG_SETTINGS = "runner_settings must be a JSON object of args fields ({detail})."
 
 
 def _strings(name, text):
@@ -43,12 +42,7 @@ class TritonPythonModel:
         folders = EngineFolders(param(config, "visual_engine_dir"), param(config, "llm_engine_dir"),
                                 param(config, "hf_model_dir"))
         folders.check()
-        try:
-            settings = json.loads(param(config, "runner_settings", "{}"))
-        except json.JSONDecodeError as exc:
-            raise ValueError(MSG_SETTINGS.format(detail=exc)) from None
-        if not isinstance(settings, dict):
-            raise ValueError(MSG_SETTINGS.format(detail=type(settings).__name__))
+        settings = parse_settings(param(config, "runner_settings", ""))
         # the late runner's engine_dir: a temporary folder of two links (vision/, llm/), removed at finalize
         self.links = combined_engine_dir(folders) if self.era.combined_engine_dir else None
         try:

@@ -53,3 +53,25 @@ def build_args(era: Era, folders: EngineFolders, settings: dict | None = None,
             raise ValueError(MSG_UNKNOWN_SETTING.format(name=name, era=era.name, known=", ".join(sorted(values))))
         values[name] = value
     return SimpleNamespace(**values)
+
+
+MSG_SETTINGS = "runner_settings must be name=value pairs separated by ';' (got '{text}')."
+
+
+def parse_settings(text: str) -> dict:
+    """'session=python;multi_block_mode=false' -> {'session': 'python', 'multi_block_mode': False}: each value read
+    as JSON where it parses (numbers, true/false, null), else kept as text."""
+    import json
+
+    settings = {}
+    for piece in (p.strip() for p in str(text or "").split(";")):
+        if not piece:
+            continue
+        name, sep, value = piece.partition("=")
+        if not sep or not name.strip().isidentifier():
+            raise ValueError(MSG_SETTINGS.format(text=text))
+        try:
+            settings[name.strip()] = json.loads(value.strip())
+        except json.JSONDecodeError:
+            settings[name.strip()] = value.strip()
+    return settings
