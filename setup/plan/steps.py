@@ -1,5 +1,5 @@
-"""The steps of a checked plan, each an argv list with its inputs and outputs: convert checkpoint ->
-trtllm-build (per engine) -> visual engine (VLM families) -> LoRA conversion -> write repository -> launch.
+"""The steps of a checked plan, each an argv list with its inputs and outputs: (download a model id ->) convert
+checkpoint -> trtllm-build (per engine) -> visual engine (VLM families) -> LoRA conversion -> write repository -> launch.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from pathlib import Path
 from setup.catalog import messages as M
 from setup.catalog.builds import EngineSpec, Family, TrtllmVersion, by_era
 from setup.catalog.checkpoint import hidden_size
+from setup.hub.names import DEFAULT_REVISION, MARKER
 from setup.paths import TEMPLATES_DIR
 from setup.plan.checks import MAIN_ENGINES, TRUE_WORDS, wants_paged_context
 from setup.plan.config import PlanConfig
@@ -17,7 +18,7 @@ from setup.plan.scripts import ScriptFinder
 from setup.plan.types import Step
 from setup.repo.writer import load_template, template_defaults
 
-STEP_WEIGHTS = {"check": 0.1, "convert": 2.0, "adapter": 0.1, "build": 5.0, "visual": 2.0, "lora": 0.5, "repository": 0.3, "launch": 1.0}
+STEP_WEIGHTS = {"download": 3.0, "check": 0.1, "convert": 2.0, "adapter": 0.1, "build": 5.0, "visual": 2.0, "lora": 0.5, "repository": 0.3, "launch": 1.0}
 DEFAULT_MM_POOL_BYTES = 300_000_000  # the backend doc's example pool for multimodal deployments
 
 
@@ -68,7 +69,19 @@ class StepBuilder:
         if self.family.triton_served(self.version):
             repository = self._repository_step(d)
             steps = [self._check_step(repository), *steps, repository, self._launch_step(d)]
-        return steps
+        return [*self._download_step(), *steps]
+
+    def _download_step(self) -> list[Step]:
+        """With a model id, first: the checkpoint downloaded into the checkpoint folder (token from $HF_TOKEN,
+        never an argument). Its output is the marker the download writes last."""
+        c = self.c
+        if not c.model_id:
+            return []
+        folder = Path(c.checkpoint).resolve()
+        argv = (sys.executable, "-m", "setup", "download", "--model-id", c.model_id,
+                "--revision", c.revision or DEFAULT_REVISION, "--dest", str(folder))
+        return [Step("download", "download", f"Download {c.model_id} from the Hugging Face Hub", argv,
+                     outputs=(str(folder / MARKER),), weight=STEP_WEIGHTS["download"])]
 
     @staticmethod
     def _check_step(repository: Step) -> Step:

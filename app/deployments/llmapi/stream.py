@@ -1,7 +1,6 @@
-"""Requests to Triton's `llmapi` model: 1-D tensors of the declared inputs, a stream that keeps the outputs beside
-text_output (finish reason, KV-cache and timing figures), and Stop as the model's `stop` request.
+"""A reply from Triton's `llmapi` model: a stream that keeps the outputs beside text_output (finish reason,
+KV-cache and timing figures), and Stop as the model's `stop` request.
 
-The model runs with max_batch_size 0, so every tensor has exactly its declared dims (no batch dimension);
 text_output holds all text so far (the LLM API's output.text).
 """
 
@@ -9,12 +8,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import numpy as np
-import tritonclient.grpc as grpcclient
-
 from app.core.errors import ChatError, InvalidRequest
+from app.deployments.llmapi.wire import tensor
 from app.deployments.messages import MSG_LLMAPI_UNSEEN
-from app.triton.client import NUMPY_TYPES, ModelInfo, TokenStream, _utf8, send_control_request
+from app.triton.client import ModelInfo, TokenStream, send_control_request
 
 DETAIL_OUTPUTS = ("finish_reason", "stop_reason", "cumulative_logprob", "kv_cache_reused_block",
                   "kv_cache_missed_block", "kv_cache_alloc_new_blocks", "kv_cache_alloc_total_blocks",
@@ -22,26 +19,6 @@ DETAIL_OUTPUTS = ("finish_reason", "stop_reason", "cumulative_logprob", "kv_cach
                   "last_token_time_ns")
 UNSEEN_PATH = "lora_path does not exist on the Triton server's filesystem: "
 CANCELLED_REPLY = "Request cancelled by client"  # what the model answers a `stop` request with
-
-
-def tensor(name: str, value: object, data_type: str) -> grpcclient.InferInput:
-    """One input with the declared data type as a 1-D tensor (a list for dims [-1], one value otherwise)."""
-    items = list(value) if isinstance(value, list | tuple) else [value]
-    dtype = NUMPY_TYPES[data_type]
-    if dtype is np.object_:
-        array = np.array([_utf8(name, v) if isinstance(v, str) else v for v in items], dtype=np.object_)
-    else:
-        array = np.array(items, dtype=dtype)
-    wire = data_type.removeprefix("TYPE_").replace("STRING", "BYTES")
-    result = grpcclient.InferInput(name, list(array.shape), wire)
-    result.set_data_from_numpy(array)
-    return result
-
-
-def build_inputs(info: ModelInfo, values: dict[str, object]) -> list:
-    """Tensors for the values whose names the model declares (others are left out, None means "not sent")."""
-    return [tensor(name, value, info.inputs[name][0]) for name, value in values.items()
-            if value is not None and name in info.inputs]
 
 
 def _plain(value: object) -> object:

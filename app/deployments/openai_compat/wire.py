@@ -3,10 +3,7 @@ server's errors as the app's typed errors."""
 
 from __future__ import annotations
 
-import base64
-import io
 import json
-from pathlib import Path
 
 from app.core.errors import (
     ChatError,
@@ -15,10 +12,10 @@ from app.core.errors import (
     ModelNotReady,
     ServerUnreachable,
     TextOnlyDeployment,
-    TooManyImages,
 )
 from app.core.sampling import SamplingParams
 from app.deployments.base import ReplyRequest
+from app.deployments.image_urls import check_image_count, image_data_url
 from app.deployments.messages import (
     MSG_OPENAI_BUSY,
     MSG_OPENAI_FAILED,
@@ -26,33 +23,12 @@ from app.deployments.messages import (
     MSG_OPENAI_REFUSED,
     MSG_OPENAI_TEXT_ONLY,
     MSG_OPENAI_TOO_LONG,
-    MSG_OPENAI_TOO_MANY_IMAGES,
     MSG_OPENAI_UNKNOWN_MODEL,
 )
 from app.deployments.prompts import chat_messages, current_turn_images
-from app.vision.images import image_format, load_image
 
-MAX_IMAGES = 8  # per message; the server may take fewer and says so
-SENT_AS_IS = {"PNG": "png", "JPEG": "jpeg", "WEBP": "webp"}
 TOO_LONG_HINTS = ("maximum context length", "context length", "too long", "max_model_len", "max_seq_len")
 TEXT_ONLY_HINTS = ("not a multimodal", "does not support image", "multimodal", "image input")
-
-
-def image_data_url(source: str | bytes) -> str:
-    """A checked image (the app's usual intake checks) as a data URL; other formats are sent as PNG."""
-    image = load_image(source)
-    raw = source if isinstance(source, bytes) else Path(source).read_bytes()
-    kind = SENT_AS_IS.get(image_format(raw) or "")
-    if kind is None:
-        buffer = io.BytesIO()
-        image.save(buffer, format="PNG")
-        raw, kind = buffer.getvalue(), "png"
-    return f"data:image/{kind};base64," + base64.b64encode(raw).decode("ascii")
-
-
-def check_image_count(count: int) -> None:
-    if count > MAX_IMAGES:
-        raise TooManyImages(MSG_OPENAI_TOO_MANY_IMAGES.format(limit=MAX_IMAGES, count=count))
 
 
 def messages_body(request: ReplyRequest, system_prompt: str) -> list[dict]:

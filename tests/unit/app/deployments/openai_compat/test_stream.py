@@ -1,4 +1,4 @@
-"""app/deployments/openai_stream.py against a real loopback HTTP server (stdlib http.server) that plays an
+"""app/deployments/openai_compat/stream.py against a real loopback HTTP server (stdlib http.server) that plays an
 OpenAI-compatible /chat/completions stream: text deltas and counts, error answers and error events, a reply
 cut short, a stalled reply, and cancel() closing the connection (the server sees it go)."""
 
@@ -21,7 +21,7 @@ from app.core.errors import (
     ServerUnreachable,
     StreamStalled,
 )
-from app.deployments.openai_stream import OpenAIStream
+from app.deployments.openai_compat.stream import OpenAIStream
 
 BODY = {"model": "smol", "messages": [{"role": "user", "content": "hi"}], "stream": True}
 

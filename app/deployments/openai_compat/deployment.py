@@ -17,10 +17,11 @@ from pathlib import Path
 import httpx
 
 from app.adapters.registry import AdapterRegistry
-from app.core.constants import MSG_UNKNOWN_ADAPTER, STREAM_STALL_SECONDS
-from app.core.errors import ChatError, InvalidRequest, ModelNotReady, ServerUnreachable
+from app.core.constants import STREAM_STALL_SECONDS
+from app.core.errors import ChatError, ModelNotReady, ServerUnreachable
 from app.core.sampling import SamplingParams
-from app.deployments.base import AdapterState, DeploymentStatus, Probe, ReplyRequest
+from app.deployments.base import AdapterState, DeploymentStatus, Probe, ReplyRequest, check_adapter_name
+from app.deployments.image_urls import check_image_count
 from app.deployments.messages import (
     CONTINUE_TURN,
     MSG_LOADED_AT_RUNTIME,
@@ -32,8 +33,8 @@ from app.deployments.messages import (
     MSG_SENT_AS_LORA_REQUEST,
     OPENAI_KIND,
 )
-from app.deployments.openai_stream import OpenAIStream
-from app.deployments.openai_wire import check_image_count, http_error, messages_body, sampling_fields
+from app.deployments.openai_compat.stream import OpenAIStream
+from app.deployments.openai_compat.wire import http_error, messages_body, sampling_fields
 from app.vision.images import load_image
 
 ADAPTERS_AS = ("model", "lora_request")
@@ -168,18 +169,14 @@ class OpenAICompatDeployment:
 
     def _apply_adapter(self, body: dict, adapter: str) -> None:
         if self.adapters_as() == "lora_request":
-            known = self.registry.names()
-            if adapter not in known:
-                raise InvalidRequest(MSG_UNKNOWN_ADAPTER.format(adapter=adapter, known=", ".join(known) or "none"))
+            check_adapter_name(adapter, self.registry.names())
             body["lora_request"] = {"lora_name": adapter, "lora_int_id": self.registry.task_id(adapter),
                                     "lora_path": str((self.registry.folder / adapter).resolve())}
             return
         known = self.listing().adapters
-        if adapter not in known:
+        if adapter not in known:  # the server may have loaded it since the last listing
             known = self.listing(refresh=True).adapters
-        if adapter not in known:
-            raise InvalidRequest(MSG_UNKNOWN_ADAPTER.format(adapter=adapter, known=", ".join(known) or "none"))
-        body["model"] = adapter
+        body["model"] = check_adapter_name(adapter, known)
 
     def open_reply(self, request: ReplyRequest) -> OpenAIStream:
         body = {**self._body(request), "stream": True, "stream_options": {"include_usage": True}}

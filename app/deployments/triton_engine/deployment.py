@@ -11,9 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from app.adapters.registry import AdapterRegistry
-from app.core.constants import MSG_UNKNOWN_ADAPTER
 from app.core.errors import ChatError, InvalidRequest
-from app.deployments.base import AdapterState, ReplyRequest
+from app.deployments.base import AdapterState, ReplyRequest, check_adapter_name
 from app.deployments.messages import (
     MSG_IMAGE_MARKERS,
     MSG_IMAGE_REQUIRED,
@@ -29,10 +28,10 @@ from app.deployments.prompts import (
     message_text,
     named_templates,
 )
-from app.deployments.triton_limits import UNKNOWN, check_prompt_tokens, read_input_limit
+from app.deployments.triton_engine.limits import UNKNOWN, check_prompt_tokens, read_input_limit
 from app.deployments.triton_served import TritonServed
 from app.triton.client import TritonChatClient
-from app.vision.multimodal import image_support, prepare_images, strip_image_markers
+from app.vision.multimodal import ImageSupport, image_support, prepare_images, strip_image_markers
 
 KIND = "Triton engine topology"
 
@@ -69,10 +68,7 @@ class TritonEngineDeployment(TritonServed):
     def _served_template(self) -> str | None:
         """The named template of the served family (InternLM-XComposer2: internlm2), when its family file names one
         of setup/data/prompt_templates.yaml (not "tokenizer", which means the tokenizer's own)."""
-        try:
-            support = image_support(self.client.model_info())
-        except InvalidRequest:  # a family this app does not know: no template of its own
-            return None
+        support = self.image_support()
         name = support.family.prompt.chat_template if support is not None else None
         return name if name in named_templates() else None
 
@@ -106,6 +102,16 @@ class TritonEngineDeployment(TritonServed):
             self._limit = limit
         return self._limit
 
+    # ---- images ------------------------------------------------------------------------------------
+    def image_support(self) -> ImageSupport | None:
+        """What the served model takes in images: None for a text model and for an image family this app does
+        not know (its text turns still go; an image for it is refused by `check_images`). ChatError when the
+        server cannot say yet."""
+        try:
+            return image_support(self.client.model_info())
+        except InvalidRequest:
+            return None
+
     # ---- replies -----------------------------------------------------------------------------------
     def own_adapter(self) -> ModelAdapter | None:
         """The served model's own adapter (InternLM-XComposer2's Partial LoRA), when its family has one."""
@@ -131,19 +137,17 @@ class TritonEngineDeployment(TritonServed):
     def probe_needs_image(self) -> bool:
         """Whether the served family answers only about an image or its adapter acts only at image rows."""
         try:
-            own, support = self.own_adapter(), image_support(self.client.model_info())
-        except ChatError:  # server not up yet (or a family the app does not know): a text probe says so
+            own, support = self.own_adapter(), self.image_support()
+        except ChatError:  # server not up yet: a text probe says so
             return False
         return bool(own is not None and own.partial) or bool(support is not None and support.family.image_required)
 
     def check_adapter(self, adapter: str | None) -> str | None:
         """The adapter the request sends (the model's own one when it has one); InvalidRequest when it cannot."""
         known = self.registry.names()
-        adapter = adapter_for_request(self.own_adapter(), adapter or None, known)
-        if not adapter:
+        adapter = check_adapter_name(adapter_for_request(self.own_adapter(), adapter or None, known), known)
+        if adapter is None:
             return None
-        if adapter not in known:
-            raise InvalidRequest(MSG_UNKNOWN_ADAPTER.format(adapter=adapter, known=", ".join(known) or "none"))
         if self.client.model_info().resolve("lora_task_id") is None:
             raise InvalidRequest(MSG_NO_LORA.format(model=self.client.model, adapter=adapter))
         return adapter
@@ -156,10 +160,7 @@ class TritonEngineDeployment(TritonServed):
         """History as the model sees it (image markers for this turn's images) and the image tensors."""
         info = self.client.model_info()
         if not images:
-            try:
-                support = image_support(info)
-            except InvalidRequest:  # an image family this app does not know: text turns still go
-                support = None
+            support = self.image_support()
             if support is not None and support.family.image_required:
                 raise InvalidRequest(MSG_IMAGE_REQUIRED.format(family=support.family.display_name))
             return history, {}
@@ -174,10 +175,7 @@ class TritonEngineDeployment(TritonServed):
     def _carried_image(self, history: list[dict]) -> list[str]:
         """For a model that needs an image on every request: the conversation's latest image, so a follow-up
         question is about the picture already shown (nothing for other models, or when there is none)."""
-        try:
-            support = image_support(self.client.model_info())
-        except InvalidRequest:
-            return []
+        support = self.image_support()
         if support is None or not support.family.image_required:
             return []
         files = [path for m in history if m.get("role") == "user" and (path := file_path(m.get("content")))]
@@ -185,7 +183,7 @@ class TritonEngineDeployment(TritonServed):
 
     def _check_markers(self, prompt: str, images: int) -> None:
         """A model that takes one image per request gets its marker exactly once (its preprocessing splits there)."""
-        support = image_support(self.client.model_info()) if images else None
+        support = self.image_support() if images else None
         if support is None or not support.one_image_per_request:
             return
         marker = support.family.prompt.image_marker

@@ -1,4 +1,4 @@
-"""app/deployments/triton_limits.py: max_input_len read from engine config.json files (real files), which
+"""app/deployments/triton_engine/limits.py: max_input_len read from engine config.json files (real files), which
 model runs the engine (BLS, ensemble, engine itself), what happens while the server cannot say, and the
 token check. The server is a stand-in that answers model configs; the AppContext path is in
 tests/integration/test_request_bounds.py."""
@@ -10,7 +10,7 @@ import json
 import pytest
 
 from app.core.errors import ChatError, InputTooLong, ModelNotReady, ServerUnreachable
-from app.deployments.triton_limits import (
+from app.deployments.triton_engine.limits import (
     UNKNOWN,
     check_prompt_tokens,
     engine_input_limit,

@@ -17,8 +17,14 @@ from app.core.errors import (
 )
 from app.core.sampling import SamplingParams
 from app.deployments.base import ReplyRequest
-from app.deployments.openai_compat import api_base
-from app.deployments.openai_wire import MAX_IMAGES, http_error, messages_body, sampling_fields, stream_event
+from app.deployments.image_urls import MAX_IMAGES
+from app.deployments.openai_compat.deployment import api_base
+from app.deployments.openai_compat.wire import (
+    http_error,
+    messages_body,
+    sampling_fields,
+    stream_event,
+)
 
 
 def png_bytes() -> bytes:

@@ -25,7 +25,7 @@ class FakeProcess:
 
 
 def test_stop_while_starting_stops_the_server_that_comes_up_after():
-    deployment, release, process = logic.Deployment(), threading.Event(), FakeProcess()
+    deployment, release, process = logic.LaunchedTriton(), threading.Event(), FakeProcess()
 
     def prepare():
         release.wait(10)
@@ -40,7 +40,7 @@ def test_stop_while_starting_stops_the_server_that_comes_up_after():
 
 
 def test_failed_start_after_stop_keeps_the_stopped_state():
-    deployment, release = logic.Deployment(), threading.Event()
+    deployment, release = logic.LaunchedTriton(), threading.Event()
 
     def prepare():
         release.wait(10)
@@ -82,7 +82,7 @@ class SlowProcess(FakeProcess):
 
 
 def test_stop_without_waiting_says_stopping_at_once_and_stopped_after():
-    deployment, release = logic.Deployment(), threading.Event()
+    deployment, release = logic.LaunchedTriton(), threading.Event()
     process = SlowProcess(release)
     assert deployment.start(lambda: process) and deployment.wait(5) == "ready"
     deployment.stop(wait=False)  # returns while the process is still shutting down

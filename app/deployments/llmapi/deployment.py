@@ -15,10 +15,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from app.adapters.registry import AdapterRegistry
-from app.core.constants import MSG_TEXT_ONLY, MSG_UNKNOWN_ADAPTER
+from app.core.constants import MSG_TEXT_ONLY
 from app.core.errors import InvalidRequest, TextOnlyDeployment
-from app.deployments.base import AdapterState, ReplyRequest
-from app.deployments.llmapi_stream import LlmApiStream, build_inputs
+from app.deployments.base import AdapterState, ReplyRequest, check_adapter_name
+from app.deployments.image_urls import check_image_count, image_data_url
+from app.deployments.llmapi.stream import LlmApiStream
+from app.deployments.llmapi.wire import build_inputs
 from app.deployments.messages import (
     LLMAPI_KIND,
     MSG_LLMAPI_COPY_FAILED,
@@ -26,7 +28,6 @@ from app.deployments.messages import (
     MSG_LLMAPI_NOT_PEFT,
     MSG_LLMAPI_SHARED,
 )
-from app.deployments.openai_wire import check_image_count, image_data_url
 from app.deployments.prompts import PromptBuilder, current_turn_images
 from app.deployments.triton_served import TritonServed
 from app.triton.client import TritonChatClient
@@ -69,9 +70,7 @@ class LlmApiDeployment(TritonServed):
 
     def adapter_path(self, adapter: str) -> Path:
         """Where the server reads `adapter`, copying it there first when the server's folder is another one."""
-        known = self.registry.names()
-        if adapter not in known:
-            raise InvalidRequest(MSG_UNKNOWN_ADAPTER.format(adapter=adapter, known=", ".join(known) or "none"))
+        check_adapter_name(adapter, self.registry.names())
         info = self.registry.info(adapter)
         if info.kind != "peft":
             raise InvalidRequest(MSG_LLMAPI_NOT_PEFT.format(adapter=adapter))

@@ -13,8 +13,8 @@ from tritonclient.grpc import service_pb2
 from tritonclient.grpc._infer_result import InferResult
 
 from app.adapters.registry import AdapterRegistry
-from app.deployments.llmapi_stream import cumulative_logprob
-from app.deployments.triton_engine import TritonEngineDeployment
+from app.deployments.llmapi.stream import cumulative_logprob
+from app.deployments.triton_engine.deployment import TritonEngineDeployment
 from app.deployments.triton_served import probe_of
 from app.triton.client import ModelInfo, output_logprobs
 from tests.lora_helpers import TINY, write_peft

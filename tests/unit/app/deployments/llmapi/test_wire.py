@@ -5,14 +5,9 @@ from __future__ import annotations
 from google.protobuf import json_format
 from tritonclient.grpc import model_config_pb2
 
-from app.adapters.registry import AdapterRegistry
-from app.chat.context import AppConfig
-from app.deployments.connect import connect
-from app.deployments.llmapi import LlmApiDeployment
-from app.deployments.llmapi_stream import build_inputs, details_line
+from app.deployments.llmapi.wire import build_inputs
 from app.triton.client import ModelInfo
 from setup.repo.llmapi import LlmApiRepoConfig, render_config
-from tests.lora_helpers import DEMO_ADAPTERS
 
 
 def served(version: str) -> ModelInfo:
@@ -42,20 +37,3 @@ def test_an_older_release_gets_only_what_it_declares():
     names = {t.name() for t in build_inputs(served("0.19"), VALUES)}
     assert names == {"text_input", "streaming", "sampling_param_max_tokens", "sampling_param_seed",
                      "sampling_param_stop"}
-
-
-def test_connect_picks_the_llmapi_kind_and_the_servers_adapters_folder(tmp_path):
-    config = AppConfig(deployment="llmapi", model="tensorrt_llm", server_adapters_dir=str(tmp_path))
-    deployment = connect(config, AdapterRegistry(DEMO_ADAPTERS))
-    assert isinstance(deployment, LlmApiDeployment) and deployment.model == "tensorrt_llm"
-    assert deployment.server_folder() == tmp_path.resolve()
-    assert {a.path for a in deployment.adapters()} >= {tmp_path.resolve() / "pirate"}
-    ids = {a.name: a.task_id for a in deployment.adapters()}
-    assert ids["pirate"] != ids["french"] and ids["pirate"] == deployment.lora_id("pirate")  # from the content
-
-
-def test_details_line_says_what_the_server_returned():
-    details = {"finish_reason": "length", "kv_cache_alloc_total_blocks": 3, "kv_cache_reused_block": 2,
-               "kv_cache_hit_rate": 2 / 3, "arrival_time_ns": 1_000_000, "first_scheduled_time_ns": 1_400_000}
-    assert details_line(details) == "finished: length · KV cache: 3 blocks, 2 reused (67%) · queued 0.4 ms"
-    assert details_line({"finish_reason": "None"}) == "" and details_line({}) == ""

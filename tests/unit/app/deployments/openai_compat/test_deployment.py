@@ -21,7 +21,7 @@ from app.core.errors import InvalidRequest
 from app.core.sampling import SamplingParams
 from app.deployments.base import ReplyRequest
 from app.deployments.messages import CONTINUE_TURN
-from app.deployments.openai_compat import OpenAICompatDeployment
+from app.deployments.openai_compat.deployment import OpenAICompatDeployment
 from setup.paths import PROJECT_ROOT
 
 FACTS = yaml.safe_load((PROJECT_ROOT / "tests/data/upstream/trtllm-serve/chat_request.yaml").read_text())

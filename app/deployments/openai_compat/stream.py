@@ -10,7 +10,7 @@ import httpx
 
 from app.core.errors import ChatError, ServerUnreachable, StreamStalled
 from app.deployments.messages import MSG_OPENAI_CUT, MSG_OPENAI_STALLED, MSG_OPENAI_UNREACHABLE
-from app.deployments.openai_wire import http_error, stream_event
+from app.deployments.openai_compat.wire import http_error, stream_event
 
 CONNECT_SECONDS = 10.0
 
