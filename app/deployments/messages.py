@@ -46,3 +46,7 @@ MSG_LLMAPI_COPY_FAILED = "Could not copy adapter '{adapter}' into the server's a
 MSG_CONVERSATION_TOO_MANY_TOKENS = ("The conversation is {tokens:,} tokens; this deployment takes at most {limit:,} "
                                     "input tokens. Start a new chat or shorten it.")
 CONTINUE_TURN = "Continue your last reply from where it stopped, without repeating it."  # where no extra does it
+RUNNER_KIND = "Triton runner topology (TensorRT-LLM's MultimodalModelRunner)"
+MSG_RUNNER_IMAGES = "{family} takes {limit} picture(s) per message through the runner; this message has {count}."
+MSG_RUNNER_NO_LORA = ("Model '{model}' (the runner topology) takes no adapter: TensorRT-LLM's runner for this family "
+                      "has no LoRA task input.")
