@@ -59,7 +59,7 @@ class FamilyFormat:
 def read_format(vision_dir: str | Path) -> FamilyFormat:
     """The family format in `vision_dir`/config.json; ValueError when the folder has none."""
     path = Path(vision_dir) / "config.json"
-    config = json.loads(path.read_text())
+    config = json.loads(path.read_text(encoding="utf-8"))
     raw = config.get("runner_format")
     if not isinstance(raw, dict):
         raise ValueError(f"{path} has no runner_format section: it is not a CPU twin's visual folder.")

@@ -40,12 +40,14 @@ def model_name(family: str, several: bool) -> str:
 
 
 def build_twin_vision(family: str, hidden_size: int) -> Path:
-    """The family's visual folder: the CPU encoder's config.json with the family's model type and runner_format."""
+    """The family's visual folder: config.json with the family's visual model type and runner_format, and the CPU
+    encoder the twin's vision step runs in encoder/."""
     raw = family_files()[family]
-    folder = build_cpu_encoder(get_family(ENCODER_FAMILY), 1, hidden_size, folder=f"cpu-runner-{family}")
-    config = json.loads((folder / "config.json").read_text())
-    config["builder_config"]["model_type"] = sorted(recorded_model_types(family))[0]
-    config["runner_format"] = {"family": family, **raw["runner_format"]}
+    encoder = build_cpu_encoder(get_family(ENCODER_FAMILY), 1, hidden_size, folder=f"cpu-runner-{family}/encoder")
+    folder = encoder.parent
+    config = {"version": "cpu-runner-1", "builder_config": {"model_type": sorted(recorded_model_types(family))[0],
+                                                            "precision": "float16"},
+              "encoder": encoder.name, "runner_format": {"family": family, **raw["runner_format"]}}
     tmp = folder / "config.json.tmp"
     tmp.write_text(json.dumps(config, indent=2) + "\n")
     tmp.replace(folder / "config.json")

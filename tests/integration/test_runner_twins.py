@@ -20,7 +20,7 @@ pytestmark = pytest.mark.integration
 
 GROUPS = (("kosmos-2", "phi-3-vision", "fuyu", "blip2-t5"), ("cogvlm", "llava-next", "neva"),
           ("nougat", "deplot", "video-neva"))
-GREEDY = SamplingParams(max_tokens=48, temperature=0.0, top_k=1)
+GREEDY = SamplingParams(max_tokens=48, top_k=1)
 # what shows in each twin's figures: the family's own format
 FORMATS = {"kosmos-2": "<grounding>", "phi-3-vision": "<|image_1|>", "fuyu": "visual tokens", "blip2-t5": "Question:",
            "cogvlm": "[INST]", "llava-next": "[INST]", "neva": "<extra_id_1>User", "nougat": "672x896 px",

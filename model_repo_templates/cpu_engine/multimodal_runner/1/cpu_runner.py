@@ -47,7 +47,7 @@ class MultimodalModelRunner(StandInRunner):
 
         from cpu_runtime.encoder.encoder import make_encoder
 
-        encoder = make_encoder(str(folder))
+        encoder = make_encoder(str(Path(folder) / "encoder"))  # setup/cpu/runner_demo.py writes it there
 
         def see(images):
             picks = images if len(images) <= FRAMES_SEEN else \

@@ -58,7 +58,7 @@ class EraBook:
 
 
 def load_eras(path: Path = ERAS_FILE) -> EraBook:
-    raw = yaml.safe_load(Path(path).read_text())
+    raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     common, sampling = dict(raw.get("common_args") or {}), tuple(raw.get("sampling_args") or ())
     eras = tuple(
         Era(name=str(name), args={**common, **(entry.get("args") or {})}, methods=dict(entry["methods"]),
