@@ -52,8 +52,10 @@ class FamilyFormat:
         """For the reply's figures: which family format the twin used."""
         size = f", {self.image_size[1]}x{self.image_size[0]} px" if self.image_size else ""
         frames = f", {self.frames} frames" if self.frames else ""
-        prompt = self.prompt.replace(IMAGE, self.image_marker).replace("\n", "\\n")
-        return f"{self.family} ({self.model_type}): '{prompt}'{size}{frames}, {tokens} visual tokens"
+        shown = self.prompt if self.question == "kept" else self.prompt.replace("{question}", self.question_text(""))
+        prompt = shown.replace(IMAGE, self.image_marker).replace("\n", "\\n")
+        count = f"one visual token per {self.patch} px patch" if self.patch else f"{tokens} visual tokens"
+        return f"{self.family} ({self.model_type}): '{prompt}'{size}{frames}, {count}"
 
 
 def read_format(vision_dir: str | Path) -> FamilyFormat:
