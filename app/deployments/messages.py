@@ -53,3 +53,7 @@ MSG_OWN_ADAPTER_ONLY = ("{family} applies its own adapter ({own}) to every reply
                         "model (which keeps {own} on).")
 MSG_OWN_ADAPTER_MISSING = ("{family} needs its own adapter '{own}' on every request, but the adapters folder has no "
                            "adapter of that name. Add it on the Adapters tab (or start with another --model-adapter).")
+RUNNER_KIND = "Triton runner topology (TensorRT-LLM's MultimodalModelRunner)"
+MSG_RUNNER_IMAGES = "{family} takes {limit} picture(s) per message through the runner; this message has {count}."
+MSG_RUNNER_NO_LORA = ("Model '{model}' (the runner topology) takes no adapter: TensorRT-LLM's runner for this family "
+                      "has no LoRA task input.")

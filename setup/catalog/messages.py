@@ -84,3 +84,5 @@ WARN_CHECKPOINT_NO_SHAPES = ("Checkpoint {path} does not exist yet and the catal
 
 # llmapi_releases.py
 MSG_RELEASE = "Triton llmapi repositories are written for TensorRT-LLM {choices}; got '{version}'."
+WARN_RUNNER_HF_DIR = ("The checkpoint is a .nemo file; the runner reads its tokenizer from {folder}. Set tokenizer_dir to "
+                      "the folder holding the tokenizer (tokenizer.model) if it is elsewhere.")

@@ -228,8 +228,33 @@ class StepBuilder:
 
     # ----- deployment -------------------------------------------------------------------------------------
 
+    def _runner_parameters(self, d: dict) -> dict:
+        """The runner topology's values: the three folders MultimodalModelRunner is built from. Encoder-decoder
+        families give the runner the folder holding encoder/ and decoder/ (run.py's --llm_engine_dir)."""
+        c, fam, era = self.c, self.family, self.version.era
+        engines = self.out / "engines"
+        checkpoint = Path(c.checkpoint).resolve()
+        hf = Path(c.tokenizer_dir).resolve() if c.tokenizer_dir else checkpoint
+        if not c.tokenizer_dir and self.family.checkpoint_is_file:
+            hf = checkpoint.parent
+            self.warnings.append(M.WARN_RUNNER_HF_DIR.format(folder=hf))
+        params: dict[str, object] = {
+            "visual_engine_dir": str(self.visual_out),
+            "llm_engine_dir": str(engines if fam.kind == "encdec" else engines / fam.engines[0].name),
+            "hf_model_dir": str(hf),
+            "multimodal_family": fam.id,
+            "max_num_images": d["max_num_images"],
+        }
+        if era.visual_engine_file != "model.engine":  # the runner's default name (facts §1)
+            params["runner_settings"] = f"visual_engine_name={era.visual_engine_file}"
+        params.update(fam.triton.get("parameters") or {})
+        params.update({k: v for k, v in (c.triton or {}).items() if v not in (None, "")})
+        return params
+
     def _deployment_parameters(self, d: dict) -> dict:
         c, fam, era = self.c, self.family, self.version.era
+        if fam.triton.get("topology") == "runner":
+            return self._runner_parameters(d)
         engines = {e.name: self.out / "engines" / e.name for e in fam.engines}
         main = next(engines[n] for n in MAIN_ENGINES if n in engines)
         params: dict[str, object] = {
@@ -290,8 +315,9 @@ class StepBuilder:
         inputs = [str(self.out / "engines")]
         if self.family.is_multimodal:
             inputs.append(str(self.visual_out))
+        written = "multimodal_runner" if self.family.triton.get("topology") == "runner" else "tensorrt_llm"
         return Step("repository", "repository", "Write the Triton model repository", tuple(argv),
-                    inputs=tuple(inputs), outputs=(str(repo / "tensorrt_llm" / "config.pbtxt"),),
+                    inputs=tuple(inputs), outputs=(str(repo / written / "config.pbtxt"),),
                     weight=STEP_WEIGHTS["repository"])
 
     def _launch_step(self, d: dict) -> Step:

@@ -64,3 +64,10 @@ MSG_MAX_IMAGES = "max_num_images {images} is above what {family} takes per reque
 MSG_MARKER = ("image_marker is '{given}', but {family} marks images with '{marker}'; leave image_marker unset "
               "or set it to '{marker}'.")
 MSG_NO_TOKENS = "{family} has no fixed visual token count, so it cannot use a fixed prompt table."
+MSG_RUNNER_NEEDS = "The runner layout needs {name} ({why})."
+MSG_RUNNER_NO_TYPE = "{path} records no builder_config.model_type; is {folder} a visual engine folder?"
+MSG_RUNNER_FAMILY = ("multimodal_family is '{given}', but the visual engine in {folder} reports model_type '{model_type}'"
+                     ", which is {found}.")
+MSG_RUNNER_NO_LLM = "llm_engine_dir {folder} has no config.json, nor decoder/config.json (build the LLM engine first)."
+MSG_RUNNER_NO_HF = "hf_model_dir {folder} is not a folder (the runner reads its tokenizer and processor there)."
+MSG_RUNNER_SETTINGS = "runner_settings must be name=value pairs separated by ';' (e.g. session=python), got '{given}'."

@@ -267,9 +267,11 @@ def dry_run(config: DeploymentConfig) -> None:
 
 def _run_checks(config: DeploymentConfig, specs: dict[str, ParameterSpec], template: TemplateSet) -> None:
     from setup.repo.multimodal_checks import check_multimodal
+    from setup.repo.runner_checks import check_runner
     from setup.repo.xcomposer2_checks import check_xcomposer2, check_xcomposer2_cpu
 
-    checks = {"multimodal": check_multimodal, "xcomposer2": check_xcomposer2, "xcomposer2_cpu": check_xcomposer2_cpu}
+    checks = {"multimodal": check_multimodal, "xcomposer2": check_xcomposer2, "xcomposer2_cpu": check_xcomposer2_cpu,
+              "runner": check_runner}
     for name in template.checks:
         if name not in checks:
             raise RepoError(f"Template '{template.name}' asks for an unknown check '{name}'.")
