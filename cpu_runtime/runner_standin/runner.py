@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .formats import FamilyFormat, read_format
+from cpu_runtime.runner_standin.messages import MSG_LAYOUT, MSG_NO_PICTURE
 
-MSG_LAYOUT = "engine_dir {path} must hold vision/ and llm/ (the late runner's layout)."
-MSG_NO_PICTURE = "The {family} twin needs a picture: send an image{video}."
+from .formats import FamilyFormat, read_format
 
 
 class StandInRunner:

@@ -19,6 +19,7 @@ from setup.catalog.families import get_family
 from setup.catalog.family_data import family_files
 from setup.cpu.encoder import build_cpu_encoder
 from setup.cpu.engine import build_cpu_engine
+from setup.cpu.messages import MSG_NOT_RUNNER
 from setup.cpu.model import model_dir
 from setup.cpu.pacing import PacingSpec, add_pacing_model
 from setup.repo.runner_checks import recorded_model_types
@@ -27,7 +28,6 @@ from setup.repo.writer import DeploymentConfig, RepoError, write_repository
 ENCODER_FAMILY = "cpu-ocr"  # perception and OCR settings of the encoder
 STANDIN_CLASS = "cpu_runner:MultimodalModelRunner"  # model_repo_templates/cpu_engine/multimodal_runner/1/cpu_runner.py
 MODEL = "multimodal_runner"
-MSG_NOT_RUNNER = "'{family}' has no runner twin; the runner families are: {known}."
 
 
 def runner_families() -> tuple[str, ...]:
