@@ -26,8 +26,9 @@ from app.chat.messages import (
     MSG_IMPORT_SHAPE,
 )
 from app.chat.versions import Reply, any_reply, from_dict, reply_message, reply_of, to_dict
-from app.core.constants import MAX_CONVERSATION_CHARS, MAX_CONVERSATION_MESSAGES, MSG_STOPPED
+from app.core.constants import MAX_CONVERSATION_CHARS, MAX_CONVERSATION_MESSAGES
 from app.core.errors import InvalidRequest
+from app.core.messages import MSG_STOPPED
 from app.deployments.prompts import file_path, message_text
 
 FORMAT = "triton-vlm-lora-demo conversation"

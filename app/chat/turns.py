@@ -27,14 +27,11 @@ from app.core.constants import (
     MAX_CONVERSATION_CHARS,
     MAX_CONVERSATION_MESSAGES,
     MAX_PROMPT_CHARS,
-    MSG_CONVERSATION_TOO_LONG,
-    MSG_CONVERSATION_TOO_MANY_MESSAGES,
-    MSG_STOPPED,
-    MSG_UNKNOWN_ADAPTER,
 )
 from app.core.errors import ChatError, InvalidRequest
+from app.core.messages import MSG_CONVERSATION_TOO_LONG, MSG_CONVERSATION_TOO_MANY_MESSAGES, MSG_STOPPED
 from app.core.sampling import SamplingParams
-from app.deployments.base import ReplyRequest
+from app.deployments.base import ReplyRequest, check_adapter_name
 from app.deployments.prompts import current_turn_images, file_path, message_text
 
 __all__ = ["current_turn_images", "file_path"]  # history helpers, re-exported for the pages
@@ -102,12 +99,7 @@ def history_for(history: list[dict], adapter: str | None, mode: str = "same adap
 
 def check_adapter(ctx: AppContext, adapter: str | None) -> str | None:
     """The adapter to use (None for the base model); InvalidRequest when the deployment has no such adapter."""
-    if not adapter:
-        return None
-    known = ctx.deployment.adapter_names()
-    if adapter not in known:
-        raise InvalidRequest(MSG_UNKNOWN_ADAPTER.format(adapter=adapter, known=", ".join(known) or "none"))
-    return adapter
+    return check_adapter_name(adapter, ctx.deployment.adapter_names()) if adapter else None
 
 
 def check_conversation(history: list[dict], system_prompt: str | None) -> None:

@@ -14,7 +14,8 @@ from html import unescape
 
 from app.chat.messages import MSG_CUT
 from app.chat.model_saw import saw_block
-from app.core.constants import MSG_STOPPED, REPLY_FIGURES
+from app.core.constants import REPLY_FIGURES
+from app.core.messages import MSG_STOPPED
 from app.deployments.prompts import ADAPTER_TAG_RE, message_text
 
 REPLY_ID = "reply:"

@@ -11,7 +11,8 @@ import httpx
 import pytest
 
 from app.chat.messages import MSG_EMPTY_PROMPT, MSG_PROMPT_TOO_LONG
-from app.core.constants import MAX_PROMPT_CHARS, MSG_TEXT_ONLY
+from app.core.constants import MAX_PROMPT_CHARS
+from app.core.messages import MSG_TEXT_ONLY
 from app.vision.messages import MSG_IMAGE_EMPTY, MSG_IMAGE_NOT_AN_IMAGE, MSG_IMAGE_TRUNCATED
 from tests.bench_fixtures import pacing, pacing_app  # noqa: F401 - fixtures
 from tests.conftest import free_port
@@ -308,7 +309,7 @@ def test_truncated_image(tmp_path):
 
 
 def test_adapter_upload_that_is_not_a_zip(tmp_path):
-    from app.adapters.intake import MSG_NOT_ZIP
+    from app.adapters.messages import MSG_NOT_ZIP
     from app.adapters.registry import AdapterError, AdapterRegistry
 
     fake = tmp_path / "pirate.zip"
@@ -353,10 +354,10 @@ def test_request_values_name_the_wrong_type(raw, message):
 
 
 def test_request_values_accept_numeric_text_and_refuse_non_text_messages():
-    from app.chat.sampling import message_text, sampling_params
+    from app.chat.sampling import require_text, sampling_params
     from app.core.errors import InvalidRequest
 
     assert sampling_params(max_tokens="12", temperature="0.5").max_tokens == 12
-    assert message_text(None) == "" and message_text("hi") == "hi"
+    assert require_text(None) == "" and require_text("hi") == "hi"
     with pytest.raises(InvalidRequest, match="The message must be text, got list."):
-        message_text(["hi"])
+        require_text(["hi"])
