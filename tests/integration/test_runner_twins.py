@@ -66,3 +66,31 @@ def test_each_twin_answers_an_image_question_in_its_family_format(group_served, 
         assert stream.details["prompt_format"].startswith(family) and FORMATS[family] in stream.details[
             "prompt_format"], (family, stream.details["prompt_format"])
         assert stream.finish_reason in ("stop", "length")
+
+
+# Families whose prompt carries no question: Nougat's is empty (it reads the page), Deplot's is its fixed instruction.
+NO_QUESTION = {"nougat", "deplot"}
+
+
+@pytest.mark.xfail(reason="runner twins do not answer follow-up questions yet: with the chat's settings fuyu loops "
+                          "('The cat is a tabby cat.' again and again; the runner's sampling has no presence/frequency "
+                          "penalty), fuyu and cogvlm name no colour for the fur, video-neva echoes its prompt",
+                   strict=False)
+def test_each_twin_answers_three_different_questions_about_one_photo(group_served, chelsea, tmp_path):
+    """The follow-up questions a new user asks (tests/integration/test_twin_answers.py's), each reply answering its
+    own question, on every runner twin whose family's prompt carries the question."""
+    from tests.integration.test_twin_answers import QUESTIONS, words
+
+    families, endpoints = group_served
+    registry = AdapterRegistry(tmp_path / "adapters")
+    for family in (f for f in families if f not in NO_QUESTION):
+        deployment = RunnerDeployment(TritonChatClient(endpoints.grpc_url, model=model_name(family, several=True)),
+                                      registry)
+        replies = {}
+        for question in QUESTIONS:
+            stream = deployment.open_reply(ReplyRequest([{"role": "user", "content": {"path": chelsea}},
+                                                         {"role": "user", "content": question}],
+                                                        SamplingParams(max_tokens=48)))
+            replies[question] = "".join(stream).strip()
+        for question, accepted in QUESTIONS.items():
+            assert words(replies[question]) & set(accepted), (family, question, replies)

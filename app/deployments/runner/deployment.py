@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from app.adapters.registry import AdapterRegistry
-from app.core.constants import MSG_TEXT_ONLY
 from app.core.errors import InvalidRequest, TextOnlyDeployment
+from app.core.messages import MSG_TEXT_ONLY
 from app.deployments.base import AdapterState, ReplyRequest
 from app.deployments.messages import MSG_RUNNER_IMAGES, MSG_RUNNER_NO_LORA, RUNNER_KIND
 from app.deployments.prompts import current_turn_images
@@ -69,6 +69,11 @@ class RunnerDeployment(TritonServed):
     @property
     def family(self) -> str:
         return self._parameter("multimodal_family")
+
+    def model_folder(self) -> str | None:
+        """The family's HF folder (hf_model_dir) when it is on this host: its generation_config.json."""
+        path = self._parameter("hf_model_dir")
+        return path if path and Path(path).is_dir() else None
 
     def takes_video(self) -> bool:
         return self._parameter("takes_video").lower() in ("true", "1", "yes")
