@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from app.adapters.registry import AdapterRegistry
-from app.core.constants import MSG_TEXT_ONLY
 from app.core.errors import InvalidRequest, TextOnlyDeployment
+from app.core.messages import MSG_TEXT_ONLY
 from app.deployments.base import AdapterState, ReplyRequest
 from app.deployments.messages import MSG_RUNNER_IMAGES, MSG_RUNNER_NO_LORA, RUNNER_KIND
 from app.deployments.prompts import current_turn_images
