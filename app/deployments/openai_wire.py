@@ -29,7 +29,7 @@ from app.deployments.messages import (
     MSG_OPENAI_TOO_MANY_IMAGES,
     MSG_OPENAI_UNKNOWN_MODEL,
 )
-from app.deployments.prompts import chat_messages, current_turn_images
+from app.deployments.prompts import chat_messages
 from app.vision.images import image_format, load_image
 
 MAX_IMAGES = 8  # per message; the server may take fewer and says so
@@ -58,8 +58,8 @@ def check_image_count(count: int) -> None:
 def messages_body(request: ReplyRequest, system_prompt: str) -> list[dict]:
     """The conversation as OpenAI messages; this turn's images as image_url parts of the last user message."""
     system = system_prompt if request.system_prompt is None else request.system_prompt
-    messages = chat_messages(list(request.messages), system)
-    images = current_turn_images(request.messages) if request.images is None else list(request.images)
+    messages = chat_messages(request.conversation, system)
+    images = list(request.conversation.current_images())
     if images:
         check_image_count(len(images))
         last = max(i for i, m in enumerate(messages) if m["role"] == "user")
