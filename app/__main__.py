@@ -18,7 +18,7 @@ from app.chat.context import AppConfig, AppContext
 from app.core.constants import LLMAPI_MODEL, SUPPORTED_MODELS
 from app.core.errors import ChatError
 from app.deployments.connect import DEPLOYMENTS, read_api_key
-from app.deployments.openai_compat import ADAPTERS_AS
+from app.deployments.openai_compat.deployment import ADAPTERS_AS
 from setup.cli_types import (
     OneLineErrorParser,
     host_port,

@@ -81,18 +81,13 @@ def throughput(path: Path, family_name: str, seconds: float = 3.0, max_runs: int
     return runs / (time.perf_counter() - start)
 
 
-ENCODER_LIB = Path(__file__).resolve().parent.parent / "model_repo_templates/cpu_engine/multimodal_encoders/1"
-
-
 def load_encoder(folder: Path):
     """The CPU demo's encoder as the multimodal_encoders model loads it (models loaded once), without its
     memory of recent images (every timed run encodes)."""
+    from cpu_runtime.encoder.encoder import make_encoder
+    from cpu_runtime.encoder.ocr import ImageMemo
+    from cpu_runtime.encoder.perception import one_thread_per_part
     from setup.cpu.encoder import build_cpu_encoder
-
-    sys.path.insert(0, str(ENCODER_LIB))
-    from encoder_lib.encoder import make_encoder
-    from encoder_lib.ocr import ImageMemo
-    from encoder_lib.perception import one_thread_per_part
 
     one_thread_per_part()  # as model.py does
     encoder = make_encoder(build_cpu_encoder(get_family("cpu-ocr"), 2, 576, root=folder), model_dir())
@@ -114,9 +109,9 @@ def timed(work, runs: int) -> tuple[float, float]:
 
 def encoder_times(encoder, path: Path, runs: int = 5) -> dict[str, tuple[float, float]]:
     """Part -> (wall ms, CPU ms) per image, medians: the whole encoder and each part, on the demo's pixels."""
-    from encoder_lib.faces import grey
-    from encoder_lib.margins import trim_margins
-    from encoder_lib.ocr import to_bgr_uint8
+    from cpu_runtime.encoder.faces import grey
+    from cpu_runtime.encoder.margins import trim_margins
+    from cpu_runtime.encoder.ocr import to_bgr_uint8
 
     spec = get_family("cpu-ocr").preprocess
     pixels = pixel_batch([load_image(path, draft_side=max(spec.width, spec.height))], spec)[0]

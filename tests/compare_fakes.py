@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import threading
 
-from app.core.constants import MSG_UNKNOWN_ADAPTER
-from app.core.errors import InvalidImage, InvalidRequest
+from app.core.errors import InvalidImage
+from app.deployments.base import check_adapter_name
 
 
 class WordStream:
@@ -74,8 +74,7 @@ class RecordingDeployment:
         return list(self.known)
 
     def open_reply(self, request):
-        if request.adapter and request.adapter not in self.known:
-            raise InvalidRequest(MSG_UNKNOWN_ADAPTER.format(adapter=request.adapter, known=", ".join(self.known)))
+        check_adapter_name(request.adapter, self.known)
         self.requests.append(request)
         stream = (EndlessStream if self.endless else WordStream)(f"reply from {request.adapter or 'base'}",
                                                                  request.sampling.max_tokens, request.continues)

@@ -8,9 +8,8 @@ import sys
 import types
 
 from setup.lora.convert import convert_peft
-from setup.paths import PROJECT_ROOT, TEMPLATES_DIR
+from setup.paths import PROJECT_ROOT
 
-ENGINE_MODEL_DIR = TEMPLATES_DIR / "cpu_engine" / "tensorrt_llm" / "1"
 PROMPTS = ("What is the capital of France?", "Name three colours.", "Write a haiku about rain.",
            "Why is the sky blue?")
 ADAPTER_TASKS = {"pirate": 9101, "french": 9102}
@@ -19,11 +18,9 @@ ADAPTER_TASKS = {"pirate": 9101, "french": 9102}
 @functools.lru_cache(maxsize=1)
 def load_runner():
     """The engine's runner on the real SmolLM2 (one per test process), demo adapters in its LoRA cache."""
+    # cpu_runtime.engine.requests imports Triton's module for its parser; these tests use only its dataclasses
     sys.modules.setdefault("triton_python_backend_utils", types.ModuleType("triton_python_backend_utils"))
-    if str(ENGINE_MODEL_DIR) not in sys.path:
-        sys.path.insert(0, str(ENGINE_MODEL_DIR))
-    from engine_lib.runner import EngineRunner
-
+    from cpu_runtime.engine.runner import EngineRunner
     from setup.cpu.engine import build_cpu_engine
 
     runner = EngineRunner(build_cpu_engine(log=lambda *_: None), {"lora_cache_host_memory_bytes": str(64 << 20)})
@@ -49,7 +46,7 @@ def chat_ids(tokenizer, text: str) -> list[int]:
 
 def make_gen(runner, ids, max_new=8, rid="r", task=None, **fields):
     """A GenerationRequest as parse_request makes it (end id 2, the model's eos), adapter attached."""
-    from engine_lib.requests import GenerationRequest
+    from cpu_runtime.engine.requests import GenerationRequest
 
     gen = GenerationRequest(request_id=rid, input_ids=list(ids), max_new_tokens=max_new, end_id=2, **fields)
     gen.lora_task_id = task
@@ -79,8 +76,8 @@ def alone(runner, ids, **kw):
 
 def make_engine(runner, max_batch=8, max_num_tokens=256, total_blocks=None, policy="guaranteed_no_evict",
                 reuse=False, tokens_per_block=64):
-    from engine_lib.engine import Engine
-    from engine_lib.kv import KvConfig, KvManager
+    from cpu_runtime.engine.engine import Engine
+    from cpu_runtime.engine.kv import KvConfig, KvManager
 
     blocks = total_blocks or max_batch * runner.limits.max_seq_len // tokens_per_block
     kv = KvManager(KvConfig(total_blocks=blocks, tokens_per_block=tokens_per_block, policy=policy, reuse=reuse))

@@ -1,30 +1,19 @@
-"""Helpers for the LoRA tests: synthetic PEFT folders, engine configs, a tiny Llama, the engine's LoRA code."""
+"""Helpers for the LoRA tests: synthetic PEFT folders, engine configs, a tiny Llama."""
 
 from __future__ import annotations
 
-import importlib
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 
-from setup.paths import PROJECT_ROOT, TEMPLATES_DIR
+from setup.paths import PROJECT_ROOT
 
-ENGINE_MODEL_DIR = TEMPLATES_DIR / "cpu_engine" / "tensorrt_llm" / "1"
 DEMO_ADAPTERS = PROJECT_ROOT / "adapters"
 ALL_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 TRT_ALL = ("attn_q", "attn_k", "attn_v", "attn_dense", "mlp_h_to_4h", "mlp_4h_to_h", "mlp_gate")
 # SmolLM2-135M shapes (what the CPU engine's config.json says)
 SMOL = {"hidden": 576, "inter": 1536, "heads": 9, "kv": 3, "head": 64, "layers": 30}
-
-
-def engine_lora_module():
-    """engine_lib.lora from the CPU engine template (no Triton import needed)."""
-    path = str(ENGINE_MODEL_DIR)
-    if path not in sys.path:
-        sys.path.insert(0, path)
-    return importlib.import_module("engine_lib.lora")
 
 
 def module_dims(module: str, shape: dict = SMOL) -> tuple[int, int]:

@@ -15,7 +15,7 @@ from app.api.messages import MSG_API_CANNOT_DESCRIBE, MSG_API_NO_IMAGES
 from app.chat.compare import DEFAULT_MAX_TOKENS, CompareRun, column_names
 from app.chat.context import AppContext
 from app.chat.messages import BASE_MODEL_WORDS
-from app.chat.sampling import message_text, panel_sampling, sampling_params
+from app.chat.sampling import panel_sampling, require_text, sampling_params
 from app.chat.throttle import throttled
 from app.chat.turns import check_new_turn, open_stream, validate_user_text
 from app.core.conversation import Conversation
@@ -70,7 +70,7 @@ def register(ctx: AppContext) -> None:
         """
         stream = None
         try:
-            text = validate_user_text(message_text(text))
+            text = validate_user_text(require_text(text))
             values = dict(max_tokens=max_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
                           repetition_penalty=repetition_penalty, seed=seed, presence_penalty=presence_penalty,
                           frequency_penalty=frequency_penalty)
@@ -106,7 +106,7 @@ def register(ctx: AppContext) -> None:
         try:
             params = sampling_params(max_tokens=max_tokens)
             paths = uploaded_paths(images)
-            run = CompareRun(ctx, message_text(prompt), column_names(adapters), params, images=paths or None,
+            run = CompareRun(ctx, require_text(prompt), column_names(adapters), params, images=paths or None,
                              continues=continues)
             yield from run.entry_updates()
         except ChatError as exc:

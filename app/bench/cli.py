@@ -28,15 +28,17 @@ from app.bench.messages import (
     MSG_BENCH_INPUT_LEN_WITH_DATASET,
     MSG_BENCH_JSON_DIR,
     MSG_BENCH_MODEL_NOT_READY,
+    MSG_BENCH_NO_MODELS,
     MSG_BENCH_NOT_OPENAI,
     MSG_BENCH_UNREACHABLE,
     MSG_BENCH_UNREACHABLE_API,
 )
 from app.bench.stats import BenchSummary, format_summary, summarize
 from app.bench.targets import OpenAISender, TritonSender, openai_root, word_count
-from app.core.constants import DEFAULT_MODEL, MSG_UNKNOWN_ADAPTER, SUPPORTED_MODELS
+from app.core.constants import DEFAULT_MODEL, SUPPORTED_MODELS
 from app.core.errors import ChatError
 from app.core.sampling import SamplingParams
+from app.deployments.base import check_adapter_name
 from app.triton.client import TritonChatClient
 from setup.cli_types import (
     OneLineErrorParser,
@@ -182,9 +184,11 @@ def _straight_to_triton(args: argparse.Namespace, requests: list, mode: str) -> 
 
 def _through_openai(args: argparse.Namespace, requests: list, mode: str) -> BenchSummary:
     models = openai_models(args.openai)
-    model = args.adapter or (args.model if args.model in models else models[0] if models else "")
-    if model not in models:
-        raise ValueError(MSG_UNKNOWN_ADAPTER.format(adapter=model, known=", ".join(models[1:]) or "none"))
+    if not models:
+        raise ValueError(MSG_BENCH_NO_MODELS.format(url=args.openai))
+    model = args.adapter or (args.model if args.model in models else models[0])
+    if model != models[0]:  # not the server's base model: one of the adapters it lists after it
+        check_adapter_name(model, models[1:])
     image = _read_image(args.image) if args.image is not None else None
     label = (f"Benchmark: model {model} through {args.openai}, {mode}concurrency {args.concurrency}, "
              f"{args.num_requests} requests")

@@ -7,8 +7,8 @@ import argparse
 from collections.abc import Callable, Mapping
 
 from app.adapters.registry import AdapterRegistry
-from app.chat.turns import MSG_UNKNOWN_ADAPTER
-from app.core.errors import ChatError
+from app.core.errors import ChatError, InvalidRequest
+from app.deployments.base import check_adapter_name
 from app.triton.client import ModelInfo
 from app.vision.images import load_image
 from app.vision.multimodal import prepare_images
@@ -36,9 +36,10 @@ def check_values(args: argparse.Namespace) -> str | None:
     """A one-line problem with --adapter/--image, else None (before any request is sent)."""
     adapter, image = getattr(args, "adapter", None), getattr(args, "image", None)
     if adapter is not None and not getattr(args, "openai", None):  # a remote server's adapters are its own
-        names = AdapterRegistry().names()
-        if adapter not in names:
-            return MSG_UNKNOWN_ADAPTER.format(adapter=adapter, known=", ".join(names) or "none")
+        try:
+            check_adapter_name(adapter, AdapterRegistry().names())
+        except InvalidRequest as exc:
+            return str(exc)
     if image is not None:
         try:
             load_image(image)

@@ -6,6 +6,7 @@ MSG_BENCH_INPUT_LEN_WITH_DATASET = "--input-len makes synthetic prompts; it cann
 MSG_BENCH_JSON_DIR = "Cannot write {path}: its folder does not exist."
 MSG_BENCH_UNREACHABLE = "The Triton server at {url} cannot be reached ({detail})."
 MSG_BENCH_UNREACHABLE_API = "The API at {url} cannot be reached ({detail})."
+MSG_BENCH_NO_MODELS = "The API at {url} lists no models yet."
 MSG_BENCH_NOT_OPENAI = "{url} did not answer with an OpenAI model list; give the API's base URL (ending in /v1)."
 MSG_BENCH_MODEL_NOT_READY = "Model '{model}' is not ready on the Triton server at {url} (is it in the repository?)."
 MSG_BENCH_HUNG = "The reply stream hung: nothing new for {seconds:.0f} s."

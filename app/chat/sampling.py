@@ -36,8 +36,9 @@ def sampling_params(**raw: object) -> SamplingParams:
     return SamplingParams(**{name: _number(name, value) for name, value in raw.items()})
 
 
-def message_text(value: object) -> str:
-    """The caller's message as text; InvalidRequest when it is not a string."""
+def require_text(value: object) -> str:
+    """A text argument from an API caller as it is (None: ""); InvalidRequest when it is not a string (a list,
+    a number) rather than turning it into text."""
     if value is None:
         return ""
     if not isinstance(value, str):

@@ -28,12 +28,11 @@ from app.core.constants import (
     MSG_CONVERSATION_TOO_LONG,
     MSG_CONVERSATION_TOO_MANY_MESSAGES,
     MSG_STOPPED,
-    MSG_UNKNOWN_ADAPTER,
 )
 from app.core.conversation import ContextPolicy, Conversation, Media, ReplyVersion, Turn
 from app.core.errors import ChatError, InvalidRequest
 from app.core.sampling import SamplingParams
-from app.deployments.base import ReplyRequest
+from app.deployments.base import ReplyRequest, check_adapter_name
 
 
 def validate_user_text(text: str) -> str:
@@ -67,12 +66,7 @@ def without_last_reply(conversation: Conversation) -> Conversation:
 
 def check_adapter(ctx: AppContext, adapter: str | None) -> str | None:
     """The adapter to use (None for the base model); InvalidRequest when the deployment has no such adapter."""
-    if not adapter:
-        return None
-    known = ctx.deployment.adapter_names()
-    if adapter not in known:
-        raise InvalidRequest(MSG_UNKNOWN_ADAPTER.format(adapter=adapter, known=", ".join(known) or "none"))
-    return adapter
+    return check_adapter_name(adapter, ctx.deployment.adapter_names()) if adapter else None
 
 
 def check_conversation(conversation: Conversation, system_prompt: str | None) -> None:

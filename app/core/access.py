@@ -35,10 +35,15 @@ class AccessDenied(ChatError):
 
 
 def is_loopback(host: str) -> bool:
-    if host == "localhost":
+    """Whether `host` names this machine's loopback, in any spelling: 'localhost' (any case, trailing dot),
+    127.0.0.0/8, '::1' with or without brackets or a zone. The one loopback rule of the app."""
+    name = host.strip().lower().rstrip(".")
+    if name.startswith("[") and name.endswith("]"):
+        name = name[1:-1]
+    if name == "localhost":
         return True
     try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
+        return ipaddress.ip_address(name.split("%")[0]).is_loopback
     except ValueError:
         return False
 

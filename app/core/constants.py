@@ -21,7 +21,6 @@ MSG_CONVERSATION_TOO_LONG = ("The conversation is {chars:,} characters; this app
 MSG_CONVERSATION_TOO_MANY_MESSAGES = ("The conversation has {count:,} messages; this app takes at most {limit:,} "
                                       "per request. Start a new chat or shorten it.")
 MSG_STOPPED = "(stopped)"
-MSG_UNKNOWN_ADAPTER = "There is no adapter named '{adapter}'. Known: {known}."
 HISTORY_MODES = {
     "same adapter": "Each adapter sees only the turns it answered (plus your new message), so styles do not leak "
                     "between adapters through the conversation.",
@@ -44,6 +43,21 @@ IMAGE_BACKGROUND = (255, 255, 255)  # transparent areas are composited onto whit
 
 MSG_IMAGE_TOO_LARGE_BYTES = "{name} is {size_mb:.1f} MB; images may be at most {limit_mb:.0f} MB."
 MSG_IMAGE_NO_TEXT_PROMPT = "Add a question or instruction to go with the image."
+
+# Video intake (app/vision/video.py): checked from the container's header before frames are decoded.
+VIDEO_FORMATS = ("MP4", "WebM", "GIF")
+MAX_VIDEO_BYTES = 20 * 1024 * 1024  # the same as an image: the upload limit (MAX_UPLOAD) binds anyway
+MAX_VIDEO_SECONDS = 120.0
+MAX_VIDEO_FRAMES = 3_600  # frames in the file (a minute at 60 fps); only the sampled ones are kept
+MAX_VIDEO_FRAME_PIXELS = 1920 * 1080
+MAX_SAMPLED_FRAMES = 32  # TensorRT-LLM's run.py takes --video_num_frames up to 32
+GIF_DEFAULT_DELAY_MS = 100  # a GIF frame delay under 20 ms plays at 100 ms in browsers; counted so here
+
+# PDF intake (app/vision/documents.py): pages rendered to images with pdfium.
+MAX_PDF_BYTES = 20 * 1024 * 1024
+MAX_PDF_PAGES = 8  # pages rendered for one message; a longer document needs a page range
+PDF_RENDER_DPI = 144.0
+MAX_PDF_PAGE_PIXELS = 12_000_000  # a larger page is rendered at a lower resolution to fit
 CPU_OCR_NOTE = (
     "Images on the CPU demo: the stand-in vision encoder reads the text in each image (OCR with the models "
     "inside rapidocr-onnxruntime) and hands the LLM its own embeddings of that text, so it answers questions "

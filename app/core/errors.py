@@ -92,5 +92,13 @@ class TooManyImages(InvalidImage):
     pass
 
 
+class InvalidVideo(InvalidImage):
+    """An uploaded video cannot be used (a kind of InvalidImage: every surface refuses it the same way)."""
+
+
+class InvalidDocument(InvalidImage):
+    """An uploaded PDF cannot be used (a kind of InvalidImage: every surface refuses it the same way)."""
+
+
 class TextOnlyDeployment(ChatError):
     """Images were attached, but the deployed model declares no image input."""

@@ -8,10 +8,12 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from app.core.conversation import Conversation
+from app.core.errors import InvalidRequest
 from app.core.sampling import SamplingParams
+from app.deployments.messages import MSG_UNKNOWN_ADAPTER
 
 __all__ = ["AdapterState", "Deployment", "DeploymentStatus", "Probe", "ReplyRequest", "ReplyStream",
-           "SamplingParams"]
+           "SamplingParams", "check_adapter_name"]
 
 
 @dataclass(frozen=True)
@@ -125,3 +127,13 @@ class Deployment(Protocol):
     def metrics_url(self) -> str | None: ...
     def for_model(self, model: str) -> Deployment: ...
     def observe(self, status: DeploymentStatus) -> None: ...
+
+
+def check_adapter_name(adapter: str | None, known: Sequence[str]) -> str | None:
+    """The one rule for an adapter a caller names: None or "" is the base model (None); a name among `known` is
+    itself; any other name is InvalidRequest "There is no adapter named ..." listing `known`."""
+    if not adapter:
+        return None
+    if adapter not in known:
+        raise InvalidRequest(MSG_UNKNOWN_ADAPTER.format(adapter=adapter, known=", ".join(known) or "none"))
+    return adapter

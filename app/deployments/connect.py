@@ -6,11 +6,11 @@ from pathlib import Path
 
 from app.adapters.registry import AdapterRegistry
 from app.core.errors import ChatError
-from app.deployments.llmapi import LlmApiDeployment
+from app.deployments.llmapi.deployment import LlmApiDeployment
 from app.deployments.messages import MSG_API_KEY_FILE
-from app.deployments.openai_compat import OpenAICompatDeployment
+from app.deployments.openai_compat.deployment import OpenAICompatDeployment
 from app.deployments.prompts import DEFAULT_TEMPLATE
-from app.deployments.triton_engine import TritonEngineDeployment
+from app.deployments.triton_engine.deployment import TritonEngineDeployment
 from app.triton.client import TritonChatClient
 
 DEPLOYMENTS = ("engine", "llmapi")  # Triton deployment kinds: engine topology, TensorRT-LLM 1.x llmapi model

@@ -1,5 +1,6 @@
 """Plain sentences of the deployments package."""
 
+MSG_UNKNOWN_ADAPTER = "There is no adapter named '{adapter}'. Known: {known}."
 MSG_NO_LORA = ("Model '{model}' of this deployment takes no LoRA inputs, so adapter '{adapter}' cannot be applied. "
                "Pick the base model or deploy tensorrt_llm_bls / an ensemble with LoRA inputs.")
 MSG_IMAGE_REQUIRED = ("{family} answers about one image per message: attach an image (follow-up questions are "
@@ -7,6 +8,7 @@ MSG_IMAGE_REQUIRED = ("{family} answers about one image per message: attach an i
 MSG_IMAGE_MARKERS = ("The prompt must hold the image marker '{marker}' exactly once; it has {count} (the system "
                      "prompt may not contain it).")
 MSG_TRITON_SENDS_ON_USE = "The first message with it sends its weights to the server's LoRA cache."
+MSG_TOO_MANY_IMAGES = "This app sends at most {limit} images with one message, got {count}."
 
 # OpenAI-compatible servers
 OPENAI_KIND = "OpenAI-compatible server"
@@ -23,7 +25,6 @@ MSG_OPENAI_TOO_LONG = "The conversation is too long for this server; clear it an
 MSG_OPENAI_TEXT_ONLY = "The served model takes no images: {detail}"
 MSG_OPENAI_CUT = "The server closed the reply before it finished."
 MSG_OPENAI_STALLED = "No reply from the server for {seconds:.0f} s; the request was cancelled."
-MSG_OPENAI_TOO_MANY_IMAGES = "This app sends at most {limit} images with one message, got {count}."
 MSG_LOADED_AT_RUNTIME = "Registered with the server at run time (/v1/load_lora_adapter)."
 MSG_NO_RUNTIME_LOADING = ("The server does not load adapters at run time ({detail}); start it with this adapter "
                           "(for vLLM: --lora-modules {name}=PATH, or VLLM_ALLOW_RUNTIME_LORA_UPDATING=True).")

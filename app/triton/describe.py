@@ -1,7 +1,7 @@
 """Ask a deployment's image encoder what it found in the images of a request ("What the model saw").
 
 Only encoders that declare the DESCRIBE input and OUT_DESCRIPTION output answer (the CPU demo's,
-model_repo_templates/cpu_engine/multimodal_encoders); GPU vision towers turn pictures into vectors
+cpu_runtime/encoder); GPU vision towers turn pictures into vectors
 nobody can read, so there the answer is None. The encoder remembers recent images, so asking after
 a reply has been generated costs a lookup, not a second run.
 """

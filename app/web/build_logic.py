@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import html
-import ipaddress
 import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from app.core.access import is_loopback
 from setup.build.jobs import JobStore
 from setup.build.registry import EngineRegistry, installed_trtllm_version
 from setup.catalog.builds import families, get_family, resolve_version
@@ -99,14 +99,7 @@ def triton_field_default(name: str, family_id: str | None = None):
 
 def access_allowed(host: str, auth) -> bool:
     """The page works on loopback; anywhere else only with authentication configured."""
-    if auth:
-        return True
-    if host in ("localhost", ""):
-        return host == "localhost"
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return bool(auth) or is_loopback(host)
 
 
 def family_choices() -> list[tuple[str, str]]:
@@ -256,7 +249,7 @@ def registry_markdown(registry: EngineRegistry) -> str:
     return "\n".join(rows)
 
 
-class Deployment:
+class LaunchedTriton:
     """A Triton server started from the page (the plan's repository, or the CPU demo), run in a thread.
 
     Stop while it is still starting wins: the server that comes up afterwards is stopped at once.

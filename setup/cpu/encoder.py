@@ -4,7 +4,7 @@ It mirrors a TensorRT-LLM visual engine folder (config.json with builder_config.
 precision), so the writer's checks and the multimodal_encoders model read it the same way; the
 "engine" itself is the models inside wheels (EfficientNet-Lite0, OpenCV's cascades, the OCR models of
 rapidocr-onnxruntime) plus the LLM's embeddings. The family's `perception` section turns on the
-picture description (encoder_lib/perception.py); without it the encoder reads text only.
+picture description (cpu_runtime/encoder/perception.py); without it the encoder reads text only.
 """
 
 from __future__ import annotations

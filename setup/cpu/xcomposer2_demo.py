@@ -26,7 +26,6 @@ from setup.repo.writer import DeploymentConfig, write_repository
 
 TWIN_CONFIG = DATA_DIR / "xcomposer2_demo.yaml"
 LAYOUT_PREPROCESSING = TEMPLATES_DIR / "internlm_xcomposer2" / "preprocessing" / "1" / "model.py"
-ENCODER_LIB = TEMPLATES_DIR / "cpu_engine" / "multimodal_encoders" / "1" / "encoder_lib"
 COPIED_AS = "xcomposer2_preprocessing.py"  # the layout's preprocessing, imported by the twin's model.py
 
 
@@ -83,9 +82,7 @@ def write_xcomposer2_demo_repository(out: Path, overrides: dict | None = None, l
     encoder = build_cpu_encoder(family, 1, hidden, folder=settings.encoder_folder)
     repo = write_repository(xcomposer2_demo_config(engine, encoder, tokens, overrides), Path(out), force=True)
     code = repo / "preprocessing" / "1"
-    shutil.copyfile(LAYOUT_PREPROCESSING, code / COPIED_AS)
-    shutil.copytree(ENCODER_LIB, code / "encoder_lib", dirs_exist_ok=True,
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copyfile(LAYOUT_PREPROCESSING, code / COPIED_AS)  # the encoder's code came with the template's runtime
     if pacing_rate is not None:
         add_pacing_model(repo, PacingSpec(tokens_per_second=pacing_rate))
     return repo

@@ -3,7 +3,8 @@
 
 A GPU repository takes the model's Python files (model.py, helpers.py) from the user's checkout of the
 release: they are TensorRT-LLM's code, not ours. A CPU repository gets our stand-in
-(model_repo_templates/llmapi/cpu/) with the CPU engine core and the OCR encoder copied beside it.
+(model_repo_templates/llmapi/cpu/), with the parts of cpu_runtime it imports (the CPU engine core, the image
+encoder and the stand-in's own parts, as its template.yaml says) copied beside it.
 """
 
 from __future__ import annotations
@@ -21,13 +22,13 @@ from setup.catalog.llmapi_releases import LATEST, LlmApiModelRelease, llmapi_rel
 from setup.paths import TEMPLATES_DIR
 from setup.repo.atomic import staged_folder
 from setup.repo.fill import FillError, fill
+from setup.repo.runtime import copy_runtime, declared_runtime
 from setup.repo.writer import RepoError, parse_model_config
 
 TEMPLATE_DIR = TEMPLATES_DIR / "llmapi"
 MODEL = "tensorrt_llm"
-STANDIN_DIR = TEMPLATE_DIR / "cpu" / MODEL / "1"
-SHARED_LIBS = (TEMPLATES_DIR / "cpu_engine" / "tensorrt_llm" / "1" / "engine_lib",
-               TEMPLATES_DIR / "cpu_engine" / "multimodal_encoders" / "1" / "encoder_lib")
+STANDIN_TEMPLATE = TEMPLATE_DIR / "cpu"  # its template.yaml names the cpu_runtime parts the stand-in imports
+STANDIN_DIR = STANDIN_TEMPLATE / MODEL / "1"
 CODE_FILES = ("model.py", "helpers.py")
 MODEL_YAML = "model.yaml"
 ENGINES = ("tensorrtllm", "cpu")
@@ -236,8 +237,7 @@ def _stage_code(config: LlmApiRepoConfig, version_dir: Path) -> None:
     skip = shutil.ignore_patterns("__pycache__")
     if config.engine == "cpu":
         shutil.copytree(STANDIN_DIR, version_dir, ignore=skip, dirs_exist_ok=True)
-        for lib in SHARED_LIBS:
-            shutil.copytree(lib, version_dir / lib.name, ignore=skip)
+        copy_runtime(version_dir, declared_runtime(STANDIN_TEMPLATE).get(MODEL, ()))
         return
     code = find_model_code(config)
     for name in CODE_FILES:

@@ -23,3 +23,5 @@ MSG_XC2_CPU_NOT_ENCODER = "vit_plan_dir {path} is not a CPU encoder's config.jso
 MSG_XC2_CPU_PARTIAL = ("The CPU engine in {engine} applies LoRA at every row; the InternLM-XComposer2 twin needs "
                        "pretrained_config.has_partial_lora_mask true (Partial LoRA).")
 MSG_SHARED_MISSING = "Template '{template}' shares {file} with its {model} model, but {path} does not exist."
+MSG_RUNTIME_UNKNOWN = ("Template '{template}' gives its {model} model the cpu_runtime part(s) {parts}, which do not "
+                       "exist; the parts are: {known}.")

@@ -13,14 +13,17 @@ from tritonclient.grpc import model_config_pb2
 from setup.paths import DATA_DIR, TEMPLATES_DIR
 from setup.repo.atomic import staged_folder
 from setup.repo.fill import FillError, fill, placeholders
-from setup.repo.messages import MSG_SHARED_MISSING
+from setup.repo.messages import MSG_RUNTIME_UNKNOWN, MSG_SHARED_MISSING
 from setup.repo.releases import apply_release, release_edits
+from setup.repo.runtime import copy_runtime, declared_runtime, runtime_parts, unknown_parts
 
-ENGINES = {"tensorrtllm": None, "cpu": "cpu_engine"}  # engine -> overlay folder in the templates
+ENGINES = {"tensorrtllm": None, "cpu": "cpu_engine"}  # engine -> overlay folder in the templates (its template.yaml
+#                                                    says which cpu_runtime parts its models import)
 ENGINE_CONFIG_EXTRA = "config.extra.pbtxt"  # in an overlay model folder: text appended to that model's config
 STREAMING_MODELS = ("tensorrt_llm", "tensorrt_llm_bls")
 TEMPLATE_FILE = "template.yaml"  # optional: {base: <template>, defaults: {...}, checks: [...], inherit_checks: bool,
-#                                            shared: {<model>: [<file of SHARED_DIR>, ...]}}
+#                                            shared: {<model>: [<file of SHARED_DIR>, ...]},
+#                                            runtime: {<model>: [<part of cpu_runtime>, ...]}}
 SHARED_DIR = TEMPLATES_DIR / "shared"  # helper files several model folders use, copied into each (not a template)
 
 
@@ -78,6 +81,7 @@ class TemplateSet:
     defaults: dict[str, object]
     checks: tuple[str, ...]
     shared: dict[str, tuple[str, ...]] = field(default_factory=dict)  # model -> files of SHARED_DIR for its 1/
+    runtime: dict[str, tuple[str, ...]] = field(default_factory=dict)  # model -> cpu_runtime parts for its 1/
 
     def config_path(self, model: str) -> Path:
         return next(d / "config.pbtxt" for d in reversed(self.models[model]) if (d / "config.pbtxt").is_file())
@@ -96,9 +100,11 @@ def load_template(name: str, _seen: tuple[str, ...] = ()) -> TemplateSet:
     defaults: dict[str, object] = {}
     checks: tuple[str, ...] = ()
     shared: dict[str, tuple[str, ...]] = {}
+    runtime: dict[str, tuple[str, ...]] = {}
     if meta.get("base"):
         base = load_template(str(meta["base"]), (*_seen, name))
-        models, defaults, checks, shared = dict(base.models), dict(base.defaults), base.checks, dict(base.shared)
+        models, defaults, checks = dict(base.models), dict(base.defaults), base.checks
+        shared, runtime = dict(base.shared), dict(base.runtime)
     for model_dir in sorted(p for p in folder.iterdir() if p.is_dir()):
         models[model_dir.name] = (*models.get(model_dir.name, ()), model_dir)
     defaults.update(meta.get("defaults") or {})
@@ -107,7 +113,9 @@ def load_template(name: str, _seen: tuple[str, ...] = ()) -> TemplateSet:
     checks += tuple(c for c in meta.get("checks") or () if c not in checks)
     for model, files in (meta.get("shared") or {}).items():
         shared[model] = (*shared.get(model, ()), *(f for f in files if f not in shared.get(model, ())))
-    return TemplateSet(name=name, models=models, defaults=defaults, checks=checks, shared=shared)
+    for model, parts in declared_runtime(folder).items():
+        runtime[model] = (*runtime.get(model, ()), *(p for p in parts if p not in runtime.get(model, ())))
+    return TemplateSet(name=name, models=models, defaults=defaults, checks=checks, shared=shared, runtime=runtime)
 
 
 def copy_shared_files(template: TemplateSet, repo: Path) -> None:
@@ -122,6 +130,21 @@ def copy_shared_files(template: TemplateSet, repo: Path) -> None:
                 raise RepoError(MSG_SHARED_MISSING.format(template=template.name, file=file, model=model, path=source))
             (repo / model / "1").mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, repo / model / "1" / file)
+
+
+def runtime_for(template: TemplateSet, engine: str) -> dict[str, tuple[str, ...]]:
+    """Model -> the cpu_runtime parts its 1/ folder gets: the template's own, then the engine overlay's."""
+    overlay = ENGINES.get(engine)
+    runtime = {model: parts for model, parts in template.runtime.items() if model in template.models}
+    for model, parts in (declared_runtime(TEMPLATES_DIR / overlay) if overlay else {}).items():
+        if model in template.models:
+            runtime[model] = (*runtime.get(model, ()), *(p for p in parts if p not in runtime.get(model, ())))
+    for model, parts in runtime.items():
+        unknown = unknown_parts(parts)
+        if unknown:
+            raise RepoError(MSG_RUNTIME_UNKNOWN.format(template=template.name, model=model, parts=", ".join(unknown),
+                                                       known=", ".join(runtime_parts())))
+    return runtime
 
 
 def template_defaults(name: str) -> dict[str, object]:
@@ -154,6 +177,7 @@ def family_deployment(family_id: str) -> tuple[str, dict[str, object]]:
 def _validate(config: DeploymentConfig, specs: dict[str, ParameterSpec], template: TemplateSet) -> None:
     if config.engine not in ENGINES:
         raise RepoError(f"engine must be one of {', '.join(ENGINES)}, got '{config.engine}'.")
+    runtime_for(template, config.engine)
     unknown = sorted(set(config.parameters) - set(specs))
     for model, overrides in config.models.items():
         if model not in template.models:
@@ -265,6 +289,8 @@ def write_repository(config: DeploymentConfig, out: Path, force: bool = False) -
                     shutil.copytree(folder, staging / folder.name, dirs_exist_ok=True,
                                     ignore=shutil.ignore_patterns("__pycache__", ENGINE_CONFIG_EXTRA))
         copy_shared_files(template, staging)
+        for model, parts in sorted(runtime_for(template, config.engine).items()):
+            copy_runtime(staging / model / "1", parts)
         for model in staging.iterdir():
             (model / "1").mkdir(exist_ok=True)
     return out

@@ -70,7 +70,12 @@ def set_number(page, element_id: str, value: float) -> None:
     """Type a value into a slider's number box (or a Number) and commit it."""
     box = page.locator(f"#{element_id} input[type=number]")
     box.fill(str(value))
-    box.press("Enter")
+    box.press("Tab")  # leaving the box commits the value (Gradio's slider clamps it and fires "release")
+    # The slider's range input follows the committed value: the value an event sends from now on.
+    track = page.locator(f"#{element_id} input[type=range]")
+    if track.count():
+        wait_until(lambda: float(track.evaluate("e => e.value")) == float(value),
+                   timeout=10, what=f"{element_id} to hold {value}")
 
 
 def replying(page) -> bool:

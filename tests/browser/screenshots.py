@@ -1,4 +1,4 @@
-"""Regenerate the README's screenshots: one PNG per tab at a desktop width (and the chat at 400 px), from
+"""Regenerate the README's screenshots (docs/screenshots/): one PNG per tab at a desktop width (and the chat at 400 px), from
 a real CPU demo (tritonserver + the app) in Debian's Chromium.
 
     .venv/bin/python -m tests.browser.screenshots [--out docs/screenshots]

@@ -353,10 +353,10 @@ def test_request_values_name_the_wrong_type(raw, message):
 
 
 def test_request_values_accept_numeric_text_and_refuse_non_text_messages():
-    from app.chat.sampling import message_text, sampling_params
+    from app.chat.sampling import require_text, sampling_params
     from app.core.errors import InvalidRequest
 
     assert sampling_params(max_tokens="12", temperature="0.5").max_tokens == 12
-    assert message_text(None) == "" and message_text("hi") == "hi"
+    assert require_text(None) == "" and require_text("hi") == "hi"
     with pytest.raises(InvalidRequest, match="The message must be text, got list."):
-        message_text(["hi"])
+        require_text(["hi"])

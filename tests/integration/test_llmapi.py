@@ -21,8 +21,9 @@ from app.core.conversation import Conversation
 from app.core.errors import InvalidRequest, TextOnlyDeployment
 from app.core.sampling import SamplingParams
 from app.deployments.base import ReplyRequest
-from app.deployments.llmapi import LlmApiDeployment
-from app.deployments.llmapi_stream import LlmApiStream, build_inputs, send_llmapi_stop
+from app.deployments.llmapi.deployment import LlmApiDeployment
+from app.deployments.llmapi.stream import LlmApiStream, send_llmapi_stop
+from app.deployments.llmapi.wire import build_inputs
 from app.triton.client import TritonChatClient
 from setup.catalog.llmapi_releases import LATEST, llmapi_releases
 from tests.conftest import start_llmapi_triton

@@ -221,7 +221,7 @@ def test_chat_panel_history_is_bounded_before_anything_is_sent():
 def test_token_count_uses_the_engines_max_input_len(tmp_path):
     from app.chat.context import AppConfig, AppContext
     from app.core.errors import InputTooLong
-    from app.deployments.triton_limits import check_prompt_tokens, engine_input_limit
+    from app.deployments.triton_engine.limits import check_prompt_tokens, engine_input_limit
 
     (tmp_path / "config.json").write_text(json.dumps({"build_config": {"max_input_len": 10}}))
     assert engine_input_limit(tmp_path) == 10 and engine_input_limit(tmp_path / "nope") is None

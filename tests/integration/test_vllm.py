@@ -73,7 +73,7 @@ def test_unknown_adapter_is_a_plain_sentence(ctx):
 
 def test_images_to_a_text_only_model_are_refused_in_a_sentence(ctx):
     from app.core.errors import TextOnlyDeployment
-    from tests.unit.app.deployments.test_openai_wire import png_bytes
+    from tests.unit.app.deployments.openai_compat.test_wire import png_bytes
 
     with pytest.raises(TextOnlyDeployment, match="takes no images: smollm2 is not a multimodal model."):
         open_stream(ctx, Conversation.asking("What is it?", [png_bytes()]), SamplingParams(max_tokens=4), None, None)

@@ -55,7 +55,7 @@ def test_a_task_the_server_does_not_hold_gets_its_weights_again(xcomposer2_app_s
     import shutil
 
     from app.adapters.registry import AdapterRegistry
-    from app.deployments.triton_engine import TritonEngineDeployment
+    from app.deployments.triton_engine.deployment import TritonEngineDeployment
 
     ctx, _ = xcomposer2_app_served
     own = ctx.deployment.built_in_adapter()

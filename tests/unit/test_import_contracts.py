@@ -20,7 +20,7 @@ def lint(root: Path) -> subprocess.CompletedProcess:
 
 @pytest.fixture
 def tree_copy(tmp_path) -> Path:
-    for name in ("app", "setup", "benchmarks"):
+    for name in ("app", "setup", "benchmarks", "cpu_runtime"):
         shutil.copytree(PROJECT_ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(PROJECT_ROOT / "pyproject.toml", tmp_path)
     return tmp_path
@@ -38,6 +38,9 @@ def test_the_tree_keeps_every_contract():
     ("setup/repo/fill.py", "from app.core import errors", "setup never imports app"),
     ("app/triton/client.py", "from app import __main__", "No module imports a __main__"),
     ("app/chat/compare.py", "import fastapi", "FastAPI and Starlette only in app.api"),
+    ("cpu_runtime/engine/kv.py", "from setup import paths", "cpu_runtime (the code the CPU tritonserver runs) never"),
+    ("cpu_runtime/encoder/margins.py", "from app.core import errors", "never imports app, setup, benchmarks"),
+    ("cpu_runtime/encoder/margins.py", "from cpu_runtime.engine import kv", "cpu_runtime's parts stand alone"),
 ])
 def test_a_wrong_arrow_breaks_its_contract(tree_copy, module, line, contract):
     with open(tree_copy / module, "a") as handle:

@@ -27,7 +27,6 @@ passes it through.
 from app.api.http_guard.hosts import (
            allowed_host_names,
            host_header_name,
-           is_loopback,
            machine_names,
            origin_name,
 )
@@ -43,5 +42,5 @@ from app.api.http_guard.middleware import (
 from app.api.http_guard.replies import error_json, size_text
 
 __all__ = ["FailureLimiter", "Guard", "GuardSettings", "HttpGuardMiddleware", "JobWatch", "allowed_host_names",
-           "app_middleware", "error_json", "host_header_name", "is_loopback", "machine_names", "origin_name",
+           "app_middleware", "error_json", "host_header_name", "machine_names", "origin_name",
            "size_text", "wrap_outermost"]

@@ -8,6 +8,8 @@ import socket
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
+from app.core.access import is_loopback
+
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 WILDCARDS = ("", "0.0.0.0", "::", "[::]")
 _NAME = re.compile(r"[a-z0-9_.\-]+|[0-9a-f:.]+")
@@ -53,16 +55,6 @@ def origin_name(origin: str) -> str | None:
     if parts.scheme not in ("http", "https") or not name:
         return None
     return _normal(name)
-
-
-def is_loopback(host: str) -> bool:
-    name = _normal(host)
-    if name == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
 
 
 def machine_names() -> set[str]:

@@ -9,8 +9,8 @@ import gradio as gr
 
 from app.bench.sweep import check_deployment, latency_frame, sweep, table_frame, throughput_frame
 from app.chat.context import AppConfig, AppContext
-from app.core.constants import MSG_UNKNOWN_ADAPTER
 from app.core.errors import ChatError
+from app.deployments.base import check_adapter_name
 from app.web.gate import require_access
 from app.web.labels import adapter_choices, adapter_of, base_label
 from app.web.messages import (
@@ -60,9 +60,8 @@ def _target(ctx: AppContext, model: str, adapter: str | None, image: str | None)
     wanted = (model or deployment.model).strip()
     deployment = deployment if wanted == deployment.model else deployment.for_model(wanted)
     check_deployment(deployment)
-    known = deployment.adapter_names()
-    if adapter is not None and adapter not in known:
-        raise ChatError(MSG_UNKNOWN_ADAPTER.format(adapter=adapter, known=", ".join(known) or "none"))
+    if adapter is not None:
+        check_adapter_name(adapter, deployment.adapter_names())
     if image:
         deployment.check_images([image], "")
     return deployment

@@ -46,9 +46,9 @@ class BuildService:
         self.registry = registry or EngineRegistry()
         self.store = store or JobStore(registry=self.registry)
         self.plans: dict = {}
-        self.deployment = logic.Deployment()
+        self.deployment = logic.LaunchedTriton()
         self.serve = serve_logic.ServeServer()  # trtllm-serve started from the page
-        self.llmapi = logic.Deployment()  # Triton on an llmapi repository started from the page
+        self.llmapi = logic.LaunchedTriton()  # Triton on an llmapi repository started from the page
 
 
 def _triton_widget(field: logic.TritonField, family_id: str):

@@ -8,7 +8,7 @@ import gradio as gr
 from app.chat.context import AppContext
 from app.web import llmapi_logic as logic
 from app.web.build_folders import confine_folders
-from app.web.build_logic import Deployment
+from app.web.build_logic import LaunchedTriton
 from app.web.gate import require_access
 from app.web.pages.plan_form import plan_box, plan_form_handlers
 from setup.catalog.llmapi_releases import LATEST
@@ -20,7 +20,7 @@ FIELDS = ("family", "trtllm_version", "checkpoint", "out", "trtllm_root", "tp", 
           "instances", "gpu_device_ids", "grpc_port")
 
 
-def build_llmapi(ctx: AppContext, server: Deployment, visible: bool = False) -> gr.Column:
+def build_llmapi(ctx: AppContext, server: LaunchedTriton, visible: bool = False) -> gr.Column:
     """Lay out the llmapi section (hidden until chosen) and wire its events; returns its column."""
     with gr.Column(visible=visible, elem_id="llmapi-section") as column:
         with gr.Row():

@@ -1,6 +1,6 @@
 """CPU multimodal_encoders: images -> prompt-table rows, from a short description of each image.
 
-The description (encoder_lib/perception.py: ImageNet labels, faces, colours and shapes, and the text
+The description (cpu_runtime/encoder/perception.py: ImageNet labels, faces, colours and shapes, and the text
 read by OCR; text only when the encoder folder has no "perception" section) is embedded with the LLM's
 own input embeddings.
 
@@ -23,8 +23,8 @@ import triton_python_backend_utils as pb_utils
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from encoder_lib.encoder import make_encoder  # noqa: E402
-from encoder_lib.perception import one_thread_per_part  # noqa: E402
+from cpu_runtime.encoder.encoder import make_encoder  # noqa: E402
+from cpu_runtime.encoder.perception import one_thread_per_part  # noqa: E402
 
 
 def _param(config, key):

@@ -2,7 +2,7 @@
 
 It takes the `tensorrt_llm` model's inputs and returns its outputs (backend v0.19 contract) and runs
 a Hugging Face causal LM with PyTorch on the CPU. A scheduler thread batches in flight
-(engine_lib/engine.py): each step is one forward pass over every running request, new requests join
+(cpu_runtime/engine/engine.py, copied beside this file): each step is one forward pass over every running request, new requests join
 between steps, finished or cancelled ones (client cancel or a `stop` request with the same id) leave
 at the next step. A second thread sends each step's responses while the next step runs. KV-cache and
 batch figures are published as the backend's `nv_trt_llm_*` metrics.
@@ -27,13 +27,13 @@ import triton_python_backend_utils as pb_utils  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from engine_lib.engine import Engine  # noqa: E402
-from engine_lib.final import FinalGate  # noqa: E402
-from engine_lib.kv import KvManager, kv_config  # noqa: E402
-from engine_lib.requests import RequestError, parse_request  # noqa: E402
-from engine_lib.runner import EngineRunner  # noqa: E402
-from engine_lib.service import EngineService  # noqa: E402
-from engine_lib.triton_metrics import EngineMetrics  # noqa: E402
+from cpu_runtime.engine.engine import Engine  # noqa: E402
+from cpu_runtime.engine.final import FinalGate  # noqa: E402
+from cpu_runtime.engine.kv import KvManager, kv_config  # noqa: E402
+from cpu_runtime.engine.requests import RequestError, parse_request  # noqa: E402
+from cpu_runtime.engine.runner import EngineRunner  # noqa: E402
+from cpu_runtime.engine.service import EngineService  # noqa: E402
+from cpu_runtime.engine.triton_metrics import EngineMetrics  # noqa: E402
 
 
 def _params(config):
@@ -59,7 +59,7 @@ class TritonPythonModel:
         self.service.start()
 
     def _build(self):
-        """Runs on the engine thread (engine_lib/service.py): every PyTorch call of the model happens there."""
+        """Runs on the engine thread (cpu_runtime/engine/service.py): every PyTorch call of the model happens there."""
         threads = int(os.environ.get("CPU_ENGINE_THREADS", "0")) or max(1, (os.cpu_count() or 2))
         torch.set_num_threads(threads)
         self.runner = EngineRunner(Path(self.params["gpt_model_path"]), self.params, logger=pb_utils.Logger)

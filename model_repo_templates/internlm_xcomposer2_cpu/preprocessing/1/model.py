@@ -4,8 +4,8 @@ Everything is the InternLM-XComposer2 layout's own preprocessing (xcomposer2_pre
 file by setup/cpu/xcomposer2_demo.py): one image FP16 [3, 490, 490] and exactly one <ImageHere> per request, the
 image's fake ids spliced there, the prompt table and the Partial-LoRA task id returned. Only the visual engine
 differs: where the GPU layout runs the ViT from `vit_plan_dir`, the twin runs the CPU perception encoder
-(encoder_lib, also copied here) named by its config.json, whose rows are the LLM's embeddings of a description of
-the picture ("[Image: ...]").
+(cpu_runtime/encoder, copied here by the writer) named by its config.json, whose rows are the LLM's embeddings of a
+description of the picture ("[Image: ...]").
 """
 
 import sys
@@ -17,8 +17,9 @@ import triton_python_backend_utils as pb_utils
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import xcomposer2_preprocessing as layout  # noqa: E402
-from encoder_lib.encoder import make_encoder  # noqa: E402
-from encoder_lib.perception import one_thread_per_part  # noqa: E402
+
+from cpu_runtime.encoder.encoder import make_encoder  # noqa: E402
+from cpu_runtime.encoder.perception import one_thread_per_part  # noqa: E402
 
 
 class CpuVisual:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import http.server
 import io
 import json
 import threading
 import time
+from contextlib import contextmanager
 
 import pytest
 
@@ -147,6 +149,43 @@ def test_extra_hooks_pass_values_through():
 def test_unknown_adapter_is_one_line_before_any_request(capsys):
     assert bench.main(["--triton", "127.0.0.1:1", "--adapter", "no-such-adapter"]) == 2
     assert "There is no adapter named 'no-such-adapter'" in capsys.readouterr().err
+
+
+@contextmanager
+def model_list(ids: list[str]):
+    """A real loopback HTTP server whose /v1/models lists `ids` (and answers nothing else)."""
+    class Models(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's name
+            body = json.dumps({"object": "list", "data": [{"id": i, "object": "model"} for i in ids]}).encode()
+            self.send_response(200 if self.path == "/v1/models" else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Models)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join()
+
+
+@pytest.mark.parametrize(("ids", "message"), [
+    (["base", "pirate"], "error: There is no adapter named 'klingon'. Known: pirate.\n"),
+    (["base"], "error: There is no adapter named 'klingon'. Known: none.\n"),
+    ([], "error: The API at {url} lists no models yet.\n"),
+])
+def test_an_openai_target_checks_the_adapter_against_its_model_list(capsys, ids, message):
+    with model_list(ids) as url:
+        assert bench.main(["--openai", url, "--adapter", "klingon", "--num-requests", "1"]) == 2
+    assert capsys.readouterr().err == message.format(url=url)
 
 
 def test_pacing_config_renders_and_is_added(tmp_path):

@@ -49,9 +49,12 @@ def test_tokens_differ_per_launch_and_the_url_carries_it_only_without_logins():
     assert policy(logins=True).url("http://x:1/") == "http://x:1/"
 
 
-@pytest.mark.parametrize("host,expected", [("127.0.0.1", True), ("localhost", True), ("::1", True),
-                                           ("[::1]", True), ("0.0.0.0", False), ("10.0.0.5", False),
-                                           ("example.com", False)])
+@pytest.mark.parametrize("host,expected", [
+    ("127.0.0.1", True), ("127.8.9.10", True), ("localhost", True), ("LOCALHOST.", True), ("::1", True),
+    ("[::1]", True), ("0:0:0:0:0:0:0:1", True), ("::1%lo", True),
+    ("0.0.0.0", False), ("::", False), ("10.0.0.5", False), ("example.com", False), ("localhost.example", False),
+    ("", False),
+])
 def test_is_loopback(host, expected):
     assert is_loopback(host) is expected
 

@@ -29,10 +29,10 @@ def test_the_twin_has_the_community_layout_with_cpu_pieces(repo):
     assert sorted(p.name for p in repo.iterdir()) == ["ensemble", "postprocessing", "preprocessing", "tensorrt_llm",
                                                      "tensorrt_llm_bls"]
     code = repo / "preprocessing" / "1"
-    assert (code / COPIED_AS).is_file() and (code / "encoder_lib" / "encoder.py").is_file()
+    assert (code / COPIED_AS).is_file() and (code / "cpu_runtime" / "encoder" / "encoder.py").is_file()
     assert (code / "model_params.py").read_bytes() == (SHARED_DIR / "model_params.py").read_bytes()  # the layout's
     assert "class CpuVisual" in (code / "model.py").read_text()
-    assert (repo / "tensorrt_llm" / "1" / "engine_lib").is_dir()  # the CPU engine in the tensorrt_llm slot
+    assert (repo / "tensorrt_llm" / "1" / "cpu_runtime" / "engine").is_dir()  # the CPU engine in the tensorrt_llm slot
     pre = params(repo, "preprocessing")
     encoder = json.loads(open(pre["vit_plan_dir"]).read())
     assert pre["image_marker"] == "<ImageHere>" and int(pre["tokens_per_image"]) == ROWS

@@ -28,7 +28,6 @@ from tests.lora_helpers import (
     ALL_MODULES,
     DEMO_ADAPTERS,
     TINY,
-    engine_lora_module,
     tiny_llama,
     write_engine_config,
     write_peft,
@@ -43,7 +42,8 @@ def _convert_cli(peft_dir: Path, out: Path, *extra: str) -> int:
 
 def _engine_logits(model, engine_dir: Path, converted_dir: Path, ids) -> torch.Tensor:
     """Logits of `model` with the CPU engine's LoRA code fed the converted files."""
-    lora = engine_lora_module()
+    from cpu_runtime.engine import lora
+
     engine = lora.EngineLora.from_engine(json.loads((engine_dir / "config.json").read_text()), model)
     weights = np.load(converted_dir / WEIGHTS_FILE)
     config = np.load(converted_dir / CONFIG_FILE)

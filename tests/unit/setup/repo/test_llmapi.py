@@ -69,8 +69,10 @@ def test_gpu_repository_needs_the_release_code(tmp_path):
 def test_cpu_repository_carries_the_stand_in_and_the_shared_engine(tmp_path):
     out = write_llmapi_repository(LlmApiRepoConfig(model="/m", engine="cpu"), tmp_path / "repo")
     version = out / "tensorrt_llm" / "1"
-    assert (version / "model.py").is_file() and (version / "engine_lib" / "engine.py").is_file()
-    assert (version / "encoder_lib" / "ocr.py").is_file() and (out / "tensorrt_llm" / "config.pbtxt").is_file()
+    runtime = version / "cpu_runtime"
+    assert (version / "model.py").is_file() and (runtime / "engine" / "engine.py").is_file()
+    assert (runtime / "encoder" / "ocr.py").is_file() and (runtime / "llmapi_standin" / "peft.py").is_file()
+    assert (out / "tensorrt_llm" / "config.pbtxt").is_file() and not list(version.rglob("__pycache__"))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["repo"]  # no staging folder left behind
 
 

@@ -1,15 +1,14 @@
 """The multimodal template set: writer checks, config drift against the text templates, fake-id
-placement in preprocessing, the BLS image routing, and the CPU OCR encoder library."""
+placement in preprocessing, the BLS image routing, and the CPU encoder's folder (its library:
+tests/unit/cpu_runtime/encoder/)."""
 
 import json
 import re
-import sys
 import types
 from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image, ImageDraw, ImageFont
 
 from setup.catalog.families import get_family
 from setup.paths import TEMPLATES_DIR
@@ -95,8 +94,9 @@ def test_cpu_overlay_brings_the_ocr_encoder(tmp_path):
         "engine_dir": str(llm), "tokenizer_dir": "/t", "multimodal_model_path": str(visual), "hf_model_path": "/hf",
         "max_num_images": 2, "multimodal_family": "cpu-ocr"})
     out = write_repository(config, tmp_path / "repo")
-    assert (out / "multimodal_encoders" / "1" / "encoder_lib" / "ocr.py").is_file()
-    assert (out / "multimodal_encoders" / "1" / "encoder_lib" / "imagenet_classes.txt").is_file()
+    assert (out / "multimodal_encoders" / "1" / "cpu_runtime" / "encoder" / "ocr.py").is_file()
+    assert (out / "multimodal_encoders" / "1" / "cpu_runtime" / "encoder" / "imagenet_classes.txt").is_file()
+    assert (out / "tensorrt_llm" / "1" / "cpu_runtime" / "engine" / "engine.py").is_file()
     assert "make_encoder" in (out / "multimodal_encoders" / "1" / "model.py").read_text()  # overlay replaced it
     assert (out / "tensorrt_llm" / "1" / "model.py").is_file()
     encoders = parse_model_config((out / "multimodal_encoders" / "config.pbtxt").read_text(), "enc")
@@ -268,63 +268,7 @@ def test_bls_rejects_mixed_image_kinds_and_images_on_text_only():
         bls._images({"image_input": pixels})
 
 
-# ---- the CPU OCR encoder library ------------------------------------------------------------------
-def _ocr_module():
-    path = TEMPLATES_DIR / "cpu_engine" / "multimodal_encoders" / "1"
-    sys.path.insert(0, str(path))
-    try:
-        from encoder_lib import ocr
-    finally:
-        sys.path.remove(str(path))
-    return ocr
-
-
-@pytest.fixture(scope="module")
-def ocr_encoder(tmp_path_factory, cpu_model_dir):
-    from setup.catalog.families import get_family
-    from setup.cpu.encoder import build_cpu_encoder
-
-    folder = build_cpu_encoder(get_family("cpu-ocr"), 2, 576, root=tmp_path_factory.mktemp("enc"))
-    return _ocr_module().OcrEncoder(folder, hf_dir=cpu_model_dir)
-
-
-def test_ocr_encoder_rows_are_the_llm_embeddings_of_the_text(ocr_encoder, cpu_model_dir):
-    from app.vision.preprocess import pixel_batch
-    from setup.catalog.families import get_family
-
-    image = Image.new("RGB", (900, 200), "white")
-    ImageDraw.Draw(image).text((20, 60), "The secret code is 4711", fill="black", font=ImageFont.load_default(size=64))
-    pixels = pixel_batch([image], get_family("cpu-ocr").preprocess)[0]
-    table, texts = ocr_encoder.encode(pixels)
-    assert texts == ["The secret code is 4711"]
-    assert table.shape == (ROWS, 576) and table.dtype == np.float16
-    from transformers import AutoTokenizer
-
-    ids = AutoTokenizer.from_pretrained(cpu_model_dir).encode("[Image text: The secret code is 4711]",
-                                                              add_special_tokens=False)
-    np.testing.assert_array_equal(table[: len(ids)], ocr_encoder.embeddings[ids].astype(np.float16))
-    newline = ocr_encoder.embeddings[ocr_encoder.pad_id].astype(np.float16)
-    assert all(np.array_equal(row, newline) for row in table[len(ids):])
-
-
-def test_ocr_encoder_cuts_long_text_and_marks_empty_images(ocr_encoder):
-    long_ids = ocr_encoder.text_ids("word " * 400)
-    assert len(long_ids) == ROWS and long_ids[-len(ocr_encoder.close_ids):] == ocr_encoder.close_ids
-    empty = ocr_encoder.tokenizer.decode([i for i in ocr_encoder.text_ids("") if i != ocr_encoder.pad_id])
-    assert empty == "[Image text: (no readable text)]"
-    blank = np.ones((1, 3, 64, 64), np.float16)
-    table, texts = ocr_encoder.encode(blank)
-    assert texts == [""] and table.shape == (ROWS, 576)
-
-
-def test_pixels_round_trip_to_uint8():
-    ocr = _ocr_module()
-    rgb = np.random.default_rng(1).integers(0, 256, (5, 7, 3), dtype=np.uint8)
-    pixels = (rgb.astype(np.float32) / 255).transpose(2, 0, 1).astype(np.float16)
-    bgr = ocr.to_bgr_uint8(pixels, [0, 0, 0], [1, 1, 1], 1 / 255)
-    assert np.array_equal(bgr[:, :, ::-1], rgb)
-
-
+# ---- the CPU encoder's folder ----------------------------------------------------------------------
 def test_cpu_encoder_folder_matches_the_family(tmp_path):
     from setup.catalog.families import get_family
     from setup.cpu.encoder import build_cpu_encoder

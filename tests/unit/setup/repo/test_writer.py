@@ -69,6 +69,9 @@ def test_cpu_engine_overlay(tmp_path):
     llm = parse_model_config((out / "tensorrt_llm" / "config.pbtxt").read_text(), "llm")
     assert llm.backend == "python"
     assert (out / "tensorrt_llm" / "1" / "model.py").is_file()
+    assert (out / "tensorrt_llm" / "1" / "cpu_runtime" / "engine" / "engine.py").is_file()
+    assert not (out / "tensorrt_llm" / "1" / "cpu_runtime" / "encoder").exists()  # only the parts it imports
+    assert not (out / "preprocessing" / "1" / "cpu_runtime").exists()
 
 
 def test_streaming_needs_decoupled(tmp_path):

@@ -5,9 +5,9 @@ CPU can honour are used), takes the llmapi inputs (`text_input`, `sampling_param
 `lora_id`/`lora_name`/`lora_path`, `image_url`) and answers with its outputs (`text_output` holding all
 text so far, `finish_reason`, `stop_reason`, `cumulative_logprob`, KV-cache and timing figures), with
 upstream's error texts where upstream has them. Generation runs on the CPU engine core shared with the
-engine-path stand-in (engine_lib/: in-flight batching, KV blocks, LoRA rows); adapters are PEFT folders
+engine-path stand-in (cpu_runtime/engine: in-flight batching, KV blocks, LoRA rows); adapters are PEFT folders
 read from lora_path and kept in the core's LRU cache by lora_id; images are `data:` URIs described by the
-CPU image encoder (encoder_lib/: labels, faces, colours, shapes and text).
+CPU image encoder (cpu_runtime/encoder: labels, faces, colours, shapes and text).
 """
 
 import json
@@ -25,16 +25,16 @@ import triton_python_backend_utils as pb_utils  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from engine_lib.engine import Engine  # noqa: E402
-from engine_lib.final import FinalGate  # noqa: E402
-from engine_lib.kv import KvManager, kv_config  # noqa: E402
-from engine_lib.lora import DEFAULT_HOST_CACHE_BYTES, MODULES, LoraAdapter, LoraCache  # noqa: E402
-from engine_lib.requests import GenerationRequest  # noqa: E402
-from engine_lib.runner import EngineRunner  # noqa: E402
-from engine_lib.service import EngineService  # noqa: E402
-from standin_lib import images, llm_args  # noqa: E402
-from standin_lib.peft import PathAdapters, lora_request  # noqa: E402
-from standin_lib.requests import generation_request, read_request  # noqa: E402
+from cpu_runtime.engine.engine import Engine  # noqa: E402
+from cpu_runtime.engine.final import FinalGate  # noqa: E402
+from cpu_runtime.engine.kv import KvManager, kv_config  # noqa: E402
+from cpu_runtime.engine.lora import DEFAULT_HOST_CACHE_BYTES, MODULES, LoraAdapter, LoraCache  # noqa: E402
+from cpu_runtime.engine.requests import GenerationRequest  # noqa: E402
+from cpu_runtime.engine.runner import EngineRunner  # noqa: E402
+from cpu_runtime.engine.service import EngineService  # noqa: E402
+from cpu_runtime.llmapi_standin import images, llm_args  # noqa: E402
+from cpu_runtime.llmapi_standin.peft import PathAdapters, lora_request  # noqa: E402
+from cpu_runtime.llmapi_standin.requests import generation_request, read_request  # noqa: E402
 
 CONFIG_ENV = "LLM_CONFIG_PATH"
 ENCODER_PARAMETER = "cpu_ocr_encoder_dir"  # written by setup/repo/llmapi.py for the CPU demo
@@ -80,7 +80,7 @@ class TritonPythonModel:
         self.service.start()
 
     def _build(self):
-        """Runs on the engine thread (engine_lib/service.py)."""
+        """Runs on the engine thread (cpu_runtime/engine/service.py)."""
         from transformers import AutoTokenizer
 
         threads = int(os.environ.get("CPU_ENGINE_THREADS", "0")) or max(1, (os.cpu_count() or 2))
@@ -98,7 +98,7 @@ class TritonPythonModel:
         self.header = images.user_header(self.tokenizer)
         self.encoder = None
         if self.multimodal and self.encoder_dir:
-            from encoder_lib.encoder import make_encoder
+            from cpu_runtime.encoder.encoder import make_encoder
 
             self.encoder = make_encoder(self.encoder_dir, str(model))
         ignored = llm_args.ignored_keys(self.args)

@@ -9,7 +9,7 @@ import pytest
 
 from app.chat.compare import CUT, DONE, ColumnView
 from app.chat.context import AppConfig, AppContext
-from app.deployments.triton_engine import TritonEngineDeployment
+from app.deployments.triton_engine.deployment import TritonEngineDeployment
 from app.web.labels import COMPARE_NONE, COMPARE_UNUSED, adapter_of
 from app.web.pages.compare import Finished, column_updates, first_picks, pick_line, state_line
 from tests.xcomposer2_fakes import FakeClient, xc2_registry

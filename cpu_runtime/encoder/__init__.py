@@ -1,0 +1,2 @@
+"""The CPU image encoder: OCR and picture description turned into rows of LLM embeddings (importable without
+Triton, so it can be tested directly). Imports only its own modules and model wheels."""

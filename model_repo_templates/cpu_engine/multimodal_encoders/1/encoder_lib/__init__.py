@@ -1,1 +1,0 @@
-"""Library of the CPU OCR encoder (importable without Triton, so it can be tested directly)."""

@@ -1,0 +1,54 @@
+"""The CPU OCR encoder (cpu_runtime/encoder/ocr.py): a picture's text as rows of the LLM's embeddings, cut to the
+family's row count, and its pixels back to 8-bit BGR."""
+
+import numpy as np
+import pytest
+from PIL import Image, ImageDraw, ImageFont
+
+from cpu_runtime.encoder import ocr
+from setup.catalog.families import get_family
+
+ROWS = get_family("cpu-ocr").visual_tokens_per_image  # the CPU demo's prompt-table rows per image
+
+
+@pytest.fixture(scope="module")
+def ocr_encoder(tmp_path_factory, cpu_model_dir):
+    from setup.cpu.encoder import build_cpu_encoder
+
+    folder = build_cpu_encoder(get_family("cpu-ocr"), 2, 576, root=tmp_path_factory.mktemp("enc"))
+    return ocr.OcrEncoder(folder, hf_dir=cpu_model_dir)
+
+
+def test_ocr_encoder_rows_are_the_llm_embeddings_of_the_text(ocr_encoder, cpu_model_dir):
+    from app.vision.preprocess import pixel_batch
+
+    image = Image.new("RGB", (900, 200), "white")
+    ImageDraw.Draw(image).text((20, 60), "The secret code is 4711", fill="black", font=ImageFont.load_default(size=64))
+    pixels = pixel_batch([image], get_family("cpu-ocr").preprocess)[0]
+    table, texts = ocr_encoder.encode(pixels)
+    assert texts == ["The secret code is 4711"]
+    assert table.shape == (ROWS, 576) and table.dtype == np.float16
+    from transformers import AutoTokenizer
+
+    ids = AutoTokenizer.from_pretrained(cpu_model_dir).encode("[Image text: The secret code is 4711]",
+                                                              add_special_tokens=False)
+    np.testing.assert_array_equal(table[: len(ids)], ocr_encoder.embeddings[ids].astype(np.float16))
+    newline = ocr_encoder.embeddings[ocr_encoder.pad_id].astype(np.float16)
+    assert all(np.array_equal(row, newline) for row in table[len(ids):])
+
+
+def test_ocr_encoder_cuts_long_text_and_marks_empty_images(ocr_encoder):
+    long_ids = ocr_encoder.text_ids("word " * 400)
+    assert len(long_ids) == ROWS and long_ids[-len(ocr_encoder.close_ids):] == ocr_encoder.close_ids
+    empty = ocr_encoder.tokenizer.decode([i for i in ocr_encoder.text_ids("") if i != ocr_encoder.pad_id])
+    assert empty == "[Image text: (no readable text)]"
+    blank = np.ones((1, 3, 64, 64), np.float16)
+    table, texts = ocr_encoder.encode(blank)
+    assert texts == [""] and table.shape == (ROWS, 576)
+
+
+def test_pixels_round_trip_to_uint8():
+    rgb = np.random.default_rng(1).integers(0, 256, (5, 7, 3), dtype=np.uint8)
+    pixels = (rgb.astype(np.float32) / 255).transpose(2, 0, 1).astype(np.float16)
+    bgr = ocr.to_bgr_uint8(pixels, [0, 0, 0], [1, 1, 1], 1 / 255)
+    assert np.array_equal(bgr[:, :, ::-1], rgb)
