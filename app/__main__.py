@@ -29,10 +29,14 @@ from setup.cli_types import (
     positive_int,
     raise_interrupt,
 )
+from setup.cpu.runner_demo import runner_families
 from setup.workspace import WorkspaceError, check_root
 
 HELP = AppConfig.help()
 XCOMPOSER2_DEMO = "xcomposer2"  # --demo --deployment: the InternLM-XComposer2 twin (the engine kind serves it)
+# --demo --deployment <family>: the runner twin of a family only TensorRT-LLM's run.py served (the runner kind)
+RUNNER_TWINS = runner_families()  # from the family files (triton.topology: runner)
+RUNNER_MODEL = "multimodal_runner"
 
 
 def _workspace_root(text: str) -> str:
@@ -82,9 +86,11 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--openai", type=http_url, metavar="URL", help=HELP["openai_url"])
     parser.add_argument("--api-key-file", type=_readable_file, metavar="FILE", help=HELP["api_key_file"])
     parser.add_argument("--adapters-as", choices=ADAPTERS_AS, help=HELP["adapters_as"])
-    parser.add_argument("--deployment", choices=(*DEPLOYMENTS, XCOMPOSER2_DEMO), default=AppConfig.deployment,
+    parser.add_argument("--deployment", choices=(*DEPLOYMENTS, XCOMPOSER2_DEMO, *RUNNER_TWINS),
+                        default=AppConfig.deployment,
                         help=HELP["deployment"] + " With --demo: which CPU demo repository to serve (default engine; "
-                        f"{XCOMPOSER2_DEMO}: the InternLM-XComposer2 topology's CPU twin, served as the engine kind).")
+                        f"{XCOMPOSER2_DEMO}: the InternLM-XComposer2 topology's CPU twin, served as the engine kind; "
+                        "a family name such as kosmos-2: that family's runner twin, served as the runner kind).")
     parser.add_argument("--model-adapter", metavar="NAME", help=HELP["model_adapter"])
     parser.add_argument("--server-adapters-dir", metavar="FOLDER", help=HELP["server_adapters_dir"])
     parser.add_argument("--port", type=port_number, default=AppConfig.port, help=HELP["port"] + " (default 7860)")
@@ -142,6 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.deployment == XCOMPOSER2_DEMO and not args.demo:
         parser.error("--deployment xcomposer2 is the CPU twin; against a server use --deployment engine (it reads the "
                      "served family) with --model-adapter NAME")
+    if args.deployment in RUNNER_TWINS and not args.demo:
+        parser.error(f"--deployment {args.deployment} is a CPU twin; against a server use --deployment runner")
     if args.server_adapters_dir and args.deployment != "llmapi":
         parser.error("--server-adapters-dir is where an llmapi model reads adapters; use it with --deployment llmapi")
     signal.signal(signal.SIGTERM, raise_interrupt)
@@ -162,6 +170,9 @@ def main(argv: list[str] | None = None) -> int:
                       adapters_as=args.adapters_as) if args.openai else {}
         model = AppConfig.model if args.openai or args.model is None else args.model
         tokenizer_dir = args.tokenizer_dir
+        twin_runner = args.deployment in RUNNER_TWINS
+        if (twin_runner or args.deployment == "runner") and not args.openai:
+            model = args.model or RUNNER_MODEL
         if args.deployment == "llmapi" and not args.openai:
             model = args.model or LLMAPI_MODEL
             if args.demo and not tokenizer_dir:  # the demo's model: the app reads its chat template
@@ -181,7 +192,8 @@ def main(argv: list[str] | None = None) -> int:
                            system_prompt=args.system_prompt, max_file_size=args.max_file_size, demo=args.demo,
                            auth=args.auth_file, metrics_url=metrics_url, workspace=tuple(args.workspace or ()),
                            allowed_hosts=args.allowed_hosts,
-                           deployment="engine" if args.deployment == XCOMPOSER2_DEMO else args.deployment,
+                           deployment="engine" if args.deployment == XCOMPOSER2_DEMO else
+                           "runner" if twin_runner else args.deployment,
                            server_adapters_dir=args.server_adapters_dir, **openai, **twin)
         from app.web.ui import launch
 

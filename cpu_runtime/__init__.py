@@ -12,4 +12,8 @@ The Triton entry points (the model.py files) stay in model_repo_templates/; the 
 repository stands alone. Imports: the standard library and the wheels of requirements-model.txt only; never
 app, setup or benchmarks, and no part imports another (each is copied on its own). Only the engine's request
 parser and metrics touch triton_python_backend_utils.
+
+User texts: every sentence a person reads (errors, warnings, notes) is a `MSG_` constant in its
+package's messages.py, and other modules import it from there; `make lint` checks it
+(scripts/check_user_texts.py). Labels and help of widgets stay beside the widget.
 """

@@ -11,4 +11,8 @@ Packages by job; imports point down only (contracts in pyproject.toml):
     launcher, workspace, cli_types, paths   the base every package may use
 
 Never imports `app`, Gradio or FastAPI.
+
+User texts: every sentence a person reads (errors, warnings, notes) is a `MSG_` constant in its
+package's messages.py, and other modules import it from there; `make lint` checks it
+(scripts/check_user_texts.py). Labels and help of widgets stay beside the widget.
 """

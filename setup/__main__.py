@@ -1,4 +1,4 @@
-"""Command line of the setup layer: `python -m setup repo|launch|lora|plan|build ...`."""
+"""Command line of the setup layer: `python -m setup repo|launch|lora|plan|build|download ...`."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 from setup.build import llmapi_cli, serve_cli
 from setup.build.cli import add_build_commands, add_repo_flags, cmd_build, cmd_plan, repo_config_from_args
 from setup.cli_types import OneLineErrorParser, port_number, positive_int, raise_interrupt
+from setup.hub.cli import add_download_command, cmd_download
 from setup.launcher import LaunchError, LaunchOptions, find_tritonserver, start_triton
 from setup.lora.convert import STORAGE_DTYPES, LoraConvertError, describe
 from setup.lora.engine import convert_folder
@@ -65,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "against (rank, target modules, dtype, model shape).")
     add_train_command(lora_sub)
     add_build_commands(sub)
+    add_download_command(sub)
     return parser
 
 
@@ -121,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return {"repo": cmd_repo, "launch": cmd_launch, "lora": cmd_lora, "plan": cmd_plan,
-                "build": cmd_build}[args.command](args)
+                "build": cmd_build, "download": cmd_download}[args.command](args)
     except (RepoError, LaunchError, LoraConvertError, TrainError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

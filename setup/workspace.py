@@ -11,16 +11,14 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from setup.messages import MSG_EMPTY, MSG_OUTSIDE, MSG_SYSTEM_ROOT
+
 # Folders (and everything under them) that may never be a root.
 SYSTEM_TREES = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/run", "/sbin",
                 "/sys", "/usr")
 # Folders that may not be a root themselves (their subfolders may).
 SYSTEM_FOLDERS = ("/", "/home", "/mnt", "/media", "/opt", "/srv", "/tmp", "/var")
 
-MSG_SYSTEM_ROOT = "'{path}' cannot be a workspace folder: it is / or a system folder. Pick a project or data folder."
-MSG_OUTSIDE = ("The {what} '{path}' is outside the folders this app may use ({roots}). Move it there, or start "
-               "the app with --workspace FOLDER to allow another folder.")
-MSG_EMPTY = "The {what} is empty; give a folder path."
 
 
 class WorkspaceError(ValueError):

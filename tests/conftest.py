@@ -15,6 +15,7 @@ import shutil
 import socket
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -60,6 +61,36 @@ def pytest_terminal_summary(terminalreporter, config) -> None:
     if left:
         shown = ", ".join(left[:10]) + (f" and {len(left) - 10} more" if len(left) > 10 else "")
         terminalreporter.write_line(f"Left in the run's temporary folder, removed at exit: {shown}")
+
+
+# ---- servers stopped while the next tests run ------------------------------------------------------------
+# A tritonserver or peer takes seconds to shut down (its models unload, the peers drain); a fixture that is done
+# with one hands its stop to a thread, and the run waits for every such stop before it ends, so no process of
+# the run outlives it.
+_STOPPING: list[threading.Thread] = []
+_STOP_ERRORS: list[str] = []
+
+
+def stop_in_background(stop: Callable[[], object], what: str) -> None:
+    """Call `stop()` (a server's own stop: by the process group it started) on a thread of its own."""
+    def run() -> None:
+        try:
+            stop()
+        except Exception as exc:  # noqa: BLE001 - named at the end of the run
+            _STOP_ERRORS.append(f"{what}: {exc!r}")
+
+    thread = threading.Thread(target=run, name=f"stop {what}")
+    thread.start()
+    _STOPPING.append(thread)
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    """Wait for the servers still stopping; a stop that failed fails the run."""
+    while _STOPPING:
+        _STOPPING.pop().join()
+    if _STOP_ERRORS:
+        session.config.get_terminal_writer().line("Servers that did not stop cleanly: " + "; ".join(_STOP_ERRORS))
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_unconfigure(config) -> None:
@@ -155,7 +186,7 @@ def triton(tmp_path_factory) -> TritonEndpoints:
     """One real tritonserver (demo repository, CPU engine) shared by the integration tests."""
     endpoints = _triton_or_fail(lambda: start_triton(tmp_path_factory.mktemp("triton")))
     yield endpoints
-    endpoints.process.stop()
+    stop_in_background(endpoints.process.stop, "the demo tritonserver")
 
 
 @pytest.fixture(scope="session")
@@ -193,7 +224,7 @@ def llmapi_triton(tmp_path_factory) -> TritonEndpoints:
     """A real tritonserver with the llmapi demo repository (the CPU stand-in behind upstream's config.pbtxt)."""
     endpoints = _triton_or_fail(lambda: start_llmapi_triton(tmp_path_factory.mktemp("llmapi-triton")))
     yield endpoints
-    endpoints.process.stop()
+    stop_in_background(endpoints.process.stop, "the llmapi tritonserver")
 
 
 @pytest.fixture(scope="session")
@@ -223,7 +254,7 @@ def xcomposer2_triton(tmp_path_factory) -> TritonEndpoints:
     """A real tritonserver with the InternLM-XComposer2 twin (`--demo --deployment xcomposer2`)."""
     endpoints = _triton_or_fail(lambda: start_xcomposer2_triton(tmp_path_factory.mktemp("xcomposer2-triton")))
     yield endpoints
-    endpoints.process.stop()
+    stop_in_background(endpoints.process.stop, "the XComposer2 tritonserver")
 
 
 @pytest.fixture(scope="session")
@@ -281,7 +312,7 @@ def vllm(cpu_model_dir, tmp_path_factory):
     server = _peer_or_fail(lambda: start_vllm(cpu_model_dir, tmp_path_factory.mktemp("vllm") / "vllm.log"))
     print(f"\nvLLM ready in {server.start_seconds:.0f} s", flush=True)
     yield server
-    server.stop()
+    stop_in_background(server.stop, "vLLM")
 
 
 @pytest.fixture(scope="session")
@@ -294,7 +325,7 @@ def dynamo(cpu_model_dir, tmp_path_factory):
                           extra_models=("smollm2-b",), speedup=1.0)
     _peer_or_fail(server.start)
     yield server
-    server.stop()
+    stop_in_background(server.stop, "Dynamo")
 
 
 @pytest.fixture(scope="session")

@@ -19,6 +19,27 @@ import zipfile
 import zlib
 from pathlib import Path, PurePosixPath
 
+from app.adapters.messages import (
+    MSG_BAD_NAME,
+    MSG_FOLDER_SYMLINK,
+    MSG_NOT_ZIP,
+    MSG_UNPACK_FAILED,
+    MSG_UNPACKED_OVER_LIMIT,
+    MSG_UNPACKED_TOO_BIG,
+    MSG_ZIP_ABSOLUTE,
+    MSG_ZIP_BAD_CRC,
+    MSG_ZIP_CORRUPT,
+    MSG_ZIP_CUT_OFF,
+    MSG_ZIP_DUPLICATE,
+    MSG_ZIP_ENCRYPTED,
+    MSG_ZIP_METHOD,
+    MSG_ZIP_NESTED,
+    MSG_ZIP_RATIO,
+    MSG_ZIP_SYMLINK,
+    MSG_ZIP_TOO_BIG,
+    MSG_ZIP_TRAVERSAL,
+    MSG_ZIP_UNSUPPORTED,
+)
 from app.core.errors import ChatError
 from setup.lora.convert import CONFIG_FILE, PEFT_BIN, PEFT_CONFIG, PEFT_SAFETENSORS, WEIGHTS_FILE
 from setup.lora.record import RECORD_FILE
@@ -34,36 +55,9 @@ ZIP_ENCRYPTED_FLAGS = 0x01 | 0x40  # traditional (ZipCrypto/AES) and strong encr
 ZIP_MAGIC = b"PK\x03\x04"
 READ_BLOCK = 1 << 20
 
-MSG_BAD_NAME = ("Adapter name '{name}' is not allowed: use 1-64 letters, digits, '.', '_' or '-', "
-                "starting with a letter or digit.")
-MSG_NOT_ADAPTER = ("{where} is not an adapter: it needs adapter_config.json with adapter_model.safetensors "
-                   "(or .bin), or model.lora_weights.npy with model.lora_config.npy.")
-MSG_ZIP_TOO_BIG = "The zip file is {size}; the limit is {limit}."
-MSG_UNPACKED_TOO_BIG = "The zip would unpack to {size}; the limit is {limit}."
 # Weights barely compress (fp16/fp32: under 2:1); a big member packed far tighter is a zip bomb.
 MAX_COMPRESSION_RATIO = 50
 RATIO_CHECK_FROM_BYTES = 16 * 1024 * 1024
-MSG_ZIP_RATIO = ("'{member}' unpacks to {size} from {packed} ({ratio:.0f}:1); adapter weights do not compress like "
-                 "that, so the zip is refused as a zip bomb.")
-MSG_UNPACKED_OVER_LIMIT = "The zip unpacks to more than the {limit} limit; refusing to unpack it."
-MSG_NOT_ZIP = "{where} is not a valid zip file."
-MSG_ZIP_CUT_OFF = "{where} is damaged or incomplete (its list of files cannot be read); upload it again."
-MSG_ZIP_UNSUPPORTED = ("{where} uses a zip feature this server cannot unpack ({feature}); zip the adapter "
-                       "folder again with a standard zip tool.")
-MSG_ZIP_ABSOLUTE = "The zip holds an absolute path ('{member}'); refusing to unpack it."
-MSG_ZIP_TRAVERSAL = "The zip holds a path that leaves its folder ('{member}'); refusing to unpack it."
-MSG_ZIP_SYMLINK = "The zip holds a symbolic link ('{member}'); refusing to unpack it."
-MSG_ZIP_NESTED = "The zip must hold one adapter (files at the top or in one folder), found '{member}'."
-MSG_ZIP_DUPLICATE = "The zip holds '{member}' more than once; refusing to unpack it."
-MSG_ZIP_BAD_CRC = "The zip is damaged: '{member}' fails its checksum."
-MSG_ZIP_CORRUPT = "The zip is damaged: '{member}' is truncated or corrupt."
-MSG_ZIP_ENCRYPTED = ("The zip is password-protected ('{member}' is encrypted); zip the adapter folder again "
-                     "without a password.")
-MSG_ZIP_METHOD = ("The zip stores '{member}' with compression method {method}, which this server cannot unpack; "
-                  "zip the adapter folder again with the standard (deflate) compression.")
-MSG_ADD_FAILED = "{where} could not be added: {reason}."
-MSG_UNPACK_FAILED = "'{member}' could not be unpacked: {reason}."
-MSG_FOLDER_SYMLINK = "{where} is a symbolic link; copy the real file into the adapter folder."
 
 
 class AdapterError(ChatError):

@@ -27,8 +27,6 @@ import numpy as np
 from app.adapters.intake import (
     MAX_UNPACKED_BYTES,
     MAX_ZIP_BYTES,
-    MSG_ADD_FAILED,
-    MSG_NOT_ADAPTER,
     AdapterError,
     adapter_kind,
     check_name,
@@ -38,6 +36,7 @@ from app.adapters.intake import (
     os_reason,
     unpack_adapter,
 )
+from app.adapters.messages import MSG_ADD_FAILED, MSG_BF16, MSG_EXISTS, MSG_NOT_ADAPTER, MSG_UNKNOWN
 from app.adapters.stream import AdapterStream, lora_bytes
 from app.adapters.task_ids import fingerprint, task_id_of
 from setup.lora.convert import (
@@ -56,10 +55,6 @@ __all__ = ["DEFAULT_ADAPTERS_DIR", "AdapterError", "AdapterInfo", "AdapterRegist
 
 DEFAULT_ADAPTERS_DIR = PROJECT_ROOT / "adapters"
 
-MSG_EXISTS = "An adapter named '{name}' already exists; remove it first or pick another name."
-MSG_UNKNOWN = "There is no adapter named '{name}'."
-MSG_BF16 = ("{where} holds bfloat16 weights (uint16 bit patterns); the server's lora_weights input is float16. "
-            "Convert the PEFT adapter again with --dtype float16.")
 
 
 @dataclass(frozen=True)

@@ -17,17 +17,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.adapters.intake import check_name
+from app.adapters.messages import (
+    MSG_CANCELLING,
+    MSG_ENGINE_MODULES,
+    MSG_ENGINE_RANK,
+    MSG_NAME_TAKEN,
+    MSG_NOTHING_TO_CANCEL,
+)
 from setup.lora.convert import HF_TO_TRT, LoraConvertError
 from setup.lora.dataset import Example
 from setup.lora.engine import load_engine_spec
 from setup.lora.train import TrainResult, prepare_training, where_it_runs
 from setup.lora.train_settings import TrainCancelled, TrainError, TrainSettings
-
-MSG_NOTHING_TO_CANCEL = "No training is running."
-MSG_CANCELLING = "Cancelling the training; nothing will be written."
-MSG_ENGINE_RANK = "The engine takes adapters up to rank {max_rank}; pick a rank of {max_rank} or less."
-MSG_ENGINE_MODULES = "The engine was built for LoRA on {allowed}; {names} cannot be used with it."
-MSG_NAME_TAKEN = "An adapter named '{name}' exists already; pick another name (or remove that adapter first)."
 
 
 def default_base_dir(tokenizer_dir: str | None, demo: bool) -> Path | None:

@@ -50,13 +50,15 @@ from app.core.constants import (
     MAX_CONVERSATION_MESSAGES,
     MAX_IMAGE_BYTES,
     MAX_JSON_DEPTH,
+)
+from app.core.conversation import Conversation, Media, ReplyVersion, Turn
+from app.core.errors import InvalidImage, InvalidRequest
+from app.core.messages import (
     MSG_CONVERSATION_TOO_LONG,
     MSG_CONVERSATION_TOO_MANY_MESSAGES,
     MSG_IMAGE_TOO_LARGE_BYTES,
     MSG_INVALID_TEXT,
 )
-from app.core.conversation import Conversation, Media, ReplyVersion, Turn
-from app.core.errors import InvalidImage, InvalidRequest
 from app.core.sampling import SAMPLING_LIMITS, SamplingParams
 
 ROLES = ("system", "user", "assistant")

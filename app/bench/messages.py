@@ -14,3 +14,7 @@ MSG_BENCH_DATASET_UNREADABLE = "Dataset {path} cannot be read: {reason}"
 MSG_BENCH_DATASET_EMPTY = "Dataset {path} holds no prompts (expected a JSON list or JSON lines)."
 MSG_BENCH_DATASET_ITEM = "Dataset {path}, item {number}: no prompt text (give a string or one of: {keys})."
 MSG_BENCH_STOPPED = "Not sent: the benchmark was stopped."
+
+# sweep.py
+MSG_NOT_LIVE = "The server at {url} cannot be reached: {detail}"
+MSG_NOT_READY = "Model '{model}' is not ready on {url} yet."

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import pandas as pd
 
 from app.bench.load import run_load, synthetic_requests
+from app.bench.messages import MSG_NOT_LIVE, MSG_NOT_READY
 from app.bench.stats import BenchSummary, summarize
 from app.bench.targets import DeploymentSender
 from app.core.errors import ModelNotReady, ServerUnreachable
@@ -16,8 +17,6 @@ TABLE_COLUMNS = ["concurrency", "requests", "errors", "requests/s", "tokens/s", 
                  "ITL p50 ms", "e2e p50 ms", "e2e p99 ms"]
 
 
-MSG_NOT_LIVE = "The server at {url} cannot be reached: {detail}"
-MSG_NOT_READY = "Model '{model}' is not ready on {url} yet."
 
 
 def check_deployment(deployment) -> None:

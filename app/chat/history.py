@@ -31,9 +31,10 @@ from app.chat.messages import (
     MSG_IMPORT_NOT_JSON,
     MSG_IMPORT_SHAPE,
 )
-from app.core.constants import MAX_CONVERSATION_CHARS, MAX_CONVERSATION_MESSAGES, MSG_STOPPED
+from app.core.constants import MAX_CONVERSATION_CHARS, MAX_CONVERSATION_MESSAGES
 from app.core.conversation import ASSISTANT, ROLES, USER, Conversation, Media, ReplyVersion, Turn
 from app.core.errors import InvalidRequest
+from app.core.messages import MSG_STOPPED
 from app.core.sampling import SamplingParams
 
 FORMAT = "triton-vlm-lora-demo conversation"

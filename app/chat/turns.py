@@ -25,12 +25,10 @@ from app.core.constants import (
     MAX_CONVERSATION_CHARS,
     MAX_CONVERSATION_MESSAGES,
     MAX_PROMPT_CHARS,
-    MSG_CONVERSATION_TOO_LONG,
-    MSG_CONVERSATION_TOO_MANY_MESSAGES,
-    MSG_STOPPED,
 )
 from app.core.conversation import ContextPolicy, Conversation, Media, ReplyVersion, Turn
 from app.core.errors import ChatError, InvalidRequest
+from app.core.messages import MSG_CONVERSATION_TOO_LONG, MSG_CONVERSATION_TOO_MANY_MESSAGES, MSG_STOPPED
 from app.core.sampling import SamplingParams
 from app.deployments.base import ReplyRequest, check_adapter_name
 

@@ -18,16 +18,12 @@ from http.cookies import SimpleCookie
 from urllib.parse import parse_qsl, urlencode
 
 from app.core.errors import ChatError
+from app.core.messages import MSG_NEED_LOGIN, MSG_NEED_TOKEN
 from setup.workspace import Workspace
 
 TOKEN_HEADER = "x-launch-token"
 TOKEN_QUERY = "token"
 
-MSG_NEED_TOKEN = ("This action runs programs or writes files on the server, so it needs the app's launch token. "
-                  "Open the URL with ?token=... that the app printed when it started (or send the "
-                  "X-Launch-Token header).")
-MSG_NEED_LOGIN = ("This action runs programs or writes files on the server, and the app listens on {host} "
-                  "without a login. Restart it with --auth-file (or on 127.0.0.1) to allow it.")
 
 
 class AccessDenied(ChatError):

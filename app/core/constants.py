@@ -1,4 +1,4 @@
-"""Defaults, limits and user-facing texts of the app, in one place."""
+"""Defaults and limits the app's packages share (their sentences are in app/core/messages.py)."""
 
 DEFAULT_MODEL = "tensorrt_llm_bls"
 SUPPORTED_MODELS = ("tensorrt_llm_bls", "ensemble")
@@ -16,11 +16,6 @@ MAX_CONVERSATION_MESSAGES = 1_000
 MAX_UPLOAD = "20mb"
 
 
-MSG_CONVERSATION_TOO_LONG = ("The conversation is {chars:,} characters; this app takes at most {limit:,} characters "
-                             "per request. Start a new chat or shorten it.")
-MSG_CONVERSATION_TOO_MANY_MESSAGES = ("The conversation has {count:,} messages; this app takes at most {limit:,} "
-                                      "per request. Start a new chat or shorten it.")
-MSG_STOPPED = "(stopped)"
 HISTORY_MODES = {
     "same adapter": "Each adapter sees only the turns it answered (plus your new message), so styles do not leak "
                     "between adapters through the conversation.",
@@ -28,7 +23,6 @@ HISTORY_MODES = {
 }
 MAX_COMPARE_ADAPTERS = 3
 LLMAPI_MODEL = "tensorrt_llm"  # the llmapi model's name in upstream's layout and in the demo
-MSG_TEXT_ONLY = "This deployment is text-only: images are not sent. Remove the image or deploy a vision model."
 
 CPU_DEMO_NOTE = (
     "CPU demo: a real Triton server runs SmolLM2-135M-Instruct on the CPU in the `tensorrt_llm` slot, "
@@ -41,8 +35,6 @@ MAX_IMAGE_BYTES = 20 * 1024 * 1024
 MAX_IMAGE_PIXELS = 40_000_000  # a 12-megapixel photo passes; larger is refused before decoding
 IMAGE_BACKGROUND = (255, 255, 255)  # transparent areas are composited onto white
 
-MSG_IMAGE_TOO_LARGE_BYTES = "{name} is {size_mb:.1f} MB; images may be at most {limit_mb:.0f} MB."
-MSG_IMAGE_NO_TEXT_PROMPT = "Add a question or instruction to go with the image."
 
 # Video intake (app/vision/video.py): checked from the container's header before frames are decoded.
 VIDEO_FORMATS = ("MP4", "WebM", "GIF")
@@ -65,11 +57,6 @@ CPU_OCR_NOTE = (
     "model's own vision tower (LLaVA, BLIP-2, VILA) in the multimodal_encoders slot."
 )
 
-MSG_METRICS_NOT_SET = "No metrics address is configured (start the app with --demo, or give the metrics URL)."
-MSG_INVALID_TEXT = (
-    "The {field} holds a character that is not valid Unicode text (a lone surrogate at position {position}); "
-    "remove it and send again."
-)
 
 # OpenAI-compatible HTTP API (app/api/openai_routes.py, app/api/openai_schema.py).
 API_MAX_BODY_BYTES = 64 * 1024 * 1024  # a few base64 images at MAX_IMAGE_BYTES each

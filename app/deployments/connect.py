@@ -10,10 +10,11 @@ from app.deployments.llmapi.deployment import LlmApiDeployment
 from app.deployments.messages import MSG_API_KEY_FILE
 from app.deployments.openai_compat.deployment import OpenAICompatDeployment
 from app.deployments.prompts import DEFAULT_TEMPLATE
+from app.deployments.runner.deployment import RunnerDeployment
 from app.deployments.triton_engine.deployment import TritonEngineDeployment
 from app.triton.client import TritonChatClient
 
-DEPLOYMENTS = ("engine", "llmapi")  # Triton deployment kinds: engine topology, TensorRT-LLM 1.x llmapi model
+DEPLOYMENTS = ("engine", "llmapi", "runner")  # Triton kinds: engine topology, 1.x llmapi model, run.py's runner
 
 
 def read_api_key(path: str | Path | None) -> str | None:
@@ -33,6 +34,8 @@ def connect(config, registry: AdapterRegistry, triton_url: str | None = None):
                                       api_key=read_api_key(config.api_key_file), adapters_as=config.adapters_as,
                                       system_prompt=config.system_prompt)
     client = TritonChatClient(triton_url or config.triton_url, model=config.model)
+    if getattr(config, "deployment", "engine") == "runner":
+        return RunnerDeployment(client, registry, metrics=config.metrics_url if triton_url is None else None)
     if getattr(config, "deployment", "engine") == "llmapi":
         return LlmApiDeployment(client, registry, template=config.template or DEFAULT_TEMPLATE,
                                 tokenizer_dir=config.tokenizer_dir,

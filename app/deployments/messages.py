@@ -46,3 +46,14 @@ MSG_LLMAPI_COPY_FAILED = "Could not copy adapter '{adapter}' into the server's a
 MSG_CONVERSATION_TOO_MANY_TOKENS = ("The conversation is {tokens:,} tokens; this deployment takes at most {limit:,} "
                                     "input tokens. Start a new chat or shorten it.")
 CONTINUE_TURN = "Continue your last reply from where it stopped, without repeating it."  # where no extra does it
+
+# model_lora.py
+MSG_OWN_ADAPTER_ONLY = ("{family} applies its own adapter ({own}) to every reply, and this deployment cannot "
+                        "combine it with another one, so adapter '{adapter}' cannot be used here. Pick the base "
+                        "model (which keeps {own} on).")
+MSG_OWN_ADAPTER_MISSING = ("{family} needs its own adapter '{own}' on every request, but the adapters folder has no "
+                           "adapter of that name. Add it on the Adapters tab (or start with another --model-adapter).")
+RUNNER_KIND = "Triton runner topology (TensorRT-LLM's MultimodalModelRunner)"
+MSG_RUNNER_IMAGES = "{family} takes {limit} picture(s) per message through the runner; this message has {count}."
+MSG_RUNNER_NO_LORA = ("Model '{model}' (the runner topology) takes no adapter: TensorRT-LLM's runner for this family "
+                      "has no LoRA task input.")

@@ -12,17 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.core.errors import InvalidRequest
+from app.deployments.messages import MSG_OWN_ADAPTER_MISSING, MSG_OWN_ADAPTER_ONLY
 from app.triton.client import ModelInfo
 from setup.catalog.builds import get_family as build_family
 from setup.catalog.families import FamilyError
 
 COMBINES_PARAMETER = "combines_adapters"  # served config parameter: "true" when adapters can be combined
 
-MSG_OWN_ADAPTER_ONLY = ("{family} applies its own adapter ({own}) to every reply, and this deployment cannot "
-                        "combine it with another one, so adapter '{adapter}' cannot be used here. Pick the base "
-                        "model (which keeps {own} on).")
-MSG_OWN_ADAPTER_MISSING = ("{family} needs its own adapter '{own}' on every request, but the adapters folder has no "
-                           "adapter of that name. Add it on the Adapters tab (or start with another --model-adapter).")
 
 
 @dataclass(frozen=True)

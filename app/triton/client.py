@@ -20,12 +20,7 @@ import tritonclient.grpc as grpcclient
 from tritonclient.grpc._infer_result import InferResult
 from tritonclient.utils import InferenceServerException
 
-from app.core.constants import (
-    DEFAULT_MODEL,
-    MSG_INVALID_TEXT,
-    SERVER_CHECK_TIMEOUT,
-    STREAM_STALL_SECONDS,
-)
+from app.core.constants import DEFAULT_MODEL, SERVER_CHECK_TIMEOUT, STREAM_STALL_SECONDS
 from app.core.errors import (
     Cancelled,
     ChatError,
@@ -35,6 +30,7 @@ from app.core.errors import (
     StreamStalled,
     parse_error,
 )
+from app.core.messages import MSG_INVALID_TEXT
 from app.core.sampling import SamplingParams
 from app.triton import transport as grpc_stream
 from app.triton.describe import can_describe, describe_pixels, encoder_name

@@ -18,14 +18,9 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from app.core.constants import (
-    IMAGE_BACKGROUND,
-    IMAGE_FORMATS,
-    MAX_IMAGE_BYTES,
-    MAX_IMAGE_PIXELS,
-    MSG_IMAGE_TOO_LARGE_BYTES,
-)
+from app.core.constants import IMAGE_BACKGROUND, IMAGE_FORMATS, MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS
 from app.core.errors import InvalidImage
+from app.core.messages import MSG_IMAGE_TOO_LARGE_BYTES
 from app.vision.messages import (
     MSG_IMAGE_BOMB,
     MSG_IMAGE_EMPTY,

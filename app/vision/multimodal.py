@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from app.core.constants import MSG_TEXT_ONLY
 from app.core.errors import InvalidRequest, TextOnlyDeployment, TooManyImages
+from app.core.messages import MSG_TEXT_ONLY
 from app.triton.client import ModelInfo
 from app.vision.images import ImageLimits, load_image
 from app.vision.messages import MSG_IMAGE_INPUT_UNSUPPORTED, MSG_TOO_MANY_IMAGES, MSG_UNKNOWN_FAMILY

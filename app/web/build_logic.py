@@ -9,22 +9,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from app.core.access import is_loopback
+from app.web.messages import MSG_DEPLOY_NOT_SERVED, MSG_NO_JOB, MSG_STOPPED, MSG_STOPPING
 from setup.build.jobs import JobStore
 from setup.build.registry import EngineRegistry, installed_trtllm_version
 from setup.catalog.builds import families, get_family, resolve_version
+from setup.hub.names import download_folder, hub_defaults, looks_like_model_id
 from setup.plan.config import ConfigError, PlanConfig
 from setup.plan.planner import Plan, PlanError, make_plan, triton_support
 from setup.repo.writer import RepoError, family_deployment, parameter_specs
 
 VERSIONS = ("0.11", "0.12", "0.15", "0.19")
-MSG_DISABLED = ("The Build page is disabled: the app listens on {host}, not only on this machine, and no "
-                "login is configured. Start it with authentication, or on 127.0.0.1.")
-MSG_NO_JOB = "No build yet: check the plan, then press Run."
-MSG_DEPLOY_NOT_SERVED = "Triton does not serve this family with these templates; nothing to write or launch."
-MSG_STOPPING = "Stopping Triton…"
-MSG_STOPPED = "Triton stopped."
-MSG_BUSY_STOPPING = "The server started from this page is still stopping; try again in a moment."
-MSG_NOTHING_TO_RESUME = "Pick a build job that was cancelled, failed or interrupted to resume it."
 STATUS_ICONS = {"pending": "○", "running": "◐", "done": "●", "skipped": "◌ skipped", "failed": "✖", "cancelled": "■"}
 
 
@@ -136,6 +130,26 @@ def family_defaults(family_id: str) -> dict:
             "max_batch_size": defaults.get("max_batch_size"), "max_input_len": defaults.get("max_input_len"),
             "max_seq_len": defaults.get("max_seq_len"), "max_num_images": defaults.get("max_num_images", 0),
             "lora": bool(family.lora.get("supported"))}
+
+
+def example_model_id(family_id: str) -> str:
+    """The family's example checkpoint when it is a hub id (some families name a .nemo file in words)."""
+    example = get_family(family_id).raw.get("example_checkpoint")
+    return str(example) if looks_like_model_id(example) else ""
+
+
+def model_source(form: dict, root: Path) -> dict:
+    """The form with its checkpoint source settled: a model id is downloaded when the checkpoint folder is empty
+    (then models/ORG--NAME under `root`) or is that download folder; a folder of one's own wins over the model id.
+    An empty output folder with a model id becomes builds/FAMILY--ORG--NAME under `root`."""
+    model_id = str(form.get("model_id") or "").strip()
+    if not model_id:
+        return {**form, "model_id": None, "revision": None}
+    checkpoint = str(form.get("checkpoint") or "").strip()
+    own = download_folder(root, model_id, str(form.get("revision") or "").strip() or None)
+    if checkpoint and Path(checkpoint).expanduser().resolve() != own.resolve():
+        return {**form, "model_id": None, "revision": None}
+    return hub_defaults({**form, "model_id": model_id}, root)
 
 
 def form_to_config(form: dict, triton: dict) -> PlanConfig:

@@ -9,14 +9,13 @@ from html import escape
 
 from app.chat.messages import MSG_CUT, MSG_IMAGE_NOT_KEPT
 from app.chat.outbox import Queued
-from app.core.constants import MSG_STOPPED
 from app.core.conversation import Conversation, ReplyVersion, Turn
+from app.core.messages import MSG_STOPPED
+from app.web.messages import MSG_SENT_ALL, MSG_SENT_SOME
 
 PENDING_PREFIX = "*waiting to be sent:* "  # marks a queued message in the shown conversation
 REPLY_FIGURES = '\n\n<small class="reply-figures">{figures}</small>'  # a finished reply's figures line
 MODEL_SAW = '\n\n<details class="model-saw"><summary>What the model saw</summary>{items}</details>'  # one line
-SENT_ALL = "Sent to the model: your message{s} {numbers} (the whole conversation)."
-SENT_SOME = "Sent to the model: your message{s} {numbers} of {count}; a new picture starts what the model sees."
 
 
 def _numbers(values: list[int]) -> str:
@@ -42,8 +41,8 @@ def context_line(version: ReplyVersion, before: tuple[Turn, ...]) -> str:
         return ""
     s = "" if len(sent) == 1 else "s"
     if not left_out_before:
-        return SENT_ALL.format(s=s, numbers=_numbers(sent))
-    return SENT_SOME.format(s=s, numbers=_numbers(sent), count=len(people))
+        return MSG_SENT_ALL.format(s=s, numbers=_numbers(sent))
+    return MSG_SENT_SOME.format(s=s, numbers=_numbers(sent), count=len(people))
 
 
 def saw_block(images: tuple[tuple[str, ...], ...], context: str = "") -> str:

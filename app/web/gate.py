@@ -6,8 +6,7 @@ import gradio as gr
 
 from app.chat.context import AppContext
 from app.core.access import AccessDenied
-
-MSG_NO_REQUEST = "This action needs a request from the browser or the API; nothing was run."
+from app.web.messages import MSG_NO_REQUEST
 
 
 def caller_may_act(ctx: AppContext, request: gr.Request | None) -> str | None:

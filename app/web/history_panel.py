@@ -23,12 +23,10 @@ from app.web.labels import (
     EXPORT_JSON,
     EXPORT_MARKDOWN,
     IMPORT_JSON,
-    MSG_BUSY_SWITCH,
-    MSG_IMPORTED,
-    MSG_NOTHING_TO_EXPORT,
     NEW_CHAT,
 )
 from app.web.legacy_chats import conversation_of_file, conversation_of_messages
+from app.web.messages import MSG_BUSY_SWITCH, MSG_IMPORTED, MSG_NOTHING_TO_EXPORT
 
 STORAGE_KEY = "triton-vlm-lora-conversations"
 # BrowserState encrypts with a key it hands to the page anyway; a fixed one keeps the conversations readable

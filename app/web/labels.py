@@ -27,14 +27,6 @@ def adapter_choices(ctx) -> list[str]:
     """Dropdown entries: the base model (with its own adapter, if any), then every adapter it can use."""
     return [base_label(ctx), *ctx.deployment.adapter_names()]
 
-# Adapters tab: removing asks first (the folder is deleted).
-MSG_PICK_TO_REMOVE = "⚠️ Pick an adapter to remove."
-MSG_CONFIRM_REMOVE = ("Remove **{name}**? Its folder `{folder}` is deleted and its task id is retired; chats that use "
-                      "it will fail until it is added again.")
-MSG_REMOVE_KEPT = "Nothing removed."
-MSG_PICK_TO_CHECK = "⚠️ Pick an adapter to check."
-# The API may name any adapter: the lists are checked when the call comes, not when the app started.
-MSG_NO_ADAPTER = "⚠️ There is no adapter named '{name}' to {action}; the adapters are: {names}."
 NO_ADAPTERS = "none"
 
 # Chat tab
@@ -65,9 +57,6 @@ CONVERSATIONS = "Conversations"
 CONVERSATIONS_INFO = "Kept in this browser only."
 NEW_CHAT, DELETE_CHAT = "New chat", "Delete"
 EXPORT_JSON, EXPORT_MARKDOWN, IMPORT_JSON = "Export JSON", "Export Markdown", "Import JSON"
-MSG_BUSY_SWITCH = "A reply is still running; press Stop before switching conversations."
-MSG_IMPORTED = "Imported “{title}” ({count})."
-MSG_NOTHING_TO_EXPORT = "This conversation is empty; there is nothing to export."
 
 # Compare tab
 COMPARE_INTRO = ("One prompt, streamed at the same time through each chosen model/adapter; an image, when given, "

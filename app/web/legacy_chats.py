@@ -11,6 +11,7 @@ from html import unescape
 
 from app.chat.history import reply_of
 from app.core.conversation import Conversation, Media, ReplyVersion, Turn
+from app.web.messages import MSG_DAMAGED_REPLY, MSG_NOT_A_MESSAGE
 
 REPLY_ID = "reply:"  # older apps kept a reply's record as JSON in its message's metadata["id"] behind this
 # The footer older apps ended a reply's display text with: what the model saw, the figures line, the adapter tag
@@ -18,8 +19,6 @@ OLD_FOOTER = re.compile(r'(?:\n\n<details class="model-saw">(?P<saw>[^\n]*)</det
                         r'(?:\n\n<small class="reply-figures">(?P<figures>[^<\n]*)</small>)?'
                         r'(?:\n\n\*adapter: (?P<adapter>[^*\n]+)\*)?$')
 PICTURE_LINE = re.compile(r"^\[image (?P<name>[^\]\n]+?)(?:: not kept)?\]$")  # a picture an export named
-MSG_NOT_A_MESSAGE = 'message {number} is not {{"role": "user" or "assistant", "content": text}}'
-MSG_DAMAGED_REPLY = "reply {number} is damaged ({detail})"
 
 
 def content_text(content: object) -> str:

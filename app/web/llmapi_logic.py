@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 from dataclasses import replace
 
+from app.web.messages import MSG_RUNNING, MSG_STARTING
 from app.web.plan_view import PlanView, plan_view, problems_view
 from setup.catalog.llmapi_releases import LATEST, llmapi_releases
 from setup.launcher import LaunchOptions, check_ports_free, find_tritonserver, start_triton
@@ -15,8 +16,6 @@ from setup.plan.types import PlanError
 DEPLOYMENT = ("TensorRT-LLM 1.x, Triton llmapi", "llmapi")
 INT_FIELDS = ("tp", "pp", "max_batch_size", "max_num_tokens", "max_seq_len", "max_lora_rank", "max_cpu_loras",
               "instances", "grpc_port")
-MSG_STARTING = "Wrote {out}. Starting Triton on it (gRPC 127.0.0.1:{port}); the app chats with it by: {app}"
-MSG_RUNNING = "A Triton server started from this page is already running or stopping; stop it first."
 
 
 def release_choices() -> list[tuple[str, str]]:

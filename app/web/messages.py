@@ -10,3 +10,48 @@ MSG_BENCH_STOPPING = "Stopping: cancelling the requests under way…"
 MSG_BENCH_NO_LEVELS = "Choose at least one concurrency level."
 MSG_JOB_UNREAD = ("Nobody read this job's result within {seconds:.0f} s of submitting it, so it was cancelled. "
                   "Read GET /gradio_api/call/<api>/<event_id> right after the POST (gradio_client does).")
+MSG_BUILD_SERVER_RUNNING = "A server started from this page is already running; stop it first."
+MSG_BUILD_NO_SERVER = "No server started from this page is ready."
+
+# build_logic.py
+MSG_DISABLED = ("The Build page is disabled: the app listens on {host}, not only on this machine, and no "
+                "login is configured. Start it with authentication, or on 127.0.0.1.")
+MSG_NO_JOB = "No build yet: check the plan, then press Run."
+MSG_DEPLOY_NOT_SERVED = "Triton does not serve this family with these templates; nothing to write or launch."
+MSG_STOPPING = "Stopping Triton…"
+MSG_STOPPED = "Triton stopped."
+MSG_BUSY_STOPPING = "The server started from this page is still stopping; try again in a moment."
+MSG_NOTHING_TO_RESUME = "Pick a build job that was cancelled, failed or interrupted to resume it."
+
+# gate.py
+MSG_NO_REQUEST = "This action needs a request from the browser or the API; nothing was run."
+
+# labels.py
+# Adapters tab: removing asks first (the folder is deleted).
+MSG_PICK_TO_REMOVE = "⚠️ Pick an adapter to remove."
+MSG_CONFIRM_REMOVE = ("Remove **{name}**? Its folder `{folder}` is deleted and its task id is retired; chats that use "
+                      "it will fail until it is added again.")
+MSG_REMOVE_KEPT = "Nothing removed."
+MSG_PICK_TO_CHECK = "⚠️ Pick an adapter to check."
+# The API may name any adapter: the lists are checked when the call comes, not when the app started.
+MSG_NO_ADAPTER = "⚠️ There is no adapter named '{name}' to {action}; the adapters are: {names}."
+MSG_BUSY_SWITCH = "A reply is still running; press Stop before switching conversations."
+MSG_IMPORTED = "Imported “{title}” ({count})."
+MSG_NOTHING_TO_EXPORT = "This conversation is empty; there is nothing to export."
+
+# llmapi_logic.py
+MSG_STARTING = "Wrote {out}. Starting Triton on it (gRPC 127.0.0.1:{port}); the app chats with it by: {app}"
+MSG_RUNNING = "A Triton server started from this page is already running or stopping; stop it first."
+
+# serve_logic.py
+MSG_NOT_INSTALLED = ("Wrote {files}. trtllm-serve is not installed on this machine, so nothing was started: run "
+                     "{script} where TensorRT-LLM {release} is installed, then point the app at {url}.")
+MSG_STARTED = "Wrote {files}. trtllm-serve started (pid {pid}); its OpenAI API will be at {url}."
+MSG_SERVE_LOGIC_RUNNING = "A trtllm-serve started from this page is already running; stop it first."
+
+# The chat's reply view (chat_view.py): which of the person's messages the model was sent
+MSG_SENT_ALL = "Sent to the model: your message{s} {numbers} (the whole conversation)."
+MSG_SENT_SOME = "Sent to the model: your message{s} {numbers} of {count}; a new picture starts what the model sees."
+# Conversations older apps wrote (legacy_chats.py): what is wrong with a file
+MSG_NOT_A_MESSAGE = 'message {number} is not {{"role": "user" or "assistant", "content": text}}'
+MSG_DAMAGED_REPLY = "reply {number} is damaged ({detail})"

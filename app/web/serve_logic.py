@@ -8,6 +8,7 @@ import subprocess
 import threading
 from pathlib import Path
 
+from app.web.messages import MSG_NOT_INSTALLED, MSG_SERVE_LOGIC_RUNNING, MSG_STARTED
 from app.web.plan_view import PlanView, plan_view, problems_view
 from setup.plan.serve import ServeConfig, ServePlan, make_serve_plan, write_serve_files
 from setup.plan.serve_catalog import family_note, releases, served_families
@@ -15,10 +16,6 @@ from setup.plan.types import PlanError
 
 DEPLOYMENTS = (("Engine path (TensorRT engines + Triton)", "engine"), ("TensorRT-LLM 1.x, trtllm-serve", "trtllm-serve"))
 SERVE_VERSIONS = tuple(releases())
-MSG_NOT_INSTALLED = ("Wrote {files}. trtllm-serve is not installed on this machine, so nothing was started: run "
-                     "{script} where TensorRT-LLM {release} is installed, then point the app at {url}.")
-MSG_STARTED = "Wrote {files}. trtllm-serve started (pid {pid}); its OpenAI API will be at {url}."
-MSG_RUNNING = "A trtllm-serve started from this page is already running; stop it first."
 INT_FIELDS = ("tp", "pp", "max_batch_size", "max_num_tokens", "max_seq_len", "max_lora_rank", "max_loras",
               "max_cpu_loras", "port")
 
@@ -72,7 +69,7 @@ class ServeServer:
         """Write the files; start trtllm-serve when it is installed. Returns the sentence to show."""
         with self._lock:
             if self.running():
-                raise RuntimeError(MSG_RUNNING)
+                raise RuntimeError(MSG_SERVE_LOGIC_RUNNING)
             options, script = write_serve_files(plan)
             files = f"{options} and {script}"
             binary = self._which("trtllm-serve")

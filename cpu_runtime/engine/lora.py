@@ -31,6 +31,26 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from cpu_runtime.engine.messages import (
+    MSG_ADAPTER_SIZE,
+    MSG_BATCH,
+    MSG_BOTH_TENSORS,
+    MSG_CACHE_FULL,
+    MSG_DTYPE,
+    MSG_KEYS_DTYPE,
+    MSG_KEYS_SHAPE,
+    MSG_KEYS_WIDTH,
+    MSG_LAYER,
+    MSG_MODULE,
+    MSG_NOT_CACHED,
+    MSG_RANK,
+    MSG_ROWS,
+    MSG_STORE,
+    MSG_TASK_ID_REQUIRED,
+    MSG_TOO_FEW,
+    MSG_WEIGHTS_SHAPE,
+)
+
 # module id -> (TensorRT-LLM module name, attribute path inside a decoder layer of a Llama-style model)
 MODULES = {
     1: ("attn_q", "self_attn.q_proj"), 2: ("attn_k", "self_attn.k_proj"), 3: ("attn_v", "self_attn.v_proj"),
@@ -46,24 +66,6 @@ CONFIG_ROW = 3
 DEFAULT_HOST_CACHE_BYTES = 1 << 30  # the backend's default lora_cache_host_memory_bytes
 ENGINE_NUMPY_DTYPES = {"float16": np.float16, "float32": np.float32}
 
-# Error texts of the TensorRT-LLM executor / backend.
-MSG_TASK_ID_REQUIRED = "lora_task_id must be set for LoRA inference"
-MSG_BOTH_TENSORS = "Request for LoRA inference must have both lora_weights and lora_keys"
-MSG_WEIGHTS_SHAPE = "Invalid shape for lora_weights tensor"
-MSG_KEYS_SHAPE = "Invalid shape for lora_keys tensor"
-MSG_BATCH = "Expected batch dimension to be 1 for each lora request"
-MSG_KEYS_DTYPE = "Expected  lora keys to have TYPE_INT32 but was {dtype}"
-MSG_ROWS = "Expected dim1 lora_weights and lora_keys to have the same size"
-MSG_KEYS_WIDTH = "Expected dim2 of lora_keys to have a size in [3, 4]"
-MSG_DTYPE = "Expected lora weights to be the same data type as base model"
-MSG_LAYER = "Expected layerId to be in the range [0, numModelLayers)"
-MSG_ADAPTER_SIZE = "Expected adapterSize to be > 0"
-MSG_MODULE = "lora module {module} not enabled for this model"
-MSG_TOO_FEW = "lora_weights has to few values for {module}"
-MSG_RANK = "Invalid low_rank ({rank}). low_rank must be smaller than mMaxLowRank ({max_rank})"
-MSG_NOT_CACHED = "LoRA task {task_id} not found in cache. Please send LoRA weights with request"
-MSG_CACHE_FULL = "Cache is full. There are no done tasks to evict"
-MSG_STORE = "Error storing task={task_id} in PEFT cache -- {reason}"
 
 
 class LoraError(ValueError):

@@ -16,16 +16,11 @@ import re
 
 import numpy as np
 
+from cpu_runtime.llmapi_standin.messages import MSG_DATA, MSG_LOCAL, MSG_MARKERS, MSG_REMOTE
+
 MARKER = "<image>"
 MAX_IMAGE_SIDE = 2048
 DATA_URI = re.compile(r"data:(image/[\w.+-]+)?(;[\w=.-]+)*;base64,(.*)", re.S)
-MSG_LOCAL = ("image_url must be an http(s) URL or a data: URI; local paths and file:// URLs are refused "
-             "(got '{start}').")
-MSG_REMOTE = "The CPU stand-in fetches no remote images; send the image inline as a data: URI."
-MSG_DATA = "image_url {index} is not a base64 data: URI of an image ({detail})."
-MSG_NOT_MULTIMODAL = "This model was deployed without triton_config.multimodal in model.yaml; it reads no images."
-MSG_TOO_MANY = "At most {limit} images per request; got {count}."
-MSG_MARKERS = "The prompt has {markers} {marker} markers for {count} images."
 
 
 def decode_image_url(url: str, index: int):

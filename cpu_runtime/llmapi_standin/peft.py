@@ -14,17 +14,18 @@ from pathlib import Path
 import numpy as np
 import torch
 
-# Upstream's texts (tests/data/upstream/trtllm-0a710573/llmapi.yaml, behaviour.errors).
-MSG_PARTIAL = "lora_id, lora_name, and lora_path must all be provided together"
-MSG_NO_PATH = "lora_path does not exist on the Triton server's filesystem: {path}"
-MSG_SOURCE = "lora_ckpt_source must be one of ('hf', 'nemo'), got {source!r}"
-# The stand-in's own refusals.
-MSG_NOT_ENABLED = "This model was loaded without lora_config in model.yaml, so it takes no LoRA adapters."
-MSG_NEMO = "The CPU stand-in reads Hugging Face PEFT adapters only (lora_ckpt_source 'hf')."
-MSG_NOT_PEFT = "lora_path {path} is not a PEFT adapter folder (adapter_config.json and adapter_model.safetensors)."
-MSG_RANK = "Adapter '{name}' has rank {rank}; lora_config.max_lora_rank is {max_rank}."
-MSG_MODULE = "Adapter '{name}' changes {module}, which lora_config.lora_target_modules does not list."
-MSG_SHAPE = "Adapter '{name}': {key} has shape {shape}, the model's layer wants {want}."
+from cpu_runtime.llmapi_standin.messages import (
+    MSG_MODULE,
+    MSG_NEMO,
+    MSG_NO_PATH,
+    MSG_NOT_ENABLED,
+    MSG_NOT_PEFT,
+    MSG_PARTIAL,
+    MSG_RANK,
+    MSG_SHAPE,
+    MSG_SOURCE,
+)
+
 KEY = re.compile(r"(?:^|\.)layers\.(\d+)\.(self_attn|mlp)\.(\w+)\.lora_([AB])\.weight$")
 
 

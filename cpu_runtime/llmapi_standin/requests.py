@@ -7,22 +7,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from cpu_runtime.llmapi_standin.messages import (
+    MSG_BEAMS,
+    MSG_EMPTY,
+    MSG_MISSING_TEXT,
+    MSG_NO_ROOM,
+    MSG_NOT_1D,
+    MSG_NOT_SCALAR,
+    MSG_RANGE,
+    MSG_TOO_LONG,
+)
+
 SAMPLING = ("best_of", "beam_width", "temperature", "top_k", "top_p", "frequency_penalty", "presence_penalty",
             "max_tokens", "seed", "exclude_input_from_output", "return_perf_metrics")
 RETURNS = ("return_finish_reason", "return_stop_reason", "return_cumulative_logprob")
 LORA = ("lora_id", "lora_name", "lora_path", "lora_ckpt_source")
 DEFAULT_MAX_TOKENS = 32  # the LLM API's SamplingParams default
 
-# Upstream's texts (tests/data/upstream/trtllm-0a710573/llmapi.yaml, behaviour.errors).
-MSG_MISSING_TEXT = "text_input is missing from the request"
-MSG_NOT_SCALAR = "Expected a scalar tensor for tensor {name}"
-MSG_NOT_1D = "The current implementation only supports text_input being a 1D tensor."
-# The stand-in's own.
-MSG_BEAMS = "The CPU stand-in generates one sequence (best_of / beam_width 1); got {value}."
-MSG_EMPTY = "The prompt is empty."
-MSG_TOO_LONG = "The prompt has {tokens} tokens; this model takes at most {limit} (max_input_len)."
-MSG_NO_ROOM = "The prompt has {tokens} tokens and leaves no room under max_seq_len ({limit})."
-MSG_RANGE = "sampling_param_{name} must be {rule}, got {value}."
 
 
 def _text(value) -> str:

@@ -7,21 +7,19 @@ import shlex
 import signal
 import sys
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 from setup.build.jobs import JobStore
+from setup.build.messages import MSG_NO_VERSION, MSG_NOT_RESUMABLE
 from setup.build.registry import EngineRegistry
 from setup.build.runner import Runner
 from setup.catalog.builds import families
+from setup.hub.names import hub_defaults
 from setup.plan.config import INT_FIELDS, ConfigError, PlanConfig
 from setup.plan.planner import Plan, PlanError, make_plan
 from setup.plan.preflight import preflight
 from setup.repo.writer import DeploymentConfig, family_deployment
-
-MSG_NO_VERSION = "Give the TensorRT-LLM version (--trtllm-version, e.g. 0.19)."
-MSG_BAD_SET = "--{flag} takes KEY=VALUE, got '{value}'."
-MSG_NOT_RESUMABLE = ("Job {job} cannot be resumed: it is not a cancelled, failed or interrupted job with a saved "
-                     "config, or a later job used its output folder (`python -m setup build --list-jobs`).")
 
 
 def _key_value(text: str) -> tuple[str, str]:
@@ -109,7 +107,8 @@ def config_from_args(args: argparse.Namespace) -> PlanConfig:
         config = PlanConfig.from_mapping({**overrides, "triton": dict(args.triton_values)}, where="flags")
     if args.trtllm_version is None and not (args.config and "trtllm_version" in _yaml_keys(args.config)):
         raise ConfigError([MSG_NO_VERSION])
-    return config
+    # A model id without a checkpoint folder or output folder: both named after it, under the current folder.
+    return replace(config, **hub_defaults(config.to_mapping(), Path.cwd()))
 
 
 def _yaml_keys(path: Path) -> set[str]:

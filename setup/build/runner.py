@@ -29,6 +29,7 @@ PERCENT = re.compile(r"(\d{1,3}(?:\.\d+)?)\s*%")
 FRACTION = re.compile(r"\[(\d+)\s*/\s*(\d+)\]")
 SECONDS_PER_WEIGHT = 30.0  # time scale of the progress estimate when a tool prints no progress
 KILL_GRACE = 5.0
+ERROR_PREFIX = "error: "  # how our own commands (python -m setup ...) start the sentence they fail with
 
 PENDING, RUNNING, DONE, SKIPPED, FAILED, CANCELLED = "pending", "running", "done", "skipped", "failed", "cancelled"
 FINISHED = (DONE, SKIPPED)
@@ -225,9 +226,12 @@ class Runner:
         except (FileNotFoundError, PermissionError):
             return self._finish(state, FAILED, M.MSG_STEP_NOT_FOUND.format(title=step.title, program=step.argv[0]))
         assert self._proc.stdout is not None
+        said = ""  # the step's last "error: ..." line: the failure's reason in its own words
         for line in self._proc.stdout:
             line = line.rstrip("\n")
             self._emit(log, line)
+            if line.startswith(ERROR_PREFIX):
+                said = line[len(ERROR_PREFIX):].strip()
             fraction = parse_progress(line)
             if fraction is not None:
                 state.reported = fraction
@@ -237,7 +241,8 @@ class Runner:
         if self.cancelled:
             return self._finish(state, CANCELLED, M.MSG_CANCELLED.format(title=step.title))
         if code != 0:
-            return self._finish(state, FAILED, M.MSG_STEP_FAILED.format(title=step.title, code=code))
+            failed = M.MSG_STEP_FAILED.format(title=step.title, code=code)
+            return self._finish(state, FAILED, M.MSG_STEP_SAID.format(failed=failed, said=said) if said else failed)
         missing = [p for p in step.outputs if not Path(p).exists()]
         if missing:
             return self._finish(state, FAILED, M.MSG_STEP_NO_OUTPUT.format(title=step.title, path=missing[0]))

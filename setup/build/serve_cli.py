@@ -8,13 +8,12 @@ import subprocess
 import sys
 
 from setup.build.llm_api_cli_args import add_llm_api_arguments, plan_or_errors
+from setup.build.messages import MSG_NOT_INSTALLED
 from setup.cli_types import OneLineErrorParser, port_number
 from setup.plan.serve import ServeConfig, make_serve_plan, parse_option, write_serve_files
 from setup.plan.serve_catalog import releases
 
 DEPLOYMENTS = ("engine", "trtllm-serve")
-MSG_NOT_INSTALLED = ("trtllm-serve is not installed on this machine (not on PATH), so it was not started. "
-                     "Run {script} where TensorRT-LLM {release} is installed.")
 
 
 def wants_serve(argv: list[str], kind: str = "trtllm-serve") -> bool:

@@ -8,13 +8,13 @@ from functools import cache
 
 import yaml
 
+from setup.catalog.messages import MSG_RELEASE
 from setup.paths import DATA_DIR
 
 RELEASES_FILE = DATA_DIR / "llmapi_releases.yaml"
 FEATURES = {"text": "text", "stop": "Stop by request id", "lora_by_path": "LoRA by path",
             "image_url": "images (image_url)", "perf_outputs": "KV-cache and timing outputs",
             "multi_instance": "several instances (gpu_device_ids)"}
-MSG_RELEASE = "Triton llmapi repositories are written for TensorRT-LLM {choices}; got '{version}'."
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,8 @@ MSG_BAD_VERSION = "TensorRT-LLM version '{version}' is not a version number like
 MSG_UNKNOWN_FAMILY = "Unknown model family '{family}'; choose one of: {choices}."
 MSG_FAMILY_TOO_NEW = "{family} needs TensorRT-LLM {min_version} or newer (chosen: {version})."
 MSG_NO_CHECKPOINT = "Give the Hugging Face checkpoint folder (--checkpoint)."
+MSG_MODEL_ID_NEMO = ("{family} takes a .nemo checkpoint file, which is not on the Hugging Face Hub as a model id: "
+                     "give the file as the checkpoint instead of a model id.")
 MSG_CHECKPOINT_MISSING = "Checkpoint {path} does not exist."
 MSG_CHECKPOINT_NOT_DIR = "Checkpoint {path} is not a folder."
 MSG_CHECKPOINT_NOT_FILE = "{family} takes a .nemo checkpoint file; {path} is not a file."
@@ -50,6 +52,7 @@ WARN_TOKENIZER = "{note}"
 
 # Runner.
 MSG_STEP_FAILED = "Step '{title}' failed with exit code {code}."
+MSG_STEP_SAID = "{failed} {said}"  # the step's own last "error: ..." sentence after the exit code
 MSG_STEP_NO_OUTPUT = "Step '{title}' finished but did not write {path}."
 MSG_STEP_NOT_FOUND = "Step '{title}' cannot start: {program} was not found."
 MSG_CANCELLED = "Cancelled during '{title}'; earlier steps' outputs are kept (run again to resume)."
@@ -73,6 +76,13 @@ WARN_REFUSED = ("Not served on Triton by this project's templates: {reason} The 
 WARN_CHECKPOINT_NOT_YET = ("Checkpoint {path} does not exist yet: this plan uses the shapes of the family's example "
                            "checkpoint {example} ({shapes}). Download the checkpoint before running; Run refuses "
                            "until it is there.")
+WARN_CHECKPOINT_DOWNLOADED = ("The plan's first step downloads {model_id} into {path}; until then this plan uses the "
+                              "shapes of the family's example checkpoint {example} ({shapes}).")
 WARN_CHECKPOINT_NO_SHAPES = ("Checkpoint {path} does not exist yet and the catalogue has no shapes for {family}: "
                              "tensor parallelism is not checked against the attention heads. Download the "
                              "checkpoint before running; Run refuses until it is there.")
+
+# llmapi_releases.py
+MSG_RELEASE = "Triton llmapi repositories are written for TensorRT-LLM {choices}; got '{version}'."
+WARN_RUNNER_HF_DIR = ("The checkpoint is a .nemo file; the runner reads its tokenizer from {folder}. Set tokenizer_dir to "
+                      "the folder holding the tokenizer (tokenizer.model) if it is elsewhere.")

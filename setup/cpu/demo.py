@@ -17,6 +17,7 @@ from setup.cpu.engine import CpuEngineSpec, build_cpu_engine
 from setup.cpu.llmapi_demo import write_llmapi_demo_repository
 from setup.cpu.model import model_dir
 from setup.cpu.pacing import PacingSpec, add_pacing_model
+from setup.cpu.runner_demo import runner_families, write_runner_demo_repository
 from setup.cpu.xcomposer2_demo import write_xcomposer2_demo_repository
 from setup.launcher import (
     LaunchOptions,
@@ -85,7 +86,7 @@ def start_demo_triton(http_port: int = 8000, grpc_port: int = 8001, metrics_port
 
     The ports are checked first (LaunchError naming a taken one; `port_flag` is the advice). Without
     `repo`, the demo repository (with the pacing model when `pacing_rate` is given) is written into
-    this instance's own folder, which stop() removes. `deployment` picks the demo kind (DEPLOYMENTS).
+    this instance's own folder, which stop() removes. `deployment` picks the demo kind (DEPLOYMENTS) or names a runner family (its runner twin).
     """
     options = LaunchOptions(model_repo=Path(repo or "."), http_port=http_port, grpc_port=grpc_port,
                             metrics_port=metrics_port, cpu_only=True, extra_args=DEMO_EXIT_TIMEOUT)
@@ -94,9 +95,12 @@ def start_demo_triton(http_port: int = 8000, grpc_port: int = 8001, metrics_port
     try:
         if repo is None:
             folder = claim_instance_folder(demo_instances_dir(), f"{http_port}-{grpc_port}-{metrics_port}")
-            writer = {"llmapi": write_llmapi_demo_repository,
-                      "xcomposer2": write_xcomposer2_demo_repository}.get(deployment, write_demo_repository)
-            repo = writer(folder.path / "repo", log=log, pacing_rate=pacing_rate)
+            if deployment in runner_families():  # a family only run.py served: its runner twin
+                repo = write_runner_demo_repository(folder.path / "repo", deployment, log=log, pacing_rate=pacing_rate)
+            else:
+                writer = {"llmapi": write_llmapi_demo_repository,
+                          "xcomposer2": write_xcomposer2_demo_repository}.get(deployment, write_demo_repository)
+                repo = writer(folder.path / "repo", log=log, pacing_rate=pacing_rate)
         log_path = log_path or cache_dir() / "logs" / f"triton-{http_port}.log"
         process = start_triton(
             find_tritonserver(), replace(options, model_repo=Path(repo)), log_path, ready_timeout,

@@ -38,3 +38,6 @@ MSG_TRAIN_FAILED = "Training stopped with an error at step {step} of {steps}: {r
 MSG_WHERE_CPU = "Training runs on this machine's CPU with {threads} thread(s), so serving keeps the other cores."
 MSG_WHERE_GPU = "Training runs on GPU {index} ({name}) of this machine."
 MSG_DONE = "Trained {name} in {seconds:.0f} s: loss {first:.3f} -> {last:.3f} over {steps} steps."
+
+# train_cli.py
+MSG_INTERRUPTED = "Interrupted; nothing was written."

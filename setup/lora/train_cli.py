@@ -14,10 +14,9 @@ from pathlib import Path
 
 from setup.cli_types import positive_float, positive_int
 from setup.lora.dataset import read_dataset_file
+from setup.lora.messages import MSG_INTERRUPTED
 from setup.lora.train import prepare_training, where_it_runs
 from setup.lora.train_settings import TrainCancelled, default_settings
-
-MSG_INTERRUPTED = "Interrupted; nothing was written."
 
 
 def add_train_command(lora_sub) -> None:

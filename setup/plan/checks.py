@@ -12,6 +12,7 @@ from pathlib import Path
 from setup.catalog import messages as M
 from setup.catalog.builds import Family, TrtllmVersion, families, resolve_version, version_key
 from setup.catalog.checkpoint import Adapter, head_count, read_config, scan_adapters
+from setup.hub.names import model_id_problem, revision_problem
 from setup.paths import DATA_DIR
 from setup.plan.config import PlanConfig
 from setup.repo.writer import parameter_specs
@@ -44,7 +45,8 @@ class PlanChecks:
     def __init__(self, config: PlanConfig, checkpoint_optional: bool = False):
         self.c = config
         # A plan is useful before the download: a missing checkpoint is then a warning, shapes from the catalogue.
-        self.checkpoint_optional = checkpoint_optional
+        # With a model id the plan's first step downloads the checkpoint: it need not be there yet.
+        self.checkpoint_optional = checkpoint_optional or bool(config.model_id)
         self.config_where = str(Path(config.checkpoint or "") / "config.json")
         self.problems: list[str] = []
         self.warnings: list[str] = []
@@ -92,6 +94,7 @@ class PlanChecks:
     def _check_paths(self, family: Family | None) -> dict | None:
         c = self.c
         config = None
+        self._check_model_id(family)
         if not c.checkpoint:
             self.problems.append(M.MSG_NO_CHECKPOINT)
         else:
@@ -117,6 +120,15 @@ class PlanChecks:
                 self.problems.append(M.MSG_VILA_PATH_MISSING.format(path=c.vila_path))
         return config
 
+    def _check_model_id(self, family: Family | None) -> None:
+        c = self.c
+        if not c.model_id:
+            return
+        problems = [model_id_problem(c.model_id), revision_problem(c.revision)]
+        if family is not None and family.checkpoint_is_file:
+            problems.append(M.MSG_MODEL_ID_NEMO.format(family=family.name))
+        self.problems += [p for p in problems if p]
+
     def _example_config(self, family: Family, path: Path) -> dict | None:
         """The example checkpoint's shapes in place of the missing one, with the warning that says so."""
         shapes = None if family.checkpoint_is_file else example_shapes(family.id)
@@ -125,7 +137,11 @@ class PlanChecks:
             return None
         example = family.raw.get("example_checkpoint") or family.name
         listed = ", ".join(f"{key} {value}" for key, value in shapes.items())
-        self.warnings.append(M.WARN_CHECKPOINT_NOT_YET.format(path=path, example=example, shapes=listed))
+        if self.c.model_id and Path(path).resolve() == Path(self.c.checkpoint).resolve():
+            self.warnings.append(M.WARN_CHECKPOINT_DOWNLOADED.format(model_id=self.c.model_id, path=path,
+                                                                     example=example, shapes=listed))
+        else:
+            self.warnings.append(M.WARN_CHECKPOINT_NOT_YET.format(path=path, example=example, shapes=listed))
         self.config_where = f"{example} (catalogue)"
         return shapes
 

@@ -41,7 +41,11 @@ class PlanConfig:
     """What to build and deploy. None means "the family's default"."""
 
     family: str = _f("", "Model family id (setup/data/families/<family>.yaml).")
-    checkpoint: str = _f("", "Hugging Face checkpoint folder (a .nemo file for NeMo families).")
+    checkpoint: str = _f("", "Hugging Face checkpoint folder (a .nemo file for NeMo families). With --model-id the "
+                         "folder the model is downloaded into (default: models/ORG--NAME under the current folder).")
+    model_id: str | None = _f(None, "Hugging Face model id (ORG/NAME) the plan's first step downloads (token: "
+                              "$HF_TOKEN); the later steps read the downloaded folder.")
+    revision: str | None = _f(None, "Branch, tag or commit of the model id (default main).")
     trtllm_version: str = _f("0.19", "TensorRT-LLM version the commands are written for (0.11 ... 0.19+).")
     out: str = _f("", "Output folder: converted checkpoint, engines, repository, logs, build state.")
     dtype: str | None = _f(None, "Weights dtype (float16, bfloat16, float32); default: the family's.")

@@ -14,6 +14,7 @@ from pathlib import Path
 from setup.catalog import messages as M
 from setup.catalog.checkpoint import scan_adapters
 from setup.catalog.llmapi_releases import LATEST, LlmApiModelRelease, resolve_llmapi_release
+from setup.plan.messages import MSG_CODE_LATER, MSG_FAMILY, MSG_NOT_SERVED
 from setup.plan.serve_catalog import ServedFamily, multimodal_options, served_families
 from setup.plan.types import PlanError
 from setup.repo.llmapi import (
@@ -27,10 +28,6 @@ from setup.repo.llmapi import (
 from setup.repo.writer import RepoError
 
 REPO_FOLDER = "llmapi_repo"
-MSG_FAMILY = "Unknown model family '{family}' for the llmapi model; choose one of: {choices}."
-MSG_NOT_SERVED = "{name} cannot be deployed with Triton's llmapi model: {note}"
-MSG_CODE_LATER = ("`build` copies the release's model.py and helpers.py into the repository: give --code-dir "
-                  "(a checkout of {repo}, or the folder {path}).")
 
 
 @dataclass

@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from setup.plan.messages import MSG_NOT_IN_CHECKOUT
+
 MODEL_GROUPS = ("core", "contrib")
 VISUAL_BUILDERS = ("build_multimodal_engine.py", "build_visual_engine.py")
-MSG_NOT_IN_CHECKOUT = ("{script} is not in the TensorRT-LLM checkout {root} (looked for {tried}); check out the "
-                       "release you chose ({version}) or pass --trtllm-root.")
 NOTE_NO_CHECKOUT = ("No TensorRT-LLM checkout at {root}: script paths follow the layout recorded for release "
                     "{version} ({layout} examples).")
 

@@ -16,6 +16,14 @@ import yaml
 
 from setup.catalog import messages as M
 from setup.catalog.checkpoint import scan_adapters
+from setup.plan.messages import (
+    MSG_FRACTION,
+    MSG_LORA_OPTION,
+    MSG_OPTION,
+    MSG_PORT,
+    MSG_SERVE_FAMILY,
+    MSG_SERVE_NOT_SERVED,
+)
 from setup.plan.serve_catalog import (
     LlmApiRelease,
     ServedFamily,
@@ -27,12 +35,6 @@ from setup.plan.types import PlanError
 
 OPTIONS_FILE = "extra_llm_api_options.yaml"
 SCRIPT_FILE = "trtllm-serve.sh"
-MSG_FAMILY = "Unknown model family '{family}' for trtllm-serve; choose one of: {choices}."
-MSG_NOT_SERVED = "{name} cannot be deployed with trtllm-serve on TensorRT-LLM {release}: {note}"
-MSG_FRACTION = "kv_cache_fraction must be above 0 and at most 1, got {value}."
-MSG_PORT = "port must be between 1 and 65535, got {value}."
-MSG_LORA_OPTION = "{name} is a LoRA setting; give --lora-dir too."
-MSG_OPTION = "--option takes KEY=VALUE with a dotted key (e.g. kv_cache_config.enable_partial_reuse=false), got '{text}'."
 
 
 @dataclass
@@ -145,10 +147,10 @@ class _Checks:
         family = served_families().get(self.c.family)
         if family is None:
             choices = ", ".join(f for f, v in served_families().items() if v.since)
-            self.problems.append(MSG_FAMILY.format(family=self.c.family, choices=choices))
+            self.problems.append(MSG_SERVE_FAMILY.format(family=self.c.family, choices=choices))
             return None
         if release is not None and not family.served_at(release.release):
-            self.problems.append(MSG_NOT_SERVED.format(name=family.name, release=release.release, note=family.note))
+            self.problems.append(MSG_SERVE_NOT_SERVED.format(name=family.name, release=release.release, note=family.note))
         return family
 
     def numbers(self) -> None:

@@ -13,17 +13,12 @@ import yaml
 
 from setup.catalog.family_data import family_files
 from setup.paths import DATA_DIR
+from setup.plan.messages import MSG_NOT_MAPPING, MSG_RELEASE, MSG_UNKNOWN_FLAG, MSG_UNKNOWN_KEY
 
 LLM_API_DIR = DATA_DIR / "llm_api"
 BACKEND_FILE = DATA_DIR / "pytorch_backend.yaml"
 NESTED = ("kv_cache_config", "lora_config")  # nested mappings whose field names are recorded too
 
-MSG_RELEASE = ("trtllm-serve plans are written for TensorRT-LLM {choices} (the releases whose LLM API "
-               "arguments are recorded); got '{version}'.")
-MSG_UNKNOWN_KEY = ("'{key}' is not an LLM API argument of TensorRT-LLM {release} (recorded from {repo} {tag}, "
-                   "setup/data/llm_api/{release}.yaml).")
-MSG_NOT_MAPPING = "'{key}' must be a mapping of {what} fields."
-MSG_UNKNOWN_FLAG = "trtllm-serve of TensorRT-LLM {release} has no flag {flag} (recorded from {repo} {tag})."
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
-"""The steps of a checked plan, each an argv list with its inputs and outputs: convert checkpoint ->
-trtllm-build (per engine) -> visual engine (VLM families) -> LoRA conversion -> write repository -> launch.
+"""The steps of a checked plan, each an argv list with its inputs and outputs: (download a model id ->) convert
+checkpoint -> trtllm-build (per engine) -> visual engine (VLM families) -> LoRA conversion -> write repository -> launch.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from pathlib import Path
 from setup.catalog import messages as M
 from setup.catalog.builds import EngineSpec, Family, TrtllmVersion, by_era
 from setup.catalog.checkpoint import hidden_size
+from setup.hub.names import DEFAULT_REVISION, MARKER
 from setup.paths import TEMPLATES_DIR
 from setup.plan.checks import MAIN_ENGINES, TRUE_WORDS, wants_paged_context
 from setup.plan.config import PlanConfig
@@ -17,7 +18,7 @@ from setup.plan.scripts import ScriptFinder
 from setup.plan.types import Step
 from setup.repo.writer import load_template, template_defaults
 
-STEP_WEIGHTS = {"check": 0.1, "convert": 2.0, "adapter": 0.1, "build": 5.0, "visual": 2.0, "lora": 0.5, "repository": 0.3, "launch": 1.0}
+STEP_WEIGHTS = {"download": 3.0, "check": 0.1, "convert": 2.0, "adapter": 0.1, "build": 5.0, "visual": 2.0, "lora": 0.5, "repository": 0.3, "launch": 1.0}
 DEFAULT_MM_POOL_BYTES = 300_000_000  # the backend doc's example pool for multimodal deployments
 
 
@@ -68,7 +69,19 @@ class StepBuilder:
         if self.family.triton_served(self.version):
             repository = self._repository_step(d)
             steps = [self._check_step(repository), *steps, repository, self._launch_step(d)]
-        return steps
+        return [*self._download_step(), *steps]
+
+    def _download_step(self) -> list[Step]:
+        """With a model id, first: the checkpoint downloaded into the checkpoint folder (token from $HF_TOKEN,
+        never an argument). Its output is the marker the download writes last."""
+        c = self.c
+        if not c.model_id:
+            return []
+        folder = Path(c.checkpoint).resolve()
+        argv = (sys.executable, "-m", "setup", "download", "--model-id", c.model_id,
+                "--revision", c.revision or DEFAULT_REVISION, "--dest", str(folder))
+        return [Step("download", "download", f"Download {c.model_id} from the Hugging Face Hub", argv,
+                     outputs=(str(folder / MARKER),), weight=STEP_WEIGHTS["download"])]
 
     @staticmethod
     def _check_step(repository: Step) -> Step:
@@ -215,8 +228,33 @@ class StepBuilder:
 
     # ----- deployment -------------------------------------------------------------------------------------
 
+    def _runner_parameters(self, d: dict) -> dict:
+        """The runner topology's values: the three folders MultimodalModelRunner is built from. Encoder-decoder
+        families give the runner the folder holding encoder/ and decoder/ (run.py's --llm_engine_dir)."""
+        c, fam, era = self.c, self.family, self.version.era
+        engines = self.out / "engines"
+        checkpoint = Path(c.checkpoint).resolve()
+        hf = Path(c.tokenizer_dir).resolve() if c.tokenizer_dir else checkpoint
+        if not c.tokenizer_dir and self.family.checkpoint_is_file:
+            hf = checkpoint.parent
+            self.warnings.append(M.WARN_RUNNER_HF_DIR.format(folder=hf))
+        params: dict[str, object] = {
+            "visual_engine_dir": str(self.visual_out),
+            "llm_engine_dir": str(engines if fam.kind == "encdec" else engines / fam.engines[0].name),
+            "hf_model_dir": str(hf),
+            "multimodal_family": fam.id,
+            "max_num_images": d["max_num_images"],
+        }
+        if era.visual_engine_file != "model.engine":  # the runner's default name (facts §1)
+            params["runner_settings"] = f"visual_engine_name={era.visual_engine_file}"
+        params.update(fam.triton.get("parameters") or {})
+        params.update({k: v for k, v in (c.triton or {}).items() if v not in (None, "")})
+        return params
+
     def _deployment_parameters(self, d: dict) -> dict:
         c, fam, era = self.c, self.family, self.version.era
+        if fam.triton.get("topology") == "runner":
+            return self._runner_parameters(d)
         engines = {e.name: self.out / "engines" / e.name for e in fam.engines}
         main = next(engines[n] for n in MAIN_ENGINES if n in engines)
         params: dict[str, object] = {
@@ -277,8 +315,9 @@ class StepBuilder:
         inputs = [str(self.out / "engines")]
         if self.family.is_multimodal:
             inputs.append(str(self.visual_out))
+        written = "multimodal_runner" if self.family.triton.get("topology") == "runner" else "tensorrt_llm"
         return Step("repository", "repository", "Write the Triton model repository", tuple(argv),
-                    inputs=tuple(inputs), outputs=(str(repo / "tensorrt_llm" / "config.pbtxt"),),
+                    inputs=tuple(inputs), outputs=(str(repo / written / "config.pbtxt"),),
                     weight=STEP_WEIGHTS["repository"])
 
     def _launch_step(self, d: dict) -> Step:

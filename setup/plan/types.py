@@ -25,7 +25,7 @@ class Step:
     """One command of the plan. Outputs are files whose presence (with an unchanged hash) allows a skip."""
 
     id: str
-    phase: str  # check | convert | adapter | build | visual | lora | repository | launch
+    phase: str  # download | check | convert | adapter | build | visual | lora | repository | launch
     title: str
     argv: tuple[str, ...]
     inputs: tuple[str, ...] = ()

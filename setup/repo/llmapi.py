@@ -22,6 +22,21 @@ from setup.catalog.llmapi_releases import LATEST, LlmApiModelRelease, llmapi_rel
 from setup.paths import TEMPLATES_DIR
 from setup.repo.atomic import staged_folder
 from setup.repo.fill import FillError, fill
+from setup.repo.messages import (
+    MSG_CHECKOUT_CONFIG,
+    MSG_CHECKOUT_ONLY,
+    MSG_CODE,
+    MSG_ENGINE,
+    MSG_EXISTS,
+    MSG_FRACTION,
+    MSG_GPU_IDS,
+    MSG_NO_IMAGES,
+    MSG_NO_INSTANCES,
+    MSG_NO_LORA,
+    MSG_NO_MODEL,
+    MSG_POSITIVE,
+    MSG_RESERVED,
+)
 from setup.repo.runtime import copy_runtime, declared_runtime
 from setup.repo.writer import RepoError, parse_model_config
 
@@ -35,25 +50,6 @@ ENGINES = ("tensorrtllm", "cpu")
 GPU_GROUPS = re.compile(r"\d+(,\d+)*(;\d+(,\d+)*)*")
 RESERVED_KEYS = ("triton_config", "model", "backend")
 
-MSG_ENGINE = "engine must be one of {choices}, got '{value}'."
-MSG_POSITIVE = "{name} must be a whole number of at least 1, got {value}."
-MSG_FRACTION = "kv_cache_fraction must be above 0 and at most 1, got {value}."
-MSG_NO_MODEL = "Give the model to load (a checkpoint folder the server reads, or a Hugging Face name)."
-MSG_NO_LORA = ("TensorRT-LLM {release}'s llmapi model takes no adapter inputs (lora_id, lora_name, lora_path came "
-               "in 2026); pick 1.3 or leave LoRA out.")
-MSG_NO_IMAGES = "TensorRT-LLM {release}'s llmapi model takes no images (image_url came in 2026); pick 1.3."
-MSG_NO_INSTANCES = "TensorRT-LLM {release}'s llmapi model runs one instance (gpu_device_ids came later); pick 1.3."
-MSG_GPU_IDS = ("gpu_device_ids must list one group of GPU ids per instance, ';' between groups and ',' inside "
-               "(e.g. \"0,1;2,3\"), with tp x pp = {width} ids per group and no id twice; got '{value}' for "
-               "{instances} instance(s).")
-MSG_RESERVED = "'{key}' is written from the form's own fields; remove it from the extra LLM arguments."
-MSG_CODE = ("The llmapi model's Python files ({files}) are TensorRT-LLM's own code: give the folder that holds them "
-            "or a checkout of {repo} at the release (they live in {path}); not found under '{where}'.")
-MSG_EXISTS = "{out} already exists; pass --force to replace it."
-MSG_CHECKOUT_ONLY = ("TensorRT-LLM {release}'s llmapi tensors are not recorded here, so its repository copies "
-                     "config.pbtxt from a checkout of the release; the CPU stand-in follows {recorded}.")
-MSG_CHECKOUT_CONFIG = ("{path} is not an llmapi config with text_input and text_output; give a checkout of "
-                       "NVIDIA/TensorRT-LLM at release {release}.")
 
 
 @dataclass

@@ -25,3 +25,49 @@ MSG_XC2_CPU_PARTIAL = ("The CPU engine in {engine} applies LoRA at every row; th
 MSG_SHARED_MISSING = "Template '{template}' shares {file} with its {model} model, but {path} does not exist."
 MSG_RUNTIME_UNKNOWN = ("Template '{template}' gives its {model} model the cpu_runtime part(s) {parts}, which do not "
                        "exist; the parts are: {known}.")
+
+# llmapi.py
+MSG_ENGINE = "engine must be one of {choices}, got '{value}'."
+MSG_POSITIVE = "{name} must be a whole number of at least 1, got {value}."
+MSG_FRACTION = "kv_cache_fraction must be above 0 and at most 1, got {value}."
+MSG_NO_MODEL = "Give the model to load (a checkpoint folder the server reads, or a Hugging Face name)."
+MSG_NO_LORA = ("TensorRT-LLM {release}'s llmapi model takes no adapter inputs (lora_id, lora_name, lora_path came "
+               "in 2026); pick 1.3 or leave LoRA out.")
+MSG_NO_IMAGES = "TensorRT-LLM {release}'s llmapi model takes no images (image_url came in 2026); pick 1.3."
+MSG_NO_INSTANCES = "TensorRT-LLM {release}'s llmapi model runs one instance (gpu_device_ids came later); pick 1.3."
+MSG_GPU_IDS = ("gpu_device_ids must list one group of GPU ids per instance, ';' between groups and ',' inside "
+               "(e.g. \"0,1;2,3\"), with tp x pp = {width} ids per group and no id twice; got '{value}' for "
+               "{instances} instance(s).")
+MSG_RESERVED = "'{key}' is written from the form's own fields; remove it from the extra LLM arguments."
+MSG_CODE = ("The llmapi model's Python files ({files}) are TensorRT-LLM's own code: give the folder that holds them "
+            "or a checkout of {repo} at the release (they live in {path}); not found under '{where}'.")
+MSG_EXISTS = "{out} already exists; pass --force to replace it."
+MSG_CHECKOUT_ONLY = ("TensorRT-LLM {release}'s llmapi tensors are not recorded here, so its repository copies "
+                     "config.pbtxt from a checkout of the release; the CPU stand-in follows {recorded}.")
+MSG_CHECKOUT_CONFIG = ("{path} is not an llmapi config with text_input and text_output; give a checkout of "
+                       "NVIDIA/TensorRT-LLM at release {release}.")
+
+# multimodal_checks.py
+MSG_NEEDS = "The multimodal layout needs {name} ({why})."
+MSG_CONFIG_UNREADABLE = "Cannot read {path}: {detail}"
+MSG_TABLE_SIZE = (
+    "The engine in {engine} was built with max_prompt_embedding_table_size (--max_multimodal_len) {table}, "
+    "but max_batch_size {batch} x {tokens} visual tokens per image ({family}) x max_num_images {images} = "
+    "{expected}. Rebuild the engine with --max_multimodal_len {expected}"
+    "{alternative}."
+)
+MSG_FAMILY_MISMATCH = ("multimodal_family is '{given}', but the visual engine in {path} reports model_type "
+                       "'{model_type}' (family '{found}').")
+MSG_SERVER_PROCESSOR = ("{family} takes {kind}, which needs the Hugging Face processor on the server; this "
+                        "template's preprocessing does not include it. Use a family that takes image_input.")
+MSG_MAX_IMAGES = "max_num_images {images} is above what {family} takes per request ({limit})."
+MSG_MARKER = ("image_marker is '{given}', but {family} marks images with '{marker}'; leave image_marker unset "
+              "or set it to '{marker}'.")
+MSG_NO_TOKENS = "{family} has no fixed visual token count, so it cannot use a fixed prompt table."
+MSG_RUNNER_NEEDS = "The runner layout needs {name} ({why})."
+MSG_RUNNER_NO_TYPE = "{path} records no builder_config.model_type; is {folder} a visual engine folder?"
+MSG_RUNNER_FAMILY = ("multimodal_family is '{given}', but the visual engine in {folder} reports model_type '{model_type}'"
+                     ", which is {found}.")
+MSG_RUNNER_NO_LLM = "llm_engine_dir {folder} has no config.json, nor decoder/config.json (build the LLM engine first)."
+MSG_RUNNER_NO_HF = "hf_model_dir {folder} is not a folder (the runner reads its tokenizer and processor there)."
+MSG_RUNNER_SETTINGS = "runner_settings must be name=value pairs separated by ';' (e.g. session=python), got '{given}'."

@@ -13,23 +13,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from setup.catalog.families import Family, FamilyError, family_for_model_type, get_family
-
-MSG_NEEDS = "The multimodal layout needs {name} ({why})."
-MSG_CONFIG_UNREADABLE = "Cannot read {path}: {detail}"
-MSG_TABLE_SIZE = (
-    "The engine in {engine} was built with max_prompt_embedding_table_size (--max_multimodal_len) {table}, "
-    "but max_batch_size {batch} x {tokens} visual tokens per image ({family}) x max_num_images {images} = "
-    "{expected}. Rebuild the engine with --max_multimodal_len {expected}"
-    "{alternative}."
+from setup.repo.messages import (
+    MSG_CONFIG_UNREADABLE,
+    MSG_FAMILY_MISMATCH,
+    MSG_MARKER,
+    MSG_MAX_IMAGES,
+    MSG_NEEDS,
+    MSG_NO_TOKENS,
+    MSG_SERVER_PROCESSOR,
+    MSG_TABLE_SIZE,
 )
-MSG_FAMILY_MISMATCH = ("multimodal_family is '{given}', but the visual engine in {path} reports model_type "
-                       "'{model_type}' (family '{found}').")
-MSG_SERVER_PROCESSOR = ("{family} takes {kind}, which needs the Hugging Face processor on the server; this "
-                        "template's preprocessing does not include it. Use a family that takes image_input.")
-MSG_MAX_IMAGES = "max_num_images {images} is above what {family} takes per request ({limit})."
-MSG_MARKER = ("image_marker is '{given}', but {family} marks images with '{marker}'; leave image_marker unset "
-              "or set it to '{marker}'.")
-MSG_NO_TOKENS = "{family} has no fixed visual token count, so it cannot use a fixed prompt table."
 
 
 @dataclass(frozen=True)

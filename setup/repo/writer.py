@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import shutil
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 import yaml
@@ -39,9 +41,21 @@ class ParameterSpec:
     help: str = ""
 
 
+@cache
+def _parsed_yaml(path: Path, stamp: tuple[int, int]) -> object:
+    return yaml.safe_load(path.read_text())
+
+
+def read_yaml(path: Path) -> object:
+    """A YAML file's data, parsed once per version of the file (the Build page asks for the same few files
+    dozens of times when the app starts); each caller gets its own copy."""
+    stat = path.stat()
+    return copy.deepcopy(_parsed_yaml(path, (stat.st_mtime_ns, stat.st_size)))
+
+
 def parameter_specs() -> dict[str, ParameterSpec]:
     """Known placeholders with defaults and help, from setup/data/repo_parameters.yaml."""
-    raw = yaml.safe_load((DATA_DIR / "repo_parameters.yaml").read_text())
+    raw = read_yaml(DATA_DIR / "repo_parameters.yaml")
     return {name: ParameterSpec(name=name, **fields) for name, fields in raw.items()}
 
 
@@ -95,7 +109,7 @@ def load_template(name: str, _seen: tuple[str, ...] = ()) -> TemplateSet:
     if name in _seen:
         raise RepoError(f"Template '{name}' is its own base ({' -> '.join((*_seen, name))}).")
     meta_path = folder / TEMPLATE_FILE
-    meta = (yaml.safe_load(meta_path.read_text()) or {}) if meta_path.is_file() else {}
+    meta = (read_yaml(meta_path) or {}) if meta_path.is_file() else {}
     models: dict[str, tuple[Path, ...]] = {}
     defaults: dict[str, object] = {}
     checks: tuple[str, ...] = ()
@@ -253,9 +267,11 @@ def dry_run(config: DeploymentConfig) -> None:
 
 def _run_checks(config: DeploymentConfig, specs: dict[str, ParameterSpec], template: TemplateSet) -> None:
     from setup.repo.multimodal_checks import check_multimodal
+    from setup.repo.runner_checks import check_runner
     from setup.repo.xcomposer2_checks import check_xcomposer2, check_xcomposer2_cpu
 
-    checks = {"multimodal": check_multimodal, "xcomposer2": check_xcomposer2, "xcomposer2_cpu": check_xcomposer2_cpu}
+    checks = {"multimodal": check_multimodal, "xcomposer2": check_xcomposer2, "xcomposer2_cpu": check_xcomposer2_cpu,
+              "runner": check_runner}
     for name in template.checks:
         if name not in checks:
             raise RepoError(f"Template '{template.name}' asks for an unknown check '{name}'.")

@@ -46,7 +46,12 @@ def test_show_plan_and_export_with_the_default_cache(browser_context, default_ca
         page.locator("#build-family input").fill("LLaVA-1.5")
         page.get_by_role("option", name="LLaVA-1.5", exact=True).click()
         page.fill("#build-trtllm-root textarea", str(tmp_path / "TensorRT-LLM"))
-        page.click("#build-show-plan")  # no folders filled in yet: the summary names what is missing
+        page.click("#build-show-plan")  # no folders filled in yet: both are named from the example model id
+        page.wait_for_function("document.querySelector('#build-summary').innerText.includes("
+                               "\"The plan's first step downloads llava-hf/llava-1.5-7b-hf\")")
+        assert str(tmp_path / "builds" / "llava-1.5--llava-hf--llava-1.5-7b-hf") in page.input_value("#build-plan textarea")
+        page.fill("#build-model-id textarea", "")
+        page.click("#build-show-plan")  # no model id and no folders: the summary names what is missing
         page.wait_for_function("document.querySelector('#build-summary').innerText.includes('output folder')")
         page.fill("#build-checkpoint textarea", str(make_checkpoint(tmp_path / "llava ckpt")))
         page.fill("#build-out textarea", str(tmp_path / "out"))

@@ -10,7 +10,8 @@ import shutil
 import gradio as gr
 import pytest
 
-from app.adapters.training import MSG_CANCELLING, MSG_NOTHING_TO_CANCEL, TrainingJob
+from app.adapters.messages import MSG_CANCELLING, MSG_NOTHING_TO_CANCEL
+from app.adapters.training import TrainingJob
 from app.chat.context import AppConfig, AppContext
 from setup.paths import PROJECT_ROOT
 from tests.browser.chat_helpers import wait_for_uploads

@@ -11,7 +11,8 @@ import httpx
 import pytest
 
 from app.chat.messages import MSG_EMPTY_PROMPT, MSG_PROMPT_TOO_LONG
-from app.core.constants import MAX_PROMPT_CHARS, MSG_TEXT_ONLY
+from app.core.constants import MAX_PROMPT_CHARS
+from app.core.messages import MSG_TEXT_ONLY
 from app.vision.messages import MSG_IMAGE_EMPTY, MSG_IMAGE_NOT_AN_IMAGE, MSG_IMAGE_TRUNCATED
 from tests.bench_fixtures import pacing, pacing_app  # noqa: F401 - fixtures
 from tests.conftest import free_port
@@ -308,7 +309,7 @@ def test_truncated_image(tmp_path):
 
 
 def test_adapter_upload_that_is_not_a_zip(tmp_path):
-    from app.adapters.intake import MSG_NOT_ZIP
+    from app.adapters.messages import MSG_NOT_ZIP
     from app.adapters.registry import AdapterError, AdapterRegistry
 
     fake = tmp_path / "pirate.zip"

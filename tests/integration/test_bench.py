@@ -9,10 +9,20 @@ import threading
 import time
 
 import gradio as gr
+import pytest
 
 from app.core.sampling import SamplingParams
 from app.triton.client import TritonChatClient
 from tests.bench_fixtures import pacing, pacing_log_lines  # noqa: F401 - fixture
+
+
+@pytest.fixture(scope="module")
+def app(pacing, tmp_path_factory):  # noqa: F811
+    """The app as a server process of its own in front of the pacing model, started once for this module."""
+    from benchmarks.harness import AppProcess
+
+    with AppProcess(pacing.grpc_url, "pacing", tmp_path_factory.mktemp("bench-app") / "app.log") as process:
+        yield process
 
 
 def run_bench(*args: str) -> subprocess.CompletedProcess:
@@ -37,15 +47,12 @@ def test_bench_prints_the_figures_and_writes_json(pacing, tmp_path):  # noqa: F8
     assert 0 <= itl["p50"] <= itl["p90"] <= itl["p99"], itl
 
 
-def test_bench_through_the_apps_openai_api(pacing, tmp_path):  # noqa: F811
+def test_bench_through_the_apps_openai_api(app, tmp_path):
     """The same load through the app: the app is a real server process in front of the pacing model."""
-    from benchmarks.harness import AppProcess
-
     out = tmp_path / "bench.json"
-    with AppProcess(pacing.grpc_url, "pacing", tmp_path / "app.log") as app:
-        result = run_bench("--openai", app.url + "v1", "--concurrency", "4", "--num-requests", "8",
-                           "--output-len", "10", "--json", str(out))
-        unknown = run_bench("--openai", app.url + "v1", "--adapter", "klingon", "--num-requests", "1")
+    result = run_bench("--openai", app.url + "v1", "--concurrency", "4", "--num-requests", "8",
+                       "--output-len", "10", "--json", str(out))
+    unknown = run_bench("--openai", app.url + "v1", "--adapter", "klingon", "--num-requests", "1")
     assert result.returncode == 0, result.stderr
     assert f"through {app.url}v1" in result.stdout and "Time to first token" in result.stdout
     figures = json.loads(out.read_text())
@@ -130,12 +137,10 @@ def test_benchmark_page_run(pacing):  # noqa: F811
     busy.join()
 
 
-def test_overhead_benchmark_smoke(pacing, tmp_path):  # noqa: F811
-    from benchmarks.harness import AppProcess
+def test_overhead_benchmark_smoke(pacing, app):  # noqa: F811
     from benchmarks.overhead import format_report, run_overhead
 
-    with AppProcess(pacing.grpc_url, "pacing", tmp_path / "app.log") as app:
-        result = run_overhead(pacing.grpc_url, app, [1, 4], tokens=10, repeats=1, clients=["sse"], log=lambda *a, **k: None)
+    result = run_overhead(pacing.grpc_url, app, [1, 4], tokens=10, repeats=1, clients=["sse"], log=lambda *a, **k: None)
     assert all(row["errors"] == 0 for row in result["rows"]), result["rows"]
     report = format_report(result)
     assert "app (sse)" in report and "tokens/s >= 95% of direct" in report

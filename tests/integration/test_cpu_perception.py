@@ -12,6 +12,7 @@ from PIL import Image, ImageDraw, ImageFont
 from app.core.conversation import Conversation
 from app.core.sampling import SamplingParams
 from app.deployments.base import ReplyRequest
+from tests.conftest import run_in_threads
 
 WHAT = "What is in this picture?"
 # photo in scikit-image's wheel -> words a person accepts in the answer
@@ -45,21 +46,39 @@ def ask(ctx, question: str, images=(), tokens: int = ANSWER_TOKENS) -> str:
     return "".join(ctx.deployment.open_reply(request))
 
 
+# what the tests below ask each demo kind: key -> (question, pictures, answer tokens)
+ASKED = {**{name: (WHAT, (name,), ANSWER_TOKENS) for name in PHOTOS},
+         "circle": ("What colour is the circle?", ("circle",), ANSWER_TOKENS),
+         "sign": ("When is it open?", ("sign",), ANSWER_TOKENS),
+         "two": ("What are the two pictures?", ("chelsea", "coffee"), 96)}
+
+
+@pytest.fixture(scope="module")
+def answers(demo_app, pictures) -> dict[str, str]:
+    """The replies of one demo kind to every question of ASKED, sent together as users' questions arrive: the
+    engine batches them in flight, and greedy decoding gives each the words it gets alone."""
+    def answer(index: int) -> str:
+        question, names, tokens = list(ASKED.values())[index]
+        return ask(demo_app[0], question, [pictures[name] for name in names], tokens)
+
+    return dict(zip(ASKED, run_in_threads(answer, len(ASKED)), strict=True))
+
+
 @pytest.mark.parametrize("name", list(PHOTOS))
-def test_answers_name_what_is_in_the_photo(demo_app, pictures, name):
-    answer = ask(demo_app[0], WHAT, [pictures[name]])
+def test_answers_name_what_is_in_the_photo(answers, name):
+    answer = answers[name]
     assert any(word in answer.lower() for word in PHOTOS[name]), answer
 
 
-def test_the_red_circle_is_red_and_the_sign_is_read(demo_app, pictures):
-    assert "red" in ask(demo_app[0], "What colour is the circle?", [pictures["circle"]]).lower()
-    assert "9-17" in ask(demo_app[0], "When is it open?", [pictures["sign"]])
+def test_the_red_circle_is_red_and_the_sign_is_read(answers):
+    assert "red" in answers["circle"].lower()
+    assert "9-17" in answers["sign"]
 
 
-def test_two_pictures_in_one_message_are_described_each(demo_app, pictures):
+def test_two_pictures_in_one_message_are_described_each(answers):
     """Each image's block says which it is ("[Image 1: ...]", "[Image 2: ...]"); unnumbered, greedy SmolLM2 with the
     default penalties named only the second picture on the engine topology."""
-    answer = ask(demo_app[0], "What are the two pictures?", [pictures["chelsea"], pictures["coffee"]], 96).lower()
+    answer = answers["two"].lower()
     assert "cat" in answer and any(word in answer for word in ("coffee", "espresso", "cup")), answer
 
 
@@ -91,8 +110,12 @@ def sentences(text: str) -> list[str]:
 def test_default_decoding_does_not_loop(app_served, pictures):
     """On the engine topology (the llmapi kind runs the same engine core with the same defaults). The default
     presence penalty (generated tokens only) is what keeps greedy SmolLM2 out of loops; a code read in an image
-    is still copied (test_cpu_ocr)."""
-    for question, picture in QUESTIONS:
-        answer = ask(app_served[0], question, [pictures[picture]] if picture else (), tokens=200)
-        repeated = [(s, n) for s, n in Counter(sentences(answer)).items() if n >= 3]
-        assert not repeated, (question, answer)
+    is still copied (test_cpu_ocr). The ten questions arrive together, as from ten users: the engine batches them
+    in flight (the same greedy words as asked one by one), in about half the time."""
+    def answer(index: int) -> str:
+        question, picture = QUESTIONS[index]
+        return ask(app_served[0], question, [pictures[picture]] if picture else (), tokens=200)
+
+    for (question, _), text in zip(QUESTIONS, run_in_threads(answer, len(QUESTIONS)), strict=True):
+        repeated = [(s, n) for s, n in Counter(sentences(text)).items() if n >= 3]
+        assert not repeated, (question, text)

@@ -26,7 +26,7 @@ from app.deployments.llmapi.stream import LlmApiStream, send_llmapi_stop
 from app.deployments.llmapi.wire import build_inputs
 from app.triton.client import TritonChatClient
 from setup.catalog.llmapi_releases import LATEST, llmapi_releases
-from tests.conftest import start_llmapi_triton
+from tests.conftest import start_llmapi_triton, stop_in_background
 from tests.lora_helpers import DEMO_ADAPTERS
 
 UPSTREAM = Path(__file__).parents[1] / "data" / "upstream"
@@ -184,7 +184,7 @@ def release_0_19(tmp_path_factory):
     server = start_llmapi_triton(tmp_path_factory.mktemp("llmapi-0.19"),
                                  overrides={"trtllm_version": "0.19", "lora": None, "multimodal": False})
     yield server
-    server.process.stop()
+    stop_in_background(server.process.stop, "the llmapi 0.19 tritonserver")
 
 
 def test_release_0_19_serves_text_and_refuses_adapters_and_images_plainly(release_0_19, tmp_path):

@@ -14,7 +14,7 @@ from app.core.sampling import SamplingParams
 from app.triton.client import TritonChatClient
 from setup.cpu.model import model_dir
 from setup.lora.convert import convert_peft, save_converted
-from tests.conftest import run_in_threads, start_triton
+from tests.conftest import run_in_threads, start_triton, stop_in_background
 from tests.lora_helpers import DEMO_ADAPTERS
 
 QUESTION = "What is the capital of France?"
@@ -62,7 +62,7 @@ def small_cache(tmp_path_factory):
     endpoints = start_triton(tmp, overrides={"lora_cache_host_memory_bytes": int(weights.nbytes * 1.5),
                                              "lora_prefetch_dir": str(prefetch)})
     yield endpoints, registry.task_id("french")
-    endpoints.process.stop()
+    stop_in_background(endpoints.process.stop, "the small-cache tritonserver")
 
 
 def test_prefetched_adapter_answers_with_the_task_id_alone(small_cache, prompt, tmp_path):

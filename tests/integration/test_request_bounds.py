@@ -20,11 +20,8 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from app.core.constants import (
-    MAX_CONVERSATION_CHARS,
-    MAX_PROMPT_CHARS,
-    MSG_CONVERSATION_TOO_LONG,
-)
+from app.core.constants import MAX_CONVERSATION_CHARS, MAX_PROMPT_CHARS
+from app.core.messages import MSG_CONVERSATION_TOO_LONG
 from app.core.sampling import SamplingParams
 from benchmarks.harness import free_port, pacing_server
 from setup.cpu.pacing import PACING_MODEL, PacingSpec

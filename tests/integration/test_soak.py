@@ -9,10 +9,17 @@ from benchmarks.soak import MEMORY_GOAL_MB, format_result, run_soak
 from tests.bench_fixtures import pacing  # noqa: F401 - fixture
 
 
+@pytest.fixture(scope="module")
+def app(pacing, tmp_path_factory):  # noqa: F811
+    """One app process for both soaks, started once: each soak reads its memory growth from its own start."""
+    with AppProcess(pacing.grpc_url, "pacing", tmp_path_factory.mktemp("soak") / "app.log",
+                    extra_args=tokenizer_args()) as process:
+        yield process
+
+
 @pytest.mark.parametrize("client", ["sse", "openai"])  # Gradio's HTTP API, the OpenAI-compatible API
-def test_64_sessions_for_20_seconds(pacing, tmp_path, client):  # noqa: F811
-    with AppProcess(pacing.grpc_url, "pacing", tmp_path / "app.log", extra_args=tokenizer_args()) as app:
-        result = run_soak(app, sessions=64, duration=20, tokens=30, client=client, stall=20, progress=False)
+def test_64_sessions_for_20_seconds(app, client):
+    result = run_soak(app, sessions=64, duration=20, tokens=30, client=client, stall=20, progress=False)
     print(format_result(result))
     assert result.errors == 0, result.error_messages
     assert result.hung == 0 and result.sessions_finished == 64

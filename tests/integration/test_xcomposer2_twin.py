@@ -14,7 +14,7 @@ from app.core.errors import ChatError, InvalidRequest
 from app.core.sampling import SamplingParams
 from app.deployments import messages as M
 from app.deployments.base import ReplyRequest
-from app.deployments.model_lora import MSG_OWN_ADAPTER_ONLY
+from app.deployments.messages import MSG_OWN_ADAPTER_ONLY
 from app.triton.client import TritonChatClient
 from tests.pictures import shape_picture
 

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from app.adapters.registry import AdapterRegistry
-from app.core.constants import MSG_TEXT_ONLY
 from app.core.errors import InvalidRequest, TextOnlyDeployment
+from app.core.messages import MSG_TEXT_ONLY
 from app.deployments.base import AdapterState, ReplyRequest, check_adapter_name
 from app.deployments.image_urls import check_image_count, image_data_url
 from app.deployments.llmapi.stream import LlmApiStream

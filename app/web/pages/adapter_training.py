@@ -15,6 +15,14 @@ from app.api.gradio_api import is_uploaded
 from app.chat.context import AppContext
 from app.core.errors import ChatError
 from app.web.gate import require_access
+from app.web.pages.messages import (
+    MSG_INTRO,
+    MSG_NO_BASE,
+    MSG_PROGRESS,
+    MSG_REGISTERED,
+    MSG_STARTING,
+    MSG_UPLOAD_ONLY,
+)
 from setup.lora.dataset import examples_from_pairs, read_dataset_file
 from setup.lora.train import where_it_runs
 from setup.lora.train_settings import TrainError, default_limits, default_settings
@@ -22,15 +30,6 @@ from setup.workspace import WorkspaceError
 
 POLL_SECONDS = 0.5  # how often a running training's progress is sent to the page
 PAIR_ROWS = 3
-MSG_INTRO = ("Train a LoRA adapter on a few prompt/response pairs: upload a JSONL file (one "
-             '`{{"prompt": ..., "response": ...}}` or chat `{{"messages": [...]}}` object per line) or type pairs in '
-             "the table. {where} Limits: up to {pairs} pairs, {steps} steps, {max_len} tokens per pair, rank "
-             "{rank}. The adapter goes to `{folder}` and is offered in Chat and Compare when it is done.")
-MSG_UPLOAD_ONLY = "The dataset must be uploaded with the request (gradio_client.handle_file(path))."
-MSG_NO_BASE = "Give the base model folder (a Hugging Face checkpoint with its tokenizer) in the workspace."
-MSG_PROGRESS = "Step {step} of {steps} · loss {loss} · {seconds:.0f} s"
-MSG_STARTING = "Starting: loading the base model ({pairs} pairs, {steps} steps)…"
-MSG_REGISTERED = "{summary} {note}"
 STATE_ICONS = {"done": "✅", "cancelled": "⏹️", "failed": "⚠️"}
 # The plot's x axis. A numeric axis gets about one tick per 40 px, so a few steps get ticks at 1.5, 2.5: a
 # training of up to LABELLED_STEPS steps has its steps as categories (one label each). A longer one keeps a numeric

@@ -9,13 +9,13 @@ import gradio as gr
 from app.chat.context import AppConfig, AppContext
 from app.core.errors import ChatError
 from app.web.gate import require_access
-from app.web.labels import (
+from app.web.labels import NO_ADAPTERS
+from app.web.messages import (
     MSG_CONFIRM_REMOVE,
     MSG_NO_ADAPTER,
     MSG_PICK_TO_CHECK,
     MSG_PICK_TO_REMOVE,
     MSG_REMOVE_KEPT,
-    NO_ADAPTERS,
 )
 from app.web.pages import adapter_training
 from setup.workspace import WorkspaceError

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from app.adapters.intake import (
+from app.adapters.messages import (
     MSG_NOT_ZIP,
     MSG_UNPACK_FAILED,
     MSG_UNPACKED_OVER_LIMIT,

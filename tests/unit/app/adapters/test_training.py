@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from app.adapters.intake import AdapterError
-from app.adapters.training import MSG_CANCELLING, MSG_NOTHING_TO_CANCEL, Trainer, default_base_dir
+from app.adapters.messages import MSG_CANCELLING, MSG_NOTHING_TO_CANCEL
+from app.adapters.training import Trainer, default_base_dir
 from setup.lora.dataset import examples_from_pairs
 from setup.lora.messages import MSG_BUSY
 from setup.lora.train_settings import TrainError, default_settings

@@ -26,7 +26,7 @@ from app.chat.adapter_check import (
 )
 from app.chat.turns import check_note
 from app.deployments.base import Probe
-from app.deployments.model_lora import MSG_OWN_ADAPTER_ONLY
+from app.deployments.messages import MSG_OWN_ADAPTER_ONLY
 from app.deployments.triton_engine.deployment import TritonEngineDeployment
 from app.vision.probe_picture import probe_picture
 from setup.lora.dataset import Example

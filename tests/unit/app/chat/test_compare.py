@@ -13,7 +13,7 @@ from app.core.conversation import Conversation
 from app.core.errors import InvalidImage, InvalidRequest
 from app.core.sampling import SamplingParams
 from app.deployments import messages as M
-from app.deployments.model_lora import MSG_OWN_ADAPTER_ONLY
+from app.deployments.messages import MSG_OWN_ADAPTER_ONLY
 from app.deployments.triton_engine.deployment import TritonEngineDeployment
 from tests.compare_fakes import RecordingDeployment
 from tests.xcomposer2_fakes import FakeClient, xc2_registry

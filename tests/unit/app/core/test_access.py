@@ -9,7 +9,8 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from app.core.access import MSG_NEED_TOKEN, AccessDenied, AccessPolicy, TokenCookieMiddleware, is_loopback
+from app.core.access import AccessDenied, AccessPolicy, TokenCookieMiddleware, is_loopback
+from app.core.messages import MSG_NEED_TOKEN
 from setup.workspace import Workspace
 
 

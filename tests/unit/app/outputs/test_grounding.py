@@ -14,7 +14,7 @@ from app.outputs import grounding as G
 from app.outputs.grounding import Box, box_patches, grounded_phrase, parse_grounding, patch_box
 
 FACTS = yaml.safe_load((Path(__file__).parents[3] / "data/upstream/family_outputs.yaml").read_text())["kosmos2"]
-REQUIREMENTS = (Path(__file__).parents[4] / "requirements.txt").read_text().splitlines()
+REQUIREMENTS = (Path(__file__).parents[4] / "requirements-cpu.txt").read_text().splitlines()  # transformers: the CPU demo's
 
 
 def upstream_result(text: str):

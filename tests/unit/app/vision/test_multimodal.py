@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from app.core import constants as C
 from app.core.errors import InvalidImage, InvalidRequest, TextOnlyDeployment, TooManyImages
+from app.core.messages import MSG_TEXT_ONLY
 from app.triton.client import ModelInfo
 from app.vision import messages as M
 from app.vision.multimodal import accepts_images, image_support, prepare_images, strip_image_markers
@@ -31,7 +31,7 @@ def test_text_only_deployment_refuses_images(tmp_path):
     assert not accepts_images(text_only) and image_support(text_only) is None
     with pytest.raises(TextOnlyDeployment) as caught:
         prepare_images([png(tmp_path)], text_only, "What is this?")
-    assert str(caught.value) == C.MSG_TEXT_ONLY
+    assert str(caught.value) == MSG_TEXT_ONLY
     assert prepare_images([], text_only, "hi").extra == {}  # no images: nothing to refuse
 
 

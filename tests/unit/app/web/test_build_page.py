@@ -119,7 +119,7 @@ def test_show_plan_works_before_the_download_and_run_still_refuses(tmp_path):
 
 
 def test_a_saved_config_refills_the_form_and_resumable_jobs_say_so(tmp_path):
-    from app.web.pages.build import FORM_FIELDS
+    from app.web.pages.build_form import FORM_FIELDS
     from setup.plan.config import PlanConfig
 
     config = PlanConfig(family="llava-1.5", checkpoint="/c", out="/o", max_batch_size=4,

@@ -64,7 +64,7 @@ def test_a_changed_value_wins_even_when_it_is_the_global_default(tmp_path):
 
 
 def test_a_resumed_job_refills_the_family_defaults():
-    from app.web.pages.build import FORM_FIELDS
+    from app.web.pages.build_form import FORM_FIELDS
     from setup.plan.config import PlanConfig
 
     config = PlanConfig(family=FAMILY, checkpoint="/c", out="/o", triton={"lora_cache_gpu_memory_fraction": 0.2})

@@ -72,7 +72,7 @@ def test_cogvlm_is_bf16_only_and_pads_input_before_019():
     assert engine.flags_for("0.12")["remove_input_padding"] == "disable"
     assert engine.flags_for("0.19")["remove_input_padding"] == "enable"
     assert cogvlm.convert["flags"] == {"use_prompt_tuning": True}
-    assert not cogvlm.triton_served(resolve_version("0.19"))
+    assert cogvlm.triton_served(resolve_version("0.19")) and cogvlm.triton["template"] == "multimodal_runner"
 
 
 def test_lora_support():
@@ -90,8 +90,9 @@ def test_triton_support_depends_on_version():
         assert not get_family(refused).triton_served(resolve_version("1.2"))
         assert "processor" in get_family(refused).triton["refused"]
     assert get_family("mllama").triton["parameters"]["encoder_input_features_data_type"] == "TYPE_BF16"
-    for unserved in ("cogvlm", "phi-3-vision", "llava-next", "nougat", "deplot", "blip2-t5"):
-        assert not get_family(unserved).triton_served(resolve_version("0.19"))
+    for runner in ("cogvlm", "phi-3-vision", "llava-next", "nougat", "deplot", "blip2-t5"):  # run.py's runner
+        assert get_family(runner).triton_served(resolve_version("0.19"))
+        assert get_family(runner).triton["topology"] == "runner"
 
 
 def test_version_eras():

@@ -144,7 +144,7 @@ def test_blip2_t5_builds_encoder_and_decoder(tmp_path):
     assert value(encoder.argv, "--max_multimodal_len") == "256"
     assert value(decoder.argv, "--max_input_len") == "1"
     assert value(decoder.argv, "--max_encoder_input_len") == "924"
-    assert not plan.deploy_steps()
+    assert [s.id for s in plan.deploy_steps()] == ["repository", "launch"]  # the runner topology
 
 
 @pytest.mark.parametrize("version", ["0.11", "0.19"])
@@ -158,7 +158,7 @@ def test_cogvlm_bf16_rules(tmp_path, version):
     expected = "disable" if version == "0.11" else "enable"
     assert value(build.argv, "--remove_input_padding") == expected
     assert value(build.argv, "--paged_kv_cache") == expected
-    assert not plan.deploy_steps() and "run.py" in plan.triton_note
+    assert plan.deploy_steps() and "MultimodalModelRunner" in plan.triton_note  # the runner topology
     assert any("vicuna" in w for w in plan.warnings)
 
 

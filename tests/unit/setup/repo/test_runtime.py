@@ -15,13 +15,15 @@ from setup.repo.writer import DeploymentConfig, RepoError, load_template, write_
 
 
 def test_the_parts_are_the_subpackages_of_cpu_runtime():
-    assert runtime_parts() == ("encoder", "engine", "llmapi_standin")
+    assert runtime_parts() == ("encoder", "engine", "llmapi_standin", "runner_standin")
     assert unknown_parts(("engine", "tokenizer")) == ["tokenizer"]
 
 
 def test_the_cpu_overlay_and_the_twin_declare_their_parts():
     assert declared_runtime(writer.TEMPLATES_DIR / "cpu_engine") == {"tensorrt_llm": ("engine",),
-                                                                     "multimodal_encoders": ("encoder",)}
+                                                                     "multimodal_encoders": ("encoder",),
+                                                                     "multimodal_runner": ("engine", "encoder",
+                                                                                           "runner_standin")}
     assert load_template("internlm_xcomposer2_cpu").runtime == {"preprocessing": ("encoder",)}
     assert load_template("inflight_batcher_llm").runtime == {}
 

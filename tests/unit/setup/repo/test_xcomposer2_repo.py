@@ -248,8 +248,9 @@ def test_cli_writes_validates_and_dry_runs(tmp_path, capsys):
 
 
 def test_family_deployment_refuses_unserved_families():
-    with pytest.raises(RepoError, match="CogVLM has no Triton repository"):
-        family_deployment("cogvlm")
+    with pytest.raises(RepoError, match=r"Llama-3.2-Vision \(mllama\) has no Triton repository"):
+        family_deployment("mllama")
+    assert family_deployment("cogvlm")[0] == "multimodal_runner"
     with pytest.raises(RepoError, match="Unknown family"):
         family_deployment("nope")
     assert family_deployment("llama") == ("inflight_batcher_llm", {})

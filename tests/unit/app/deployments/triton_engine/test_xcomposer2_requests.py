@@ -12,7 +12,7 @@ from app.core.conversation import Conversation, ReplyVersion, Turn
 from app.core.errors import InvalidRequest, TooManyImages
 from app.deployments import messages as M
 from app.deployments.base import ReplyRequest
-from app.deployments.model_lora import MSG_OWN_ADAPTER_MISSING, MSG_OWN_ADAPTER_ONLY
+from app.deployments.messages import MSG_OWN_ADAPTER_MISSING, MSG_OWN_ADAPTER_ONLY
 from app.deployments.triton_engine.deployment import TritonEngineDeployment
 from app.web.labels import adapter_of, base_label
 from tests.xcomposer2_fakes import CLIP_MEAN, CLIP_STD, FakeClient, xc2_registry

@@ -13,13 +13,8 @@ import pytest
 from app.adapters.training import TrainingJob
 from app.chat.context import AppConfig, AppContext
 from app.core.access import TOKEN_HEADER
-from app.web.pages.adapter_training import (
-    LABELLED_STEPS,
-    MSG_UPLOAD_ONLY,
-    cancel_button,
-    loss_plot,
-    train_handlers,
-)
+from app.web.pages.adapter_training import LABELLED_STEPS, cancel_button, loss_plot, train_handlers
+from app.web.pages.messages import MSG_UPLOAD_ONLY
 from tests.lora_training_helpers import PIRATE_PAIRS, write_tiny_base
 
 

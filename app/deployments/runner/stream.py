@@ -1,0 +1,39 @@
+"""A reply from the runner model: text_output holds all text so far (the whole reply in one response when the
+runner cannot stream), beside its figures: finish_reason, reply_mode, runner_era and prompt_format."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from app.triton.client import ModelInfo, TokenStream
+
+FIGURES = ("finish_reason", "reply_mode", "runner_era", "prompt_format")
+
+
+class RunnerStream(TokenStream):
+    """`details` holds the figures the model returned with the reply."""
+
+    def __init__(self, url: str, info: ModelInfo, inputs: list, stall_timeout: float):
+        self.details: dict[str, str] = {}
+        super().__init__(url, replace(info, accumulated_text=True, engine_model=None), inputs, stall_timeout)
+
+    def _observe(self, result) -> None:
+        for name in FIGURES:
+            value = result.as_numpy(name)
+            if value is not None and value.size:
+                item = value.reshape(-1)[0]
+                self.details[name] = item.decode("utf-8", "replace") if isinstance(item, bytes) else str(item)
+
+    def details_line(self) -> str:
+        """'finished: stop · whole reply · runner era late · prompt: kosmos-2 ...'; empty when nothing came."""
+        d = self.details
+        parts = [f"finished: {d['finish_reason']}"] if d.get("finish_reason") else []
+        parts += [d[k] for k in ("reply_mode",) if d.get(k)]
+        parts += [f"runner era {d['runner_era']}"] if d.get("runner_era") else []
+        parts += [f"prompt: {d['prompt_format']}"] if d.get("prompt_format") else []
+        return " · ".join(parts)
+
+    @property
+    def finish_reason(self) -> str | None:
+        reason = self.details.get("finish_reason")
+        return None if self.cancelled or not reason else reason

@@ -1,0 +1,194 @@
+"""The Build page's engine-path event handlers, at module level so that tests call them without the layout;
+app/web/pages/build.py lays out the widgets and wires these methods to them."""
+
+from __future__ import annotations
+
+import os
+
+import gradio as gr
+
+from app.chat.context import AppContext
+from app.web import build_logic as logic
+from app.web import serve_logic
+from app.web.build_folders import confine_folders, problems_markdown
+from app.web.download import download_payload
+from app.web.gate import caller_may_act, require_access
+from app.web.messages import MSG_BUILD_NO_SERVER, MSG_BUILD_SERVER_RUNNING, MSG_NOTHING_TO_RESUME
+from app.web.pages.build_form import FORM_FIELDS
+from setup.build.jobs import JobError, JobStore
+from setup.build.registry import EngineRegistry
+from setup.hub.names import scrub
+from setup.plan.config import ConfigError, PlanConfig
+from setup.plan.preflight import preflight
+
+SHELL_MIME = "text/x-shellscript"
+LOG_LINES = 40
+
+
+class BuildService:
+    """What the page keeps between events: the job store, the engine registry, plans by job, the server."""
+
+    def __init__(self, store: JobStore | None = None, registry: EngineRegistry | None = None):
+        self.registry = registry or EngineRegistry()
+        self.store = store or JobStore(registry=self.registry)
+        self.plans: dict = {}
+        self.deployment = logic.LaunchedTriton()
+        self.serve = serve_logic.ServeServer()  # trtllm-serve started from the page
+        self.llmapi = logic.LaunchedTriton()  # Triton on an llmapi repository started from the page
+
+    def newest(self) -> str | None:
+        rows = self.store.list()
+        return rows[0]["id"] if rows else None
+
+
+def split(values) -> tuple[dict, dict]:
+    """The widget values (form fields, then Triton fields) as two mappings by name."""
+    form = dict(zip(FORM_FIELDS, values[: len(FORM_FIELDS)], strict=True))
+    triton = {f.name: v for f, v in zip(logic.TRITON_FIELDS, values[len(FORM_FIELDS):], strict=True)}
+    return form, triton
+
+
+def on_family(family_id: str, version_text: str):
+    """A family picked: its example model id, dtypes, limits, description and Triton serving defaults."""
+    d = logic.family_defaults(family_id)
+    triton = logic.triton_defaults(family_id)  # the family's serving defaults (XComposer2: LoRA cache 256, ...)
+    return (logic.example_model_id(family_id), gr.Dropdown(choices=d["dtypes"], value=d["dtype"]),
+            d["max_batch_size"], d["max_input_len"], d["max_seq_len"], d["max_num_images"],
+            logic.family_markdown(family_id, version_text), *(triton[f.name] for f in logic.TRITON_FIELDS))
+
+
+def token_env(token: str | None) -> dict[str, str] | None:
+    """The environment a job's steps run in: the app's own, with the form's token as HF_TOKEN when one is given
+    (only the process environment carries it; the plan, the job list and the log never do)."""
+    token = (token or "").strip()
+    return {**os.environ, "HF_TOKEN": token} if token else None
+
+
+class BuildHandlers:
+    """The handlers of one Build page: `ctx` for access and workspace, `service` for jobs and servers."""
+
+    def __init__(self, ctx: AppContext, service: BuildService, chat_tab: str = "chat"):
+        self.ctx, self.service, self.chat_tab = ctx, service, chat_tab
+
+    def _confined(self, values) -> tuple[dict, dict, list[str]]:
+        form, triton = split(values)
+        roots = self.ctx.access.workspace.roots
+        form = logic.model_source(form, roots[0]) if roots else form  # a model id's folders under the workspace
+        form, outside = confine_folders(form, self.ctx.access.workspace)
+        return form, triton, outside
+
+    def on_show(self, request: gr.Request, *values):
+        require_access(self.ctx, request)
+        form, triton, outside = self._confined(values)
+        nothing = gr.Button(interactive=False), ""
+        if outside:
+            return problems_markdown(outside), "", *nothing
+        view = logic.plan_view(form, triton, preflight_fn=preflight, checkpoint_optional=True)
+        if view.plan is None:
+            return view.summary, "", *nothing
+        # The script goes to the browser with the plan (saved there by the Export button), not through a file on
+        # the server: Gradio serves files only from its temporary and working folders, never from the cache.
+        payload = download_payload(logic.export_name(view.plan), view.shell, SHELL_MIME)
+        return view.summary, view.shell, gr.Button(interactive=True), payload
+
+    def _submit(self, view: logic.PlanView, token: str | None = None):
+        try:
+            job = self.service.store.submit(view.plan, env=token_env(token))
+        except JobError as exc:
+            raise gr.Error(scrub(str(exc), token), print_exception=False) from None
+        self.service.plans[job.id] = view.plan
+        return job
+
+    def on_run(self, request: gr.Request, *values):
+        """`values`: the form's and the Triton fields' values, then the token field's."""
+        require_access(self.ctx, request)
+        *values, token = values
+        form, triton, outside = self._confined(values)
+        if outside:
+            raise gr.Error("\n".join(outside), print_exception=False)
+        view = logic.plan_view(form, triton)
+        if view.plan is None:
+            raise gr.Error("\n".join(view.problems), print_exception=False)
+        job = self._submit(view, token)
+        return gr.Dropdown(choices=logic.job_choices(self.service.store), value=job.id), view.summary, view.shell
+
+    def on_cancel(self, job_id, request: gr.Request):
+        require_access(self.ctx, request)
+        job = self.service.store.get(job_id) if job_id else None
+        if job is not None:
+            job.cancel()
+
+    def on_tick(self, job_id, request: gr.Request):
+        service = self.service
+        if caller_may_act(self.ctx, request):  # the page polls every second: no toast, just nothing to show
+            return (logic.status_html(None), "", gr.Button(visible=False), "", gr.skip(), gr.Button(visible=False))
+        # The list's choices are refreshed; its value only when nothing is picked yet. A tick still running
+        # when Run or Resume picked a new job must not put the old one back (the page then followed a job
+        # that had ended, and never showed the new one finish).
+        jobs_update = gr.update(choices=logic.job_choices(service.store))
+        if not job_id:
+            job_id = service.newest()
+            jobs_update = gr.Dropdown(choices=jobs_update["choices"], value=job_id)
+        record = service.store.status(job_id) if job_id else None
+        can_deploy = bool(record and record["status"] == "done" and job_id in service.plans
+                          and service.plans[job_id].deployment)
+        tail = service.store.log_tail(job_id, LOG_LINES) if job_id else ""
+        return (logic.status_html(record), tail, gr.Button(visible=can_deploy),
+                service.deployment.message, jobs_update, gr.Button(visible=service.deployment.grpc_url is not None))
+
+    def on_deploy(self, job_id, request: gr.Request):
+        require_access(self.ctx, request)
+        plan = self.service.plans.get(job_id)
+        if plan is None or not plan.deployment:
+            raise gr.Error(logic.MSG_DEPLOY_NOT_SERVED, print_exception=False)
+        if not self.service.deployment.start(lambda: logic.deploy_plan(plan)):
+            raise gr.Error(MSG_BUILD_SERVER_RUNNING, print_exception=False)
+        return self.service.deployment.message
+
+    def on_demo(self, http_port, grpc_port, request: gr.Request):
+        require_access(self.ctx, request)
+        from setup.cpu.demo import start_demo_triton
+
+        ports = (int(http_port or 8000), int(grpc_port or 8001), int(grpc_port or 8001) + 1)
+        if not self.service.deployment.start(lambda: start_demo_triton(*ports, log=lambda *_: None, port_flag=None)):
+            raise gr.Error(MSG_BUILD_SERVER_RUNNING, print_exception=False)
+        return self.service.deployment.message
+
+    def on_stop(self, request: gr.Request):
+        require_access(self.ctx, request)
+        self.service.deployment.stop(wait=False)  # "Stopping…" now; the timer shows "stopped" when it is
+        return self.service.deployment.message
+
+    def on_resume(self, job_id, token, request: gr.Request):
+        require_access(self.ctx, request)
+        store = self.service.store
+        if job_id not in {r["id"] for r in store.resumable()}:
+            raise gr.Error(MSG_NOTHING_TO_RESUME, print_exception=False)
+        # checked again: the workspace may differ
+        saved, outside = confine_folders(store.saved_config(job_id) or {}, self.ctx.access.workspace)
+        if outside:
+            raise gr.Error("\n".join(outside), print_exception=False)
+        try:
+            config = PlanConfig.from_mapping(saved, where=f"job {job_id}")
+        except ConfigError as exc:
+            raise gr.Error("\n".join(exc.problems), print_exception=False) from None
+        view = logic.config_view(config)
+        if view.plan is None:
+            raise gr.Error("\n".join(view.problems), print_exception=False)
+        job = self._submit(view, token)
+        values = logic.form_values(config, FORM_FIELDS)  # the form shows what runs
+        dtypes = logic.family_defaults(config.family)["dtypes"]
+        values[FORM_FIELDS.index("dtype")] = gr.Dropdown(choices=dtypes, value=view.plan.derived["dtype"])
+        return (gr.Dropdown(choices=logic.job_choices(store), value=job.id), view.summary, view.shell,
+                *values, logic.family_markdown(config.family, config.trtllm_version))
+
+    def on_open_chat(self, request: gr.Request):
+        require_access(self.ctx, request)
+        url = self.service.deployment.grpc_url
+        if url is None:
+            raise gr.Error(MSG_BUILD_NO_SERVER, print_exception=False)
+        self.ctx.retarget(url)
+        return gr.Tabs(selected=self.chat_tab)
+
+    def on_engines(self, request: gr.Request):
+        return "" if caller_may_act(self.ctx, request) else logic.registry_markdown(self.service.registry)

@@ -1,0 +1,21 @@
+"""Sentences the cpu_runtime.engine package shows to people (errors, warnings, notes); other modules import them."""
+
+# lora.py
+# Error texts of the TensorRT-LLM executor / backend.
+MSG_TASK_ID_REQUIRED = "lora_task_id must be set for LoRA inference"
+MSG_BOTH_TENSORS = "Request for LoRA inference must have both lora_weights and lora_keys"
+MSG_WEIGHTS_SHAPE = "Invalid shape for lora_weights tensor"
+MSG_KEYS_SHAPE = "Invalid shape for lora_keys tensor"
+MSG_BATCH = "Expected batch dimension to be 1 for each lora request"
+MSG_KEYS_DTYPE = "Expected  lora keys to have TYPE_INT32 but was {dtype}"
+MSG_ROWS = "Expected dim1 lora_weights and lora_keys to have the same size"
+MSG_KEYS_WIDTH = "Expected dim2 of lora_keys to have a size in [3, 4]"
+MSG_DTYPE = "Expected lora weights to be the same data type as base model"
+MSG_LAYER = "Expected layerId to be in the range [0, numModelLayers)"
+MSG_ADAPTER_SIZE = "Expected adapterSize to be > 0"
+MSG_MODULE = "lora module {module} not enabled for this model"
+MSG_TOO_FEW = "lora_weights has to few values for {module}"
+MSG_RANK = "Invalid low_rank ({rank}). low_rank must be smaller than mMaxLowRank ({max_rank})"
+MSG_NOT_CACHED = "LoRA task {task_id} not found in cache. Please send LoRA weights with request"
+MSG_CACHE_FULL = "Cache is full. There are no done tasks to evict"
+MSG_STORE = "Error storing task={task_id} in PEFT cache -- {reason}"

@@ -1,0 +1,75 @@
+"""A family's format as TensorRT-LLM's runner applies it, read from the stand-in visual folder's config.json
+(`runner_format`, written by setup/cpu/runner_demo.py from the family file): the text the question is wrapped in,
+where the picture goes, the image size and the family's visual token count (fixed, Fuyu's 30-pixel patches,
+Deplot's flattened patches, Video NeVA's frames)."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+IMAGE = "{image}"  # where the picture's rows go in `prompt`
+
+
+@dataclass(frozen=True)
+class FamilyFormat:
+    family: str
+    model_type: str
+    prompt: str                      # with {image} and {question}
+    question: str = "kept"           # kept | fixed | ignored
+    fixed_question: str = ""
+    default_question: str = ""
+    image_size: tuple[int, int] | None = None  # height, width the processor resizes to
+    tokens: int = 0                  # visual tokens per image (per frame for videos)
+    patch: int = 0                   # tokens = patches of this many pixels (Fuyu, Deplot)
+    max_patches: int = 0
+    frames: int = 0                  # a video of this many frames (Video NeVA)
+    image_marker: str = "<image>"    # how the figures show the picture's place (Phi-3's <|image_1|>)
+
+    def question_text(self, asked: str | None) -> str:
+        if self.question == "fixed":
+            return self.fixed_question
+        if self.question == "ignored":
+            return ""
+        return (asked or "").strip() or self.default_question
+
+    def parts(self, asked: str | None) -> tuple[str, str]:
+        """(text before the picture, text after it), the question filled in."""
+        text = self.prompt.replace("{question}", self.question_text(asked))
+        before, _, after = text.partition(IMAGE)
+        return before, after
+
+    def visual_tokens(self, height: int, width: int) -> int:
+        """The family's visual token count for a picture of this size (what its vision tower would give)."""
+        if self.patch:
+            count = math.ceil(height / self.patch) * math.ceil(width / self.patch)
+            return min(count, self.max_patches) if self.max_patches else count
+        return self.tokens * max(1, self.frames)
+
+    def describe(self, tokens: int) -> str:
+        """For the reply's figures: which family format the twin used."""
+        size = f", {self.image_size[1]}x{self.image_size[0]} px" if self.image_size else ""
+        frames = f", {self.frames} frames" if self.frames else ""
+        shown = self.prompt if self.question == "kept" else self.prompt.replace("{question}", self.question_text(""))
+        prompt = shown.replace(IMAGE, self.image_marker).replace("\n", "\\n")
+        count = f"one visual token per {self.patch} px patch" if self.patch else f"{tokens} visual tokens"
+        return f"{self.family} ({self.model_type}): '{prompt}'{size}{frames}, {count}"
+
+
+def read_format(vision_dir: str | Path) -> FamilyFormat:
+    """The family format in `vision_dir`/config.json; ValueError when the folder has none."""
+    path = Path(vision_dir) / "config.json"
+    config = json.loads(path.read_text(encoding="utf-8"))
+    raw = config.get("runner_format")
+    if not isinstance(raw, dict):
+        raise ValueError(f"{path} has no runner_format section: it is not a CPU twin's visual folder.")
+    size = raw.get("image_size")
+    return FamilyFormat(
+        family=str(raw["family"]), model_type=str(config["builder_config"]["model_type"]), prompt=str(raw["prompt"]),
+        question=str(raw.get("question", "kept")), fixed_question=str(raw.get("fixed_question", "")),
+        default_question=str(raw.get("default_question", "")),
+        image_size=tuple(int(v) for v in size) if size else None, tokens=int(raw.get("tokens") or 0),
+        patch=int(raw.get("patch") or 0), max_patches=int(raw.get("max_patches") or 0),
+        frames=int(raw.get("frames") or 0), image_marker=str(raw.get("image_marker", "<image>")))

@@ -1,0 +1,117 @@
+"""StandInRunner: MultimodalModelRunner's late-era surface (constructor over `args`, load_test_data,
+load_test_audio, setup_inputs, generate, run; facts §1-2) on the CPU. The picture is prepared as the family's
+processor would size it, seen by the vision step (rows of token ids saying what is in it), put where the family's
+format puts the image, and the LLM answers. Subclasses give `load_llm` and `load_vision` (the model folder's
+wiring)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cpu_runtime.runner_standin.messages import MSG_LAYOUT, MSG_NO_PICTURE
+
+from .formats import FamilyFormat, read_format
+
+
+class StandInRunner:
+    """The late era's runner; `prompt_format` says which family format it applies (shown in the reply's figures)."""
+
+    def __init__(self, args):
+        self.args = args
+        args.debug_mode = False  # as the runner does
+        engine = Path(args.engine_dir)
+        if not (engine / "vision").is_dir() or not (engine / "llm").is_dir():
+            raise ValueError(MSG_LAYOUT.format(path=engine))
+        self.format: FamilyFormat = read_format(engine / "vision")
+        self.model_type = self.format.model_type
+        self.llm, self.tokenizer = self.load_llm(engine / "llm")
+        self.vision = self.load_vision(engine / "vision")
+        self.prompt_format = self.format.describe(self.format.visual_tokens(*(self.format.image_size or (0, 0))))
+        self.last_visual_tokens = 0
+
+    # ---- given by the model folder's wiring -------------------------------------------------------------
+    def load_llm(self, folder: Path):
+        """(generate(ids, max_new_tokens, sampling) -> text, tokenizer)."""
+        raise NotImplementedError
+
+    def load_vision(self, folder: Path):
+        """see(list of RGB PIL images) -> token ids of what they show."""
+        raise NotImplementedError
+
+    # ---- the runner's methods ---------------------------------------------------------------------------
+    def load_test_data(self, image_path=None, video_path=None):
+        """A picture from a path: the image, or a video's frames (evenly sampled to the family's frame count)."""
+        from PIL import Image
+
+        if video_path:
+            return read_frames(video_path, self.format.frames or 8)
+        return Image.open(image_path).convert("RGB") if image_path else None
+
+    def load_test_audio(self, audio_path):
+        return None  # not phi-4-multimodal
+
+    def _prepared(self, raw_image) -> list:
+        frames = list(raw_image) if isinstance(raw_image, list | tuple) else [raw_image]
+        if self.format.image_size:
+            height, width = self.format.image_size
+            frames = [f.convert("RGB").resize((width, height)) for f in frames]
+        return frames
+
+    def setup_inputs(self, input_text, raw_image, raw_audio=None):
+        """(input_text, pre_prompt, post_prompt, image, decoder_input_ids, other_vision_inputs, other_audio_inputs,
+        other_decoder_inputs), as the late runner returns them."""
+        if raw_image is None:
+            video = " or a video" if self.format.frames else ""
+            raise ValueError(MSG_NO_PICTURE.format(family=self.format.family, video=video))
+        pre_prompt, post_prompt = self.format.parts(input_text)
+        image = self._prepared(raw_image)
+        width, height = image[0].size
+        self.last_visual_tokens = self.format.visual_tokens(height, width)
+        return input_text, pre_prompt, post_prompt, image, None, {}, {}, {}
+
+    def generate(self, pre_prompt, post_prompt, image, decoder_input_ids, max_new_tokens, other_vision_inputs={},  # noqa: B006
+                 other_audio_inputs={}, other_decoder_inputs={}):  # noqa: B006 - the late runner's signature
+        """[[text]] for batch slot 0, beam 0: the LLM's answer to the family's prompt with the picture's rows."""
+        rows = self.vision(image)
+        encode = lambda text: self.tokenizer.encode(text, add_special_tokens=False) if text else []  # noqa: E731
+        ids = self.chat_ids(encode(pre_prompt) + list(rows) + encode(post_prompt))
+        sampling = {name: getattr(self.args, name) for name in ("temperature", "top_k", "top_p", "repetition_penalty")}
+        return [[self.llm(ids, int(max_new_tokens), sampling).strip()] for _ in range(int(self.args.batch_size))]
+
+    def chat_ids(self, user_ids: list[int]) -> list[int]:
+        """The user turn's ids inside the CPU LLM's own chat template (its answer needs its template)."""
+        marker = "\x00"
+        try:
+            text = self.tokenizer.apply_chat_template([{"role": "user", "content": marker}], tokenize=False,
+                                                      add_generation_prompt=True)
+        except Exception:  # noqa: BLE001 - a tokenizer without a chat template: the ids alone
+            return user_ids
+        before, _, after = text.partition(marker)
+        encode = lambda t: self.tokenizer.encode(t, add_special_tokens=False) if t else []  # noqa: E731
+        return encode(before) + user_ids + encode(after)
+
+    def run(self, input_text, input_image, input_audio, max_new_tokens):
+        input_text, pre, post, image, decoder_ids, vision, audio, decoder = self.setup_inputs(
+            input_text, input_image, input_audio)
+        return input_text, self.generate(pre, post, image, decoder_ids, max_new_tokens, vision, audio, decoder)
+
+
+def read_frames(path, count: int) -> list:
+    """`count` frames of the video at `path`, evenly spaced, as RGB PIL images (OpenCV reads MP4, WebM, GIF...)."""
+    import cv2
+    from PIL import Image
+
+    capture = cv2.VideoCapture(str(path))
+    frames = []
+    try:
+        while True:
+            ok, frame = capture.read()
+            if not ok:
+                break
+            frames.append(frame)
+    finally:
+        capture.release()
+    if not frames:
+        raise ValueError("The video has no frames OpenCV can read (MP4, WebM or GIF).")
+    picks = [frames[round(i * (len(frames) - 1) / max(1, count - 1))] for i in range(min(count, len(frames)))]
+    return [Image.fromarray(cv2.cvtColor(f, cv2.COLOR_BGR2RGB)) for f in picks]

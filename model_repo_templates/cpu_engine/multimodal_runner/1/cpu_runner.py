@@ -1,0 +1,62 @@
+"""The CPU twin's MultimodalModelRunner (runner_class cpu_runner:MultimodalModelRunner): cpu_runtime's runner
+stand-in, given the CPU engine as its LLM and the CPU image encoder as its vision step. The runner model
+(model.py) finds its era by signature, as it does for TensorRT-LLM's class."""
+
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from cpu_runtime.runner_standin.runner import StandInRunner  # noqa: E402
+
+FRAMES_SEEN = 3  # of a video's frames, the encoder describes this many (evenly spaced)
+
+
+class MultimodalModelRunner(StandInRunner):
+    def load_llm(self, folder):
+        import torch
+        from transformers import AutoTokenizer
+
+        from cpu_runtime.engine.requests import GenerationRequest
+        from cpu_runtime.engine.runner import EngineRunner
+
+        torch.set_num_threads(int(os.environ.get("CPU_ENGINE_THREADS", "0")) or max(1, os.cpu_count() or 2))
+        engine = EngineRunner(folder, {})
+        tokenizer = AutoTokenizer.from_pretrained(str(Path(folder) / engine.config["hf_model_dir"]))
+
+        def generate(ids, max_new_tokens, sampling):
+            gen = GenerationRequest(request_id="runner", input_ids=list(ids), max_new_tokens=max_new_tokens,
+                                    end_id=tokenizer.eos_token_id, temperature=float(sampling["temperature"]),
+                                    top_k=int(sampling["top_k"]), top_p=float(sampling["top_p"]),
+                                    repetition_penalty=float(sampling["repetition_penalty"]))
+            try:
+                while not gen.finished:
+                    token, _ = engine.step(gen)
+                    if token is None:
+                        break
+                    gen.output_ids.append(token)
+            finally:
+                engine.release(gen)
+            return tokenizer.decode(gen.output_ids, skip_special_tokens=True)
+
+        return generate, tokenizer
+
+    def load_vision(self, folder):
+        import numpy as np
+
+        from cpu_runtime.encoder.encoder import make_encoder
+
+        encoder = make_encoder(str(Path(folder) / "encoder"))  # setup/cpu/runner_demo.py writes it there
+
+        def see(images):
+            picks = images if len(images) <= FRAMES_SEEN else \
+                [images[round(i * (len(images) - 1) / (FRAMES_SEEN - 1))] for i in range(FRAMES_SEEN)]
+            rows = []
+            for number, image in enumerate(picks, 1):
+                bgr = np.ascontiguousarray(np.asarray(image.convert("RGB"), dtype=np.uint8)[:, :, ::-1])
+                ids, _ = encoder.image_block(bgr, number if len(picks) > 1 else None)
+                rows += list(ids)
+            return rows
+
+        return see

@@ -1,0 +1,119 @@
+"""TensorRT-LLM's MultimodalModelRunner behind Triton: one decoupled Python model.
+
+At start it imports the runner class (parameter runner_class), finds its era by the signatures recorded in
+runner_eras.yaml, builds the `args` object that era's constructor reads from the family's visual engine, LLM engine
+and Hugging Face folders, and constructs the runner, so preprocessing and the prompt template are the release's
+own. Each request's question, picture and settings go through the era's run(); the runner is not thread-safe
+(facts §5), so one worker thread runs the requests in arrival order. No recorded runner streams: the reply is sent
+whole, and reply_mode says so. The logic is in runner_lib/, beside this file.
+"""
+
+import json
+import queue
+import shutil
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from model_params import as_bool, optional_input, param  # noqa: E402
+from runner_lib.eras import detect_era, import_runner_class  # noqa: E402
+from runner_lib.replies import STREAMED, WHOLE_REPLY, answer  # noqa: E402
+from runner_lib.requests import read_request  # noqa: E402
+from runner_lib.runner_args import EngineFolders, build_args, combined_engine_dir, parse_settings  # noqa: E402
+
+DEFAULT_CLASS = "tensorrt_llm.runtime:MultimodalModelRunner"
+
+
+def _strings(name, text):
+    return pb_utils.Tensor(name, np.array([str(text).encode("utf-8")], dtype=np.object_))
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        config = json.loads(args["model_config"])
+        self.decoupled = pb_utils.using_decoupled_model_transaction_policy(config)
+        runner_class = import_runner_class(param(config, "runner_class", DEFAULT_CLASS))
+        self.era = detect_era(runner_class)
+        folders = EngineFolders(param(config, "visual_engine_dir"), param(config, "llm_engine_dir"),
+                                param(config, "hf_model_dir"))
+        folders.check()
+        settings = parse_settings(param(config, "runner_settings", ""))
+        # the late runner's engine_dir: a temporary folder of two links (vision/, llm/), removed at finalize
+        self.links = combined_engine_dir(folders) if self.era.combined_engine_dir else None
+        try:
+            self.runner = runner_class(build_args(self.era, folders, settings, engine_dir=self.links))
+        except BaseException:
+            self._remove_links()
+            raise
+        self.max_tokens = int(param(config, "runner_max_tokens", "1024"))
+        self.default_tokens = int(param(config, "runner_default_max_tokens", "128"))
+        self.max_images = int(param(config, "max_num_images", "1"))
+        self.takes_video = as_bool(param(config, "takes_video", "false"))
+        self.reply_mode = STREAMED if self.era.streams else WHOLE_REPLY
+        model_type = getattr(self.runner, "model_type", "")
+        self.prompt_format = getattr(self.runner, "prompt_format", None) or \
+            f"{model_type or 'this family'}: the runner's own template"
+        self.jobs = queue.Queue()
+        self.worker = threading.Thread(target=self._work, name="multimodal-runner", daemon=True)
+        self.worker.start()
+        pb_utils.Logger.log_info(f"multimodal_runner: {runner_class.__module__}.{runner_class.__name__}, era "
+                                 f"{self.era.name}, {self.prompt_format}, {self.reply_mode}")
+
+    def execute(self, requests):
+        done = []
+        for request in requests:
+            sender = request.get_response_sender() if self.decoupled else None
+            job = (request, sender, threading.Event(), [])
+            self.jobs.put(job)
+            done.append(job)
+        if self.decoupled:
+            return None
+        for _, _, finished, _ in done:
+            finished.wait()
+        return [out[0] for _, _, _, out in done]
+
+    def _work(self):
+        while True:
+            job = self.jobs.get()
+            if job is None:
+                return
+            request, sender, finished, out = job
+            response = self._respond(request, sender)
+            if sender is not None and response is not None:
+                sender.send(response, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+            out.append(response)
+            finished.set()
+
+    def _respond(self, request, sender):
+        if sender is not None and hasattr(request, "is_cancelled") and request.is_cancelled():
+            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+            return None
+        try:
+            asked = read_request(lambda name: optional_input(request, name), self.max_tokens, self.default_tokens,
+                                 self.max_images)
+            if asked.video is not None and not self.takes_video:
+                raise ValueError("This family reads images, not videos; send image_bytes.")
+            reply = answer(self.runner, self.era, asked)
+        except ValueError as exc:
+            return pb_utils.InferenceResponse(error=pb_utils.TritonError(str(exc)))
+        except Exception as exc:  # a runner failure ends this request only
+            pb_utils.Logger.log_error(f"multimodal_runner: {type(exc).__name__}: {exc}")
+            return pb_utils.InferenceResponse(error=pb_utils.TritonError(f"The runner failed: {exc}"))
+        return pb_utils.InferenceResponse(output_tensors=[
+            _strings("text_output", reply.text), _strings("finish_reason", reply.finish_reason),
+            _strings("reply_mode", self.reply_mode), _strings("runner_era", self.era.name),
+            _strings("prompt_format", self.prompt_format)])
+
+    def _remove_links(self):
+        if self.links:
+            shutil.rmtree(self.links, ignore_errors=True)
+
+    def finalize(self):
+        self.jobs.put(None)
+        self.worker.join()
+        self._remove_links()

@@ -1,0 +1,4 @@
+"""Sentences the setup.cpu package shows to people (errors, warnings, notes); other modules import them."""
+
+# runner_demo.py
+MSG_NOT_RUNNER = "'{family}' has no runner twin; the runner families are: {known}."

@@ -1,0 +1,72 @@
+"""The Build page's handlers called without the layout (app/web/pages/build_handlers.py): a model id in the form
+becomes a plan that downloads first, folders named under the workspace, and the token goes to the job's
+environment only."""
+
+from __future__ import annotations
+
+import json
+
+import gradio as gr
+import pytest
+
+from app.chat.context import AppConfig, AppContext
+from app.web import build_logic as logic
+from app.web.pages.build_form import FORM_FIELDS, start_values
+from app.web.pages.build_handlers import BuildHandlers, on_family, token_env
+from setup.build.jobs import JobError
+from tests.unit.app.web.test_build_page import service
+
+TOKEN = "hf_handlerTOKEN31"
+
+
+def _request() -> gr.Request:
+    return gr.Request(username="admin", headers={}, cookies={})
+
+
+def _handlers(tmp_path) -> BuildHandlers:
+    ctx = AppContext(AppConfig(auth=(("admin", "pw"),), workspace=(str(tmp_path),)))
+    return BuildHandlers(ctx, service(tmp_path))
+
+
+def _values(tmp_path, **fields) -> list:
+    form = {**start_values("llava-1.5"), "trtllm_root": str(tmp_path / "TensorRT-LLM"), **fields}
+    return [form.get(name) for name in FORM_FIELDS] + [None] * len(logic.TRITON_FIELDS)
+
+
+def test_a_family_fills_in_its_example_model_id():
+    assert on_family("llava-1.5", "0.19")[0] == "llava-hf/llava-1.5-7b-hf"
+    assert on_family("neva", "0.19")[0] == ""  # its example is a .nemo file named in words
+
+
+def test_show_plan_names_the_folders_from_the_model_id_under_the_workspace(tmp_path):
+    request = _request()
+    summary, shell, _, _ = _handlers(tmp_path).on_show(request, *_values(tmp_path))
+    folder = tmp_path / "models" / "llava-hf--llava-1.5-7b-hf"
+    assert f"-m setup download --model-id llava-hf/llava-1.5-7b-hf --revision main --dest {folder}" in shell
+    assert f"--output_dir {tmp_path}/builds/llava-1.5--llava-hf--llava-1.5-7b-hf/checkpoint" in shell
+    assert "first step downloads llava-hf/llava-1.5-7b-hf" in summary
+
+
+def test_a_folder_of_ones_own_wins_over_the_model_id(tmp_path):
+    own = tmp_path / "mine"
+    own.mkdir()
+    (own / "config.json").write_text(json.dumps({"num_attention_heads": 32, "hidden_size": 4096}))
+    _, shell, _, _ = _handlers(tmp_path).on_show(_request(),
+                                                 *_values(tmp_path, checkpoint=str(own), out=str(tmp_path / "o")))
+    assert "setup download" not in shell and f"--model_dir {own} " in shell
+
+
+def test_run_gives_the_token_to_the_jobs_environment_only(tmp_path, monkeypatch):
+    handlers = _handlers(tmp_path)
+    submitted = {}
+
+    def submit(plan, steps=None, env=None):
+        submitted.update(plan=plan, env=env)
+        raise JobError(f"busy {TOKEN}")  # a message that happened to carry the token
+
+    monkeypatch.setattr(handlers.service.store, "submit", submit)
+    with pytest.raises(gr.Error) as refused:
+        handlers.on_run(_request(), *_values(tmp_path), TOKEN)
+    assert submitted["env"]["HF_TOKEN"] == TOKEN and TOKEN not in str(refused.value)
+    assert TOKEN not in submitted["plan"].to_shell() and TOKEN not in json.dumps(submitted["plan"].to_dict())
+    assert token_env("  ") is None  # no token typed: the app's own environment (its HF_TOKEN, if any)
