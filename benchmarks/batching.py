@@ -53,8 +53,10 @@ class TritonTarget:
         hooks = [] if model is None else [partial(self.hook, model)]
         send = TritonSender(self.client, SamplingParams(), hooks=hooks)
 
+        from app.core.conversation import Conversation
+
         def one(request: BenchRequest):
-            return send(replace(request, prompt=self.builder.build([{"role": "user", "content": request.prompt}])))
+            return send(replace(request, prompt=self.builder.build(Conversation.asking(request.prompt))))
 
         return one
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from app.chat.context import AppConfig, AppContext
 from app.chat.prompts import PromptBuilder
+from app.core.conversation import Conversation
 from app.core.sampling import SamplingParams
 from app.triton.client import TritonChatClient
 from app.web.ui import build_app
@@ -88,7 +89,7 @@ def main() -> None:
     app_url = f"http://127.0.0.1:{port}/"
     try:
         params = SamplingParams(max_tokens=args.max_tokens)
-        prompt = PromptBuilder(tokenizer_dir=str(model_dir)).build([{"role": "user", "content": QUESTION}])
+        prompt = PromptBuilder(tokenizer_dir=str(model_dir)).build(Conversation.asking(QUESTION))
         from benchmarks.app_senders import SseApiSender
 
         sender = SseApiSender(app_url, sessions=1, params=params)

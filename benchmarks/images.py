@@ -32,6 +32,7 @@ from PIL import Image, ImageDraw, ImageFont
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.chat.prompts import PromptBuilder  # noqa: E402
+from app.core.conversation import Conversation  # noqa: E402
 from app.core.errors import StreamStalled  # noqa: E402
 from app.core.sampling import SamplingParams
 from app.triton.client import TritonChatClient  # noqa: E402
@@ -145,7 +146,7 @@ def ttft(client: TritonChatClient, prompts: PromptBuilder, images: list[Path | N
         started = time.perf_counter()
         request = prepare_images([image] if image else [], client.model_info(), QUESTION)
         preps.append(time.perf_counter() - started)
-        stream = client.stream(prompts.build([{"role": "user", "content": request.text}]), PARAMS, extra=request.extra)
+        stream = client.stream(prompts.build(Conversation.asking(request.text)), PARAMS, extra=request.extra)
         for _ in stream:
             pass
         firsts.append(stream.time_to_first_token or float("nan"))

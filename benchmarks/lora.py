@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.adapters.registry import AdapterRegistry, lora_bytes  # noqa: E402
 from app.chat.prompts import PromptBuilder  # noqa: E402
+from app.core.conversation import Conversation  # noqa: E402
 from app.core.sampling import SamplingParams
 from app.triton.client import TritonChatClient  # noqa: E402
 from setup.cpu.model import model_dir  # noqa: E402
@@ -69,7 +70,7 @@ def measure_demo(url: str, adapter_dir: Path, runs: int) -> tuple[list[tuple], f
     try:
         shutil.copytree(adapter_dir, tmp / adapter_dir.name)
         registry, client = AdapterRegistry(tmp), TritonChatClient(url)
-        prompt = PromptBuilder(tokenizer_dir=str(model_dir())).build([{"role": "user", "content": QUESTION}])
+        prompt = PromptBuilder(tokenizer_dir=str(model_dir())).build(Conversation.asking(QUESTION))
         name = adapter_dir.name
         cases = {"base": {}, "first": registry.extra_inputs(name, first_use=True),
                  "later": registry.extra_inputs(name, first_use=False)}

@@ -18,6 +18,7 @@ from app.chat.messages import BASE_MODEL_WORDS
 from app.chat.sampling import panel_sampling, require_text, sampling_params
 from app.chat.throttle import throttled
 from app.chat.turns import check_new_turn, open_stream, validate_user_text
+from app.core.conversation import Conversation
 from app.core.errors import ChatError, InvalidRequest
 from app.core.sampling import SAMPLING_LIMITS
 
@@ -78,8 +79,7 @@ def register(ctx: AppContext) -> None:
             if paths:
                 check_new_turn(ctx, text, paths)
             chosen = None if not adapter or adapter == BASE_MODEL_WORDS else adapter  # callers may name the label
-            stream = open_stream(ctx, [{"role": "user", "content": text}], params, system_prompt or None,
-                                 chosen, images=paths)
+            stream = open_stream(ctx, Conversation.asking(text, paths or ()), params, system_prompt or None, chosen)
             yield from throttled(stream, lambda: stream.text.lstrip())
         except ChatError as exc:
             raise gr.Error(str(exc), print_exception=False) from None

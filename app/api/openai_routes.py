@@ -185,9 +185,9 @@ class OpenAIApi:
 
     def _open(self, chat: ChatRequest):
         """Worker thread: the chat panel's path from request to an open server stream."""
-        validate_user_text(chat.history[-1]["content"])
-        return open_stream(self.ctx, chat.history, chat.params, chat.system_prompt, chat.adapter,
-                           images=chat.images, stop=chat.stop, min_tokens=chat.min_tokens)
+        validate_user_text(chat.conversation.turns[-1].text)
+        return open_stream(self.ctx, chat.conversation, chat.params, chat.system_prompt, chat.adapter,
+                           stop=chat.stop, min_tokens=chat.min_tokens)
 
     async def _events(self, chat: ChatRequest, stream, pump: DeltaPump):
         writer = ChunkWriter(chat.model)

@@ -52,6 +52,7 @@ from app.core.constants import (
     MAX_IMAGE_BYTES,
     MAX_JSON_DEPTH,
 )
+from app.core.conversation import Conversation, Media, ReplyVersion, Turn
 from app.core.errors import InvalidImage, InvalidRequest
 from app.core.messages import (
     MSG_CONVERSATION_TOO_LONG,
@@ -72,9 +73,8 @@ _MB = 1024 * 1024
 class ChatRequest:
     """One chat-completions request in the app's terms."""
 
-    history: list[dict]  # [{role: user|assistant, content: str}], the last one from the user
-    system_prompt: str | None
-    images: list[bytes]  # of the last user message (earlier images are not re-sent, as in the chat panel)
+    conversation: Conversation  # the last turn is the user's, with its images (earlier images are named only:
+    system_prompt: str | None  # they are not re-sent, as in the chat panel)
     params: SamplingParams
     adapter: str | None  # None for the base model
     model: str  # the name the caller used, echoed in replies
@@ -153,11 +153,11 @@ def check_conversation_size(messages: list) -> None:
         raise InvalidRequest(MSG_CONVERSATION_TOO_LONG.format(chars=chars, limit=MAX_CONVERSATION_CHARS))
 
 
-def _conversation(messages: object) -> tuple[list[dict], str | None, list[bytes]]:
+def _conversation(messages: object) -> tuple[Conversation, str | None]:
     if not isinstance(messages, list) or not messages:
         raise InvalidRequest(MSG_API_NO_MESSAGES)
     check_conversation_size(messages)
-    history, system, images = [], [], []
+    turns, system = [], []
     last = len(messages) - 1
     for index, message in enumerate(messages):
         if not isinstance(message, dict):
@@ -168,11 +168,15 @@ def _conversation(messages: object) -> tuple[list[dict], str | None, list[bytes]
         text, images = _content(message, index, decode=index == last)  # only the last message's images are sent
         if role == "system":
             system.append(text)
-        else:
-            history.append({"role": role, "content": text})
+        elif role == "assistant":
+            turns.append(Turn.reply(ReplyVersion(text)))
+        else:  # an earlier message's images are checked, then named only (not decoded, not sent)
+            media = (Media.of(image) if index == last else Media(name=f"image {number}")
+                     for number, image in enumerate(images, 1))
+            turns.append(Turn.user(text, tuple(media)))
     if messages[-1].get("role") != "user":
         raise InvalidRequest(MSG_API_LAST_NOT_USER)
-    return history, "\n".join(system) if system else None, images
+    return Conversation(tuple(turns)), "\n".join(system) if system else None
 
 
 def _include_usage(body: dict) -> bool:
@@ -238,10 +242,10 @@ def parse_chat_request(body: object, served_model: str, defaults: dict | None = 
         raise InvalidRequest(MSG_API_NOT_AN_OBJECT)
     if len(model) > API_MAX_MODEL_CHARS:
         raise InvalidRequest(MSG_API_MODEL_NAME.format(limit=API_MAX_MODEL_CHARS))
-    history, system, images = _conversation(body.get("messages"))
+    conversation, system = _conversation(body.get("messages"))
     params = _sampling(body, defaults)
     return ChatRequest(
-        history=history, system_prompt=system, images=images, params=params, min_tokens=_min_tokens(body, params),
+        conversation=conversation, system_prompt=system, params=params, min_tokens=_min_tokens(body, params),
         adapter=None if model_is_base(model, served_model) else model, model=model or served_model,
         stream=_flag(body, "stream"), stop=_stop_words(body.get("stop")), include_usage=_include_usage(body),
     )

@@ -16,6 +16,7 @@ from dataclasses import replace
 from app.bench.load import BenchRequest
 from app.bench.messages import MSG_BENCH_HUNG, MSG_BENCH_STOPPED
 from app.bench.stats import RequestRecord
+from app.core.conversation import Conversation
 from app.core.errors import ChatError
 from app.core.sampling import SamplingParams
 from app.deployments.base import ReplyRequest
@@ -104,8 +105,8 @@ class DeploymentSender:
             if self.stop is not None and self.stop.is_set():
                 raise ChatError(MSG_BENCH_STOPPED)
             stream = self.deployment.open_reply(ReplyRequest(
-                [{"role": "user", "content": request.prompt}], replace(self.params, max_tokens=request.max_tokens),
-                adapter=self.adapter, images=self.images, min_tokens=request.min_tokens))
+                Conversation.asking(request.prompt, self.images or ()), replace(self.params, max_tokens=request.max_tokens),
+                adapter=self.adapter, min_tokens=request.min_tokens))
             time_chunks(stream, record, self.stop)
             record.text, record.tokens = stream.text, stream.chunks
         except ChatError as exc:

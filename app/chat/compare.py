@@ -28,6 +28,7 @@ from app.chat.messages import (
 )
 from app.chat.turns import add_user_message, check_new_turn, open_stream, reply_text
 from app.core.constants import MAX_COMPARE_ADAPTERS
+from app.core.conversation import Conversation
 from app.core.errors import ChatError, InvalidRequest
 from app.core.sampling import SamplingParams
 
@@ -110,12 +111,12 @@ class CompareRun:
         self.columns = list(dict.fromkeys(chosen))
         self._starts = [starts[name] for name in self.columns]  # a column named twice: its first start
         self._kind = ctx.deployment.kind
-        history = add_user_message([], prompt, images)  # the images' turns, then the text
+        asked = add_user_message(Conversation(), prompt, images)  # the text and its images
         self._started = time.monotonic()
         self._streams = []
         try:
             for name, start in zip(self.columns, self._starts, strict=True):
-                self._streams.append(open_stream(ctx, history, params, None, name, continues=start))
+                self._streams.append(open_stream(ctx, asked, params, None, name, continues=start))
         except ChatError:
             self.cancel()  # the columns opened before the refusal
             raise
@@ -142,7 +143,7 @@ class CompareRun:
         out = []
         for i, stream in enumerate(self._streams):
             shown = _Joined(self._starts[i] + stream.text, stream.cancelled)  # a continued column's start first
-            text = reply_text(shown, None, final=not self._threads[i].is_alive())
+            text = reply_text(shown, final=not self._threads[i].is_alive())
             out.append(f"{text}\n\n⚠️ {self._errors[i]}" if i in self._errors else text)
         return out
 

@@ -6,7 +6,6 @@ import time
 from dataclasses import dataclass
 
 from app.chat.messages import BASE_MODEL_WORDS
-from app.core.constants import REPLY_FIGURES
 
 
 @dataclass(frozen=True)
@@ -65,7 +64,3 @@ def figures_text(figures: ReplyFigures, adapter: str | None, kind: str) -> str:
     parts += [adapter or figures.sent_adapter or BASE_MODEL_WORDS, lora_text(figures), kind]
     return " · ".join(p for p in parts if p)
 
-
-def figures_footer(figures: ReplyFigures, adapter: str | None, kind: str) -> str:
-    """The figures line as it ends a reply's text (before the adapter tag)."""
-    return REPLY_FIGURES.format(figures=figures_text(figures, adapter, kind))

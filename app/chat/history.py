@@ -1,11 +1,18 @@
-"""Conversations kept in the person's browser: the stored list (switch, new, delete), and export to
-JSON and Markdown and import back. Pure functions over the stored value; the server keeps none of it.
+"""Conversations kept in the person's browser: the stored list (switch, new, delete), and export to JSON and
+Markdown and import back. Pure functions over the stored value; the server keeps none of it.
 
-Stored value: {"version": 1, "current": id, "chats": [{"id", "title", "updated", "messages"}]}, newest
-first. Messages are {"role", "content"} with text content, or a user image {"path": ...} that is shown
-again only while the server still has the uploaded file; a reply also carries its record (versions,
-app.chat.versions) in its metadata. Exported replies hold that record as "reply"; files without it (written
-before versions) import as single-version replies."""
+Both the stored value and the exported file hold conversations in one versioned JSON schema of the typed
+turns (app.core.conversation), VERSION 2:
+
+    {"turns": [{"role": "user", "text": ..., "media": [{"kind": "image", "name": ..., "path": ...}]},
+               {"role": "assistant", "shown": 0, "versions": [{"text", "adapter", "sampling", "figures", "saw",
+                                                               "context", "cut_at", "stopped", "note"}]}]}
+
+Stored value: {"version": 2, "current": id, "chats": [{"id", "title", "updated", "conversation"}]}, newest
+first; a picture keeps its upload's path while the server still has the file. File: {"format", "version": 2,
+"title", "exported", "turns"}; pictures are named, not kept. What older apps wrote (version 1: chat messages
+with display text) is read by the caller's `older` reader (app.web.legacy_chats), the only place that reads
+that display form."""
 
 from __future__ import annotations
 
@@ -15,35 +22,131 @@ import mimetypes
 import time
 import uuid
 from collections.abc import Callable
-from pathlib import Path
+from dataclasses import asdict, fields
 
 from app.chat.messages import (
     MSG_CUT,
     MSG_IMAGE_GONE,
-    MSG_IMAGE_NOT_KEPT,
     MSG_IMAGE_TOO_BIG,
     MSG_IMPORT_NOT_JSON,
     MSG_IMPORT_SHAPE,
 )
-from app.chat.versions import Reply, any_reply, from_dict, reply_message, reply_of, to_dict
 from app.core.constants import MAX_CONVERSATION_CHARS, MAX_CONVERSATION_MESSAGES
+from app.core.conversation import ASSISTANT, ROLES, USER, Conversation, Media, ReplyVersion, Turn
 from app.core.errors import InvalidRequest
 from app.core.messages import MSG_STOPPED
-from app.deployments.prompts import file_path, message_text
+from app.core.sampling import SamplingParams
 
 FORMAT = "triton-vlm-lora-demo conversation"
-VERSION = 1
+VERSION = 2
 MAX_CHATS = 30  # the oldest go first
 TITLE_CHARS = 48
 LIST_TITLE_CHARS = 30  # with " · 12 turns" this fits the conversation list's box at 400 px (a browser test checks)
 NEW_TITLE = "New chat"
-ROLES = ("user", "assistant")
 MAX_EMBED_BYTES = 1024 * 1024  # an image bigger than this is named, not embedded, in a Markdown export
 
+OlderReader = Callable[[object], Conversation]  # version 1 messages -> Conversation (ValueError when damaged)
 
-def turns_count(messages: list[dict]) -> int:
-    """The person's messages with text (a message's images are part of it, not messages of their own)."""
-    return sum(1 for m in messages if m.get("role") == "user" and message_text(m.get("content")).strip())
+
+def _no_older(_messages: object) -> Conversation:
+    raise ValueError("it was written by an older app")
+
+
+# ---- the schema ------------------------------------------------------------------------------------------------
+def _version_dict(version: ReplyVersion) -> dict:
+    return {"text": version.text, "adapter": version.adapter,
+            "sampling": asdict(version.sampling) if version.sampling else None, "figures": version.figures,
+            "saw": [list(lines) for lines in version.saw], "context": list(version.context),
+            "cut_at": version.cut_at, "stopped": version.stopped, "note": version.note}
+
+
+def turn_dict(turn: Turn, paths: bool = True) -> dict:
+    """A turn as plain JSON values (`paths`: with each picture's upload path)."""
+    if turn.is_reply:
+        return {"role": ASSISTANT, "shown": turn.shown, "versions": [_version_dict(v) for v in turn.versions]}
+    media = [{"kind": m.kind, "name": m.name, **({"path": m.path} if paths and m.path else {})} for m in turn.media]
+    return {"role": USER, "text": turn.text, "media": media}
+
+
+def conversation_dict(conversation: Conversation, paths: bool = True) -> dict:
+    return {"turns": [turn_dict(turn, paths) for turn in conversation.turns]}
+
+
+def _sampling(raw: object) -> SamplingParams | None:
+    if not isinstance(raw, dict):
+        return None
+    names = {f.name for f in fields(SamplingParams)}
+    try:
+        return SamplingParams(**{k: v for k, v in raw.items() if k in names})
+    except (InvalidRequest, TypeError):
+        return None
+
+
+def version_of(raw: object) -> ReplyVersion:
+    """A reply version from its JSON values; ValueError naming what is wrong."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("text"), str):
+        raise ValueError("a version needs its text")
+    adapter, cut_at, saw = raw.get("adapter"), raw.get("cut_at"), raw.get("saw") or []
+    context = raw.get("context") or []
+    if not isinstance(saw, list) or not all(isinstance(lines, list) for lines in saw):
+        raise ValueError("saw must be lists of lines")
+    if not isinstance(context, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in context):
+        raise ValueError("context must be a list of turn numbers")
+    return ReplyVersion(text=raw["text"], adapter=adapter if isinstance(adapter, str) and adapter else None,
+                        sampling=_sampling(raw.get("sampling")), figures=str(raw.get("figures") or ""),
+                        saw=tuple(tuple(str(line) for line in lines) for lines in saw), context=tuple(context),
+                        cut_at=cut_at if isinstance(cut_at, int) and cut_at > 0 else None,
+                        stopped=raw.get("stopped") is True, note=str(raw.get("note") or ""))
+
+
+def reply_of(raw: object) -> Turn:
+    """A reply from {"shown", "versions"}; ValueError naming what is wrong."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("versions"), list) or not raw["versions"]:
+        raise ValueError("a reply needs a list of versions")
+    shown = raw.get("shown", -1)
+    versions = tuple(version_of(v) for v in raw["versions"])
+    return Turn(ASSISTANT, versions=versions, shown=shown if isinstance(shown, int) and not isinstance(shown, bool)
+                else -1)
+
+
+def _media_of(raw: object) -> Media:
+    if not isinstance(raw, dict) or not isinstance(raw.get("name", ""), str):
+        raise ValueError("a picture is {kind, name}")
+    path = raw.get("path")
+    return Media(name=raw.get("name", ""), path=path if isinstance(path, str) and path else None,
+                 kind=str(raw.get("kind") or "image"))
+
+
+def turn_of(raw: object) -> Turn:
+    """A turn `turn_dict` wrote; ValueError naming what is wrong."""
+    if not isinstance(raw, dict) or raw.get("role") not in ROLES:
+        raise ValueError('a turn has "role": "user" or "assistant"')
+    if raw["role"] == ASSISTANT:
+        return reply_of(raw)
+    media = raw.get("media") or []
+    if not isinstance(raw.get("text"), str) or not isinstance(media, list):
+        raise ValueError("a message has its text and a list of media")
+    return Turn.user(raw["text"], tuple(_media_of(m) for m in media))
+
+
+def conversation_of(raw: object) -> Conversation:
+    """A conversation `conversation_dict` wrote; ValueError naming the first damaged turn."""
+    turns = raw.get("turns") if isinstance(raw, dict) else None
+    if not isinstance(turns, list):
+        raise ValueError("it holds no list of turns")
+    out = []
+    for number, turn in enumerate(turns[-MAX_CONVERSATION_MESSAGES:], start=1):
+        try:
+            out.append(turn_of(turn))
+        except ValueError as exc:
+            raise ValueError(f"turn {number} is damaged ({exc})") from None
+    return Conversation(tuple(out))
+
+
+# ---- the list kept in the browser --------------------------------------------------------------------------------
+def turns_count(conversation: Conversation) -> int:
+    """The person's messages (a message's images are part of it)."""
+    return sum(1 for turn in conversation.turns if not turn.is_reply)
 
 
 def turns_text(count: int) -> str:
@@ -56,56 +159,54 @@ def empty_store() -> dict:
 
 
 def _new_chat() -> dict:
-    return {"id": uuid.uuid4().hex[:12], "title": NEW_TITLE, "updated": time.time(), "messages": []}
+    return {"id": uuid.uuid4().hex[:12], "title": NEW_TITLE, "updated": time.time(),
+            "conversation": conversation_dict(Conversation())}
 
 
-def title_of(messages: list[dict]) -> str:
-    """The first user text, shortened; "New chat" for a conversation without one."""
-    text = next((message_text(m.get("content")) for m in messages
-                 if m.get("role") == "user" and message_text(m.get("content")).strip()), "")
+def title_of(conversation: Conversation) -> str:
+    """The first text of the person, shortened; "New chat" for a conversation without one."""
+    text = next((turn.text for turn in conversation.turns if not turn.is_reply and turn.text.strip()), "")
     text = " ".join(text.split())
     if not text:
         return NEW_TITLE
     return text if len(text) <= TITLE_CHARS else text[:TITLE_CHARS - 1].rstrip() + "…"
 
 
-def plain_messages(messages: list[dict], image_kept: Callable[[str], bool]) -> list[dict]:
-    """Messages in the stored form: text content as one string; images as {"path"} when `image_kept(path)`,
-    else a short text saying the image is gone. Anything else is dropped."""
-    out = []
-    for message in messages if isinstance(messages, list) else []:
-        if not isinstance(message, dict) or message.get("role") not in ROLES:
-            continue
-        path = file_path(message.get("content"))
-        if path is not None and message["role"] == "user":
-            if image_kept(path):
-                out.append({"role": "user", "content": {"path": path}})
-            else:
-                out.append({"role": "user", "content": MSG_IMAGE_NOT_KEPT.format(name=Path(path).name)})
-            continue
-        reply = reply_of(message)
-        if reply is not None:
-            out.append(reply_message(reply))
-            continue
-        text = message_text(message.get("content"))
-        if text:
-            out.append({"role": message["role"], "content": text})
-    return out[-MAX_CONVERSATION_MESSAGES:]
+def kept_pictures(conversation: Conversation, image_kept: Callable[[str], bool]) -> Conversation:
+    """The conversation with the path of every picture the server no longer has dropped (the name stays)."""
+    def media(turn: Turn) -> Turn:
+        if not any(m.path and not image_kept(m.path) for m in turn.media):
+            return turn
+        return Turn.user(turn.text, tuple(m if not m.path or image_kept(m.path) else Media(m.name, kind=m.kind)
+                                          for m in turn.media))
+    return Conversation(tuple(media(turn) for turn in conversation.turns[-MAX_CONVERSATION_MESSAGES:]))
 
 
-def normalise(stored: object, image_kept: Callable[[str], bool]) -> dict:
-    """The stored value as this app writes it, whatever the browser held (another version, edited by hand)."""
+def _stored_conversation(chat: dict, image_kept: Callable[[str], bool], older: OlderReader) -> Conversation:
+    try:
+        if "conversation" in chat:
+            conversation = conversation_of(chat["conversation"])
+        else:
+            conversation = older(chat.get("messages"))
+    except ValueError:
+        conversation = Conversation()
+    return kept_pictures(conversation, image_kept)
+
+
+def normalise(stored: object, image_kept: Callable[[str], bool], older: OlderReader = _no_older) -> dict:
+    """The stored value as this app writes it, whatever the browser held (an older app's list, edited by hand):
+    `older` reads a conversation an older app stored (its chat messages)."""
     if not isinstance(stored, dict) or not isinstance(stored.get("chats"), list):
         return empty_store()
     chats = []
     for chat in stored["chats"][:MAX_CHATS]:
         if not isinstance(chat, dict) or not isinstance(chat.get("id"), str) or not chat["id"]:
             continue
-        messages = plain_messages(chat.get("messages"), image_kept)
+        conversation = _stored_conversation(chat, image_kept, older)
         updated = chat.get("updated")
-        chats.append({"id": chat["id"][:40], "title": title_of(messages),
+        chats.append({"id": chat["id"][:40], "title": title_of(conversation),
                       "updated": float(updated) if isinstance(updated, int | float) else 0.0,
-                      "messages": messages})
+                      "conversation": conversation_dict(conversation)})
     if not chats:
         return empty_store()
     ids = [c["id"] for c in chats]
@@ -113,24 +214,26 @@ def normalise(stored: object, image_kept: Callable[[str], bool]) -> dict:
     return {"version": VERSION, "current": current, "chats": chats}
 
 
-def current_messages(store: dict) -> list[dict]:
-    return next((c["messages"] for c in store["chats"] if c["id"] == store["current"]), [])
+def current_conversation(store: dict) -> Conversation:
+    """The current conversation of a normalised store."""
+    chat = next((c for c in store["chats"] if c["id"] == store["current"]), None)
+    return conversation_of(chat["conversation"]) if chat else Conversation()
 
 
-def save_current(store: dict, messages: list[dict], image_kept: Callable[[str], bool]) -> dict:
-    """The store with the current conversation replaced by `messages` (moved to the top of the list)."""
-    messages = plain_messages(messages, image_kept)
+def save_current(store: dict, conversation: Conversation, image_kept: Callable[[str], bool]) -> dict:
+    """The store with the current conversation replaced (moved to the top of the list)."""
+    saved = conversation_dict(kept_pictures(conversation, image_kept))
     chat = next((c for c in store["chats"] if c["id"] == store["current"]), None) or _new_chat()
-    if chat["messages"] == messages and chat in store["chats"]:
+    if chat["conversation"] == saved and chat in store["chats"]:
         return store
-    chat = {**chat, "messages": messages, "title": title_of(messages), "updated": time.time()}
+    chat = {**chat, "conversation": saved, "title": title_of(conversation), "updated": time.time()}
     others = [c for c in store["chats"] if c["id"] != chat["id"]]
     return {**store, "current": chat["id"], "chats": [chat, *others][:MAX_CHATS]}
 
 
 def new_chat(store: dict) -> dict:
     """The store with an empty conversation as the current one (the current one if it is empty already)."""
-    if not current_messages(store) and any(c["id"] == store["current"] for c in store["chats"]):
+    if not current_conversation(store) and any(c["id"] == store["current"] for c in store["chats"]):
         return store
     chat = _new_chat()
     return {**store, "current": chat["id"], "chats": [chat, *store["chats"]][:MAX_CHATS]}
@@ -154,7 +257,7 @@ def choices(store: dict) -> list[tuple[str, str]]:
     """(label, id) per conversation, newest first, for a dropdown: the title shortened so that the count of turns
     stays in view on a phone."""
     def label(chat: dict) -> str:
-        count = turns_count(chat["messages"])
+        count = turns_count(conversation_of(chat["conversation"]))
         title = chat["title"]
         if len(title) > LIST_TITLE_CHARS:
             title = title[:LIST_TITLE_CHARS - 1].rstrip() + "…"
@@ -162,49 +265,58 @@ def choices(store: dict) -> list[tuple[str, str]]:
     return [(label(c), c["id"]) for c in store["chats"]]
 
 
-def add_imported(store: dict, title: str, messages: list[dict]) -> dict:
-    chat = {**_new_chat(), "title": title, "messages": messages}
+def add_imported(store: dict, title: str, conversation: Conversation) -> dict:
+    chat = {**_new_chat(), "title": title, "conversation": conversation_dict(conversation)}
     return {**store, "current": chat["id"], "chats": [chat, *store["chats"]][:MAX_CHATS]}
 
 
-def _export_messages(messages: list[dict]) -> list[dict]:
-    """Messages for a file: images become a text line naming them (the file itself stays in the browser); a
-    reply keeps its shown text as "content" (what files before versions held) and its record as "reply"."""
-    out = []
-    for message in plain_messages(messages, image_kept=lambda _: True):
-        content = message["content"]
-        if isinstance(content, dict):
-            content = f"[image {Path(content['path']).name}]"
-        item = {"role": message["role"], "content": content}
-        reply = reply_of(message)
-        if reply is not None:
-            item["reply"] = to_dict(reply)
-        out.append(item)
-    return out
+# ---- files -------------------------------------------------------------------------------------------------------
+def export_json(conversation: Conversation, title: str | None = None) -> str:
+    """The conversation as a JSON document `import_json` reads back (pictures named; their files stay here)."""
+    return json.dumps({"format": FORMAT, "version": VERSION, "title": title or title_of(conversation),
+                       "exported": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                       **conversation_dict(conversation, paths=False)}, ensure_ascii=False, indent=2)
 
 
-def export_json(messages: list[dict], title: str | None = None) -> str:
-    """The conversation as a JSON document `import_json` reads back."""
-    exported = _export_messages(messages)
-    return json.dumps({"format": FORMAT, "version": VERSION, "title": title or title_of(messages),
-                       "exported": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "messages": exported},
-                      ensure_ascii=False, indent=2)
+def import_json(text: str, name: str = "the file", older: OlderReader = _no_older) -> tuple[str, Conversation]:
+    """(title, conversation) from a file `export_json` wrote, or an older app's file (read by `older`);
+    InvalidRequest naming what is wrong."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise InvalidRequest(MSG_IMPORT_NOT_JSON.format(name=name, detail=str(exc).split(":")[0])) from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise InvalidRequest(MSG_IMPORT_SHAPE.format(name=name, detail=f'it has no "format": "{FORMAT}".'))
+    held = data.get("turns") if "turns" in data else data.get("messages")
+    if not isinstance(held, list) or not held:
+        raise InvalidRequest(MSG_IMPORT_SHAPE.format(name=name, detail="it holds no messages."))
+    if len(held) > MAX_CONVERSATION_MESSAGES:
+        raise InvalidRequest(MSG_IMPORT_SHAPE.format(
+            name=name, detail=f"it holds {len(held):,} messages; at most {MAX_CONVERSATION_MESSAGES:,} are kept."))
+    try:
+        conversation = conversation_of({"turns": held}) if "turns" in data else older(held)
+    except ValueError as exc:
+        raise InvalidRequest(MSG_IMPORT_SHAPE.format(name=name, detail=f"{exc}.")) from None
+    chars = sum(len(turn.text) for turn in conversation.turns)
+    if chars > MAX_CONVERSATION_CHARS:
+        raise InvalidRequest(MSG_IMPORT_SHAPE.format(
+            name=name, detail=f"it is {chars:,} characters; at most {MAX_CONVERSATION_CHARS:,} are kept."))
+    title = data.get("title") if isinstance(data.get("title"), str) and data["title"].strip() else title_of(conversation)
+    return " ".join(title.split())[:TITLE_CHARS], conversation
 
 
-def image_markdown(path: str, read: Callable[[str], bytes | None]) -> str:
+def image_markdown(media: Media, read: Callable[[str], bytes | None]) -> str:
     """An image embedded as a data URL, or a note when the server no longer has it or it is too big."""
-    name = Path(path).name
-    data = read(path)
+    data = read(media.path) if media.path else None
     if data is None:
-        return MSG_IMAGE_GONE.format(name=name)
+        return MSG_IMAGE_GONE.format(name=media.name)
     if len(data) > MAX_EMBED_BYTES:
-        return MSG_IMAGE_TOO_BIG.format(name=name, size=len(data), limit=MAX_EMBED_BYTES)
-    mime = mimetypes.guess_type(name)[0] or "image/png"
-    return f"![{name}](data:{mime};base64,{base64.b64encode(data).decode('ascii')})"
+        return MSG_IMAGE_TOO_BIG.format(name=media.name, size=len(data), limit=MAX_EMBED_BYTES)
+    mime = mimetypes.guess_type(media.name)[0] or "image/png"
+    return f"![{media.name}](data:{mime};base64,{base64.b64encode(data).decode('ascii')})"
 
 
-def _version_markdown(reply: Reply, index: int) -> list[str]:
-    version = reply.versions[index]
+def _version_markdown(version: ReplyVersion) -> list[str]:
     lines = [version.text + (" " + MSG_STOPPED if version.stopped else ""), ""]
     if version.note:
         lines += [version.note, ""]
@@ -218,68 +330,29 @@ def _version_markdown(reply: Reply, index: int) -> list[str]:
     return lines
 
 
-def _reply_markdown(reply: Reply) -> list[str]:
+def _reply_markdown(reply: Turn) -> list[str]:
     count = len(reply.versions)
     if count == 1:
-        return ["## Assistant", "", *_version_markdown(reply, 0)]
+        return ["## Assistant", "", *_version_markdown(reply.versions[0])]
     lines = [f"## Assistant (version {reply.shown + 1} of {count}, the one shown)", "",
-             *_version_markdown(reply, reply.shown)]
+             *_version_markdown(reply.versions[reply.shown])]
     for index in range(count):
         if index != reply.shown:
-            lines += [f"### Version {index + 1} of {count}", "", *_version_markdown(reply, index)]
+            lines += [f"### Version {index + 1} of {count}", "", *_version_markdown(reply.versions[index])]
     return lines
 
 
-def export_markdown(messages: list[dict], title: str | None = None,
+def export_markdown(conversation: Conversation, title: str | None = None,
                     read_image: Callable[[str], bytes | None] = lambda _: None) -> str:
     """The conversation as plain Markdown: a heading per turn, images embedded (`read_image(path)`: the upload's
     bytes, None when the server no longer has it), each reply's versions with figures and what the model saw
     as plain text."""
-    lines, role = [f"# {title or title_of(messages)}", ""], None
-    for message in plain_messages(messages, image_kept=lambda _: True):
-        if message["role"] == "assistant":
-            lines += _reply_markdown(any_reply(message))
-        else:
-            content = message["content"]
-            lines += [] if role == "user" else ["## You", ""]  # a turn's images and text under one heading
-            lines += [image_markdown(content["path"], read_image) if isinstance(content, dict) else content, ""]
-        role = message["role"]
+    lines = [f"# {title or title_of(conversation)}", ""]
+    for turn in conversation.turns:
+        if turn.is_reply:
+            lines += _reply_markdown(turn)
+            continue
+        lines += ["## You", ""]
+        lines += [line for media in turn.media for line in (image_markdown(media, read_image), "")]
+        lines += [turn.text, ""] if turn.text else []
     return "\n".join(lines)
-
-
-def import_json(text: str, name: str = "the file") -> tuple[str, list[dict]]:
-    """(title, messages) from a file `export_json` wrote; InvalidRequest naming what is wrong."""
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise InvalidRequest(MSG_IMPORT_NOT_JSON.format(name=name, detail=str(exc).split(":")[0])) from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise InvalidRequest(MSG_IMPORT_SHAPE.format(name=name, detail=f'it has no "format": "{FORMAT}".'))
-    raw = data.get("messages")
-    if not isinstance(raw, list) or not raw:
-        raise InvalidRequest(MSG_IMPORT_SHAPE.format(name=name, detail="it holds no messages."))
-    if len(raw) > MAX_CONVERSATION_MESSAGES:
-        raise InvalidRequest(MSG_IMPORT_SHAPE.format(
-            name=name, detail=f"it holds {len(raw):,} messages; at most {MAX_CONVERSATION_MESSAGES:,} are kept."))
-    messages = []
-    for number, message in enumerate(raw, start=1):
-        if not isinstance(message, dict) or message.get("role") not in ROLES or not isinstance(message.get("content"), str):
-            raise InvalidRequest(MSG_IMPORT_SHAPE.format(
-                name=name, detail=f'message {number} is not {{"role": "user" or "assistant", "content": text}}.'))
-        messages.append(_imported(message, number, name))
-    chars = sum(len(m["content"]) for m in messages)
-    if chars > MAX_CONVERSATION_CHARS:
-        raise InvalidRequest(MSG_IMPORT_SHAPE.format(
-            name=name, detail=f"it is {chars:,} characters; at most {MAX_CONVERSATION_CHARS:,} are kept."))
-    title = data.get("title") if isinstance(data.get("title"), str) and data["title"].strip() else title_of(messages)
-    return " ".join(title.split())[:TITLE_CHARS], messages
-
-
-def _imported(message: dict, number: int, name: str) -> dict:
-    """One message of an imported file; a reply with its versions when the file holds them."""
-    if message["role"] != "assistant" or "reply" not in message:
-        return {"role": message["role"], "content": message["content"]}
-    try:
-        return reply_message(from_dict(message["reply"]))
-    except ValueError as exc:
-        raise InvalidRequest(MSG_IMPORT_SHAPE.format(name=name, detail=f"reply {number} is damaged ({exc}).")) from None

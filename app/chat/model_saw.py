@@ -1,14 +1,8 @@
-"""'What the model saw': the image encoder's findings under a reply, folded (CPU demo encoders only).
-
-The block is one line of HTML (the history's footer pattern removes it before the model reads the
-conversation again); every value the encoder reported is escaped.
-"""
+"""'What the model saw': the image encoder's findings in a reply's images as plain lines (CPU demo encoders
+only); the chat shows them folded under the reply (app.web.chat_view)."""
 
 from __future__ import annotations
 
-from html import escape
-
-from app.core.constants import MODEL_SAW
 from app.core.errors import ChatError
 
 
@@ -51,18 +45,3 @@ def saw_lines(reports: list[dict] | None) -> tuple[tuple[str, ...], ...]:
     """Per image, the plain lines of what the encoder found (() without reports)."""
     return tuple(tuple(" ".join(line.split()) for line in report_lines(report)) for report in reports or ())
 
-
-def saw_block(images: tuple[tuple[str, ...], ...]) -> str:
-    """The folded block that ends a reply's text, from `saw_lines` ("" when there is nothing)."""
-    if not images:
-        return ""
-    parts = []
-    for number, lines in enumerate(images, 1):
-        title = f"<b>Image {number}</b><br>" if len(images) > 1 else ""
-        parts.append(f"<p>{title}{'<br>'.join(escape(line) for line in lines)}</p>")
-    return MODEL_SAW.format(items="".join(parts))
-
-
-def model_saw_block(reports: list[dict] | None) -> str:
-    """The folded block that ends a reply's text ("" without reports)."""
-    return saw_block(saw_lines(reports))

@@ -1,15 +1,17 @@
 """Values from API callers, checked before use: wrong types get a plain message, not a traceback; the chat
-panel's Greedy / Sample choice as the values the server needs."""
+panel's Sampling settings as one value (ChatSampling) and its Greedy / Sample choice as the values the server
+needs."""
 
 from __future__ import annotations
 
 import math
 import secrets
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from app.chat.messages import MSG_NOT_A_NUMBER_FIELD, MSG_NOT_TEXT
+from app.core.conversation import ContextPolicy
 from app.core.errors import InvalidRequest
-from app.core.sampling import SamplingParams
+from app.core.sampling import SAMPLING_LIMITS, SamplingParams
 
 INTEGER_FIELDS = ("max_tokens", "top_k", "seed")
 
@@ -68,3 +70,39 @@ def panel_sampling(mode: str, max_tokens: object, temperature: object, top_k: ob
         return replace(params, top_k=1, top_p=0.0)
     top_k = params.top_k if params.top_k > 1 else 0
     return replace(params, top_k=top_k, top_p=params.top_p or WHOLE_DISTRIBUTION)
+
+
+SAME_ADAPTER = "same adapter"  # the history mode that sends each adapter only the turns it answered
+
+
+@dataclass(frozen=True)
+class ChatSampling:
+    """The chat panel's Sampling settings as one value, in the order of its widgets (`from_values` takes them so);
+    checked by `params()`, which draws a fresh seed per reply when none is set."""
+
+    decoding: str = GREEDY
+    max_tokens: object = SAMPLING_LIMITS["max_tokens"][0]
+    temperature: object = SAMPLING_LIMITS["temperature"][0]
+    top_k: object = SAMPLING_LIMITS["top_k"][0]
+    top_p: object = SAMPLING_LIMITS["top_p"][0]
+    repetition_penalty: object = SAMPLING_LIMITS["repetition_penalty"][0]
+    seed: object = ""
+    presence_penalty: object = SAMPLING_LIMITS["presence_penalty"][0]
+    frequency_penalty: object = SAMPLING_LIMITS["frequency_penalty"][0]
+    system_prompt: str = ""
+    history_mode: str = SAME_ADAPTER
+    keep_pictures: bool = False
+
+    @classmethod
+    def from_values(cls, *values: object) -> ChatSampling:
+        """From the widgets' values in the order of the fields."""
+        return cls(*values)
+
+    def params(self) -> SamplingParams:
+        """The values the server reads; InvalidRequest in a sentence for a bad one."""
+        return panel_sampling(self.decoding, self.max_tokens, self.temperature, self.top_k, self.top_p,
+                              self.repetition_penalty, self.seed, self.presence_penalty, self.frequency_penalty)
+
+    def policy(self) -> ContextPolicy:
+        """Which earlier turns the model is sent."""
+        return ContextPolicy(same_adapter=self.history_mode == SAME_ADAPTER, keep_pictures=bool(self.keep_pictures))

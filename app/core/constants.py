@@ -16,13 +16,6 @@ MAX_CONVERSATION_MESSAGES = 1_000
 MAX_UPLOAD = "20mb"
 
 
-ADAPTER_TAG = "\n\n*adapter: {adapter}*"  # appended to each reply so the history shows who produced it
-REPLY_FIGURES = '\n\n<small class="reply-figures">{figures}</small>'  # a finished reply's figures, before the tag
-# The footer of a reply: what the model saw in its images, its figures line and its adapter tag, each optional
-# (removed before the model sees the history)
-MODEL_SAW = '\n\n<details class="model-saw"><summary>What the model saw</summary>{items}</details>'  # one line
-ADAPTER_TAG_PATTERN = (r'(?:\n\n<details class="model-saw">[^\n]*</details>)?'
-                       r'(?:\n\n<small class="reply-figures">[^<\n]*</small>)?(?:\n\n\*adapter: (?P<adapter>[^*\n]+)\*)?$')
 HISTORY_MODES = {
     "same adapter": "Each adapter sees only the turns it answered (plus your new message), so styles do not leak "
                     "between adapters through the conversation.",

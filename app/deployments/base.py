@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from app.core.conversation import Conversation
 from app.core.errors import InvalidRequest
 from app.core.sampling import SamplingParams
 from app.deployments.messages import MSG_UNKNOWN_ADAPTER
@@ -17,17 +18,16 @@ __all__ = ["AdapterState", "Deployment", "DeploymentStatus", "Probe", "ReplyRequ
 
 @dataclass(frozen=True)
 class ReplyRequest:
-    """One reply to open: the chat history (last turn is the user's), settings, adapter (None = base model).
+    """One reply to open: the turns the model is sent (the last is the person's message; the images sent are
+    the ones on the person's trailing message), settings, adapter (None = base model).
 
-    `images` (paths or bytes) default to the files attached to the trailing user turn of `messages`.
     `continues`: the start of the assistant reply to this turn that the model goes on with (Continue after a
     reply cut at max_tokens); the stream then yields only the new text. Empty: a new reply.
     """
 
-    messages: Sequence[dict]
+    conversation: Conversation
     sampling: SamplingParams = field(default_factory=SamplingParams)
     adapter: str | None = None
-    images: Sequence[str | bytes] | None = None
     system_prompt: str | None = None
     stop: Sequence[str] = ()
     min_tokens: int = 0

@@ -1,44 +1,31 @@
-"""Build the model prompt from the chat history (Triton engine topology): the tokenizer's own chat template
-when the app can read the tokenizer, else a named template from setup/data/prompt_templates.yaml.
+"""Build the model prompt from the conversation (Triton engine topology, llmapi): the tokenizer's own chat
+template when the app can read the tokenizer, else a named template from setup/data/prompt_templates.yaml.
 OpenAI-compatible servers get the messages themselves (`chat_messages`)."""
 
 from __future__ import annotations
 
-import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
-from app.core.constants import ADAPTER_TAG_PATTERN
+from app.core.conversation import Conversation
 from setup.paths import DATA_DIR
 
-ADAPTER_TAG_RE = re.compile(ADAPTER_TAG_PATTERN)  # the footer chat replies carry
 
-
-def message_text(content: object) -> str:
-    """Text of a Gradio 6 message content (a string or a list of typed blocks)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, dict):
-        return str(content.get("text", "")) if content.get("type", "text") == "text" else ""
-    if isinstance(content, list | tuple):
-        return "".join(message_text(block) for block in content)
-    return ""
-
-
-def chat_messages(history: list[dict], system: str | None) -> list[dict[str, str]]:
-    """[{role, content: text}] for a model: system prompt first, adapter footers removed, split turns merged."""
+def chat_messages(conversation: Conversation, system: str | None) -> list[dict[str, str]]:
+    """The conversation in a chat template's (and OpenAI's) shape, [{role, content: text}]: the system prompt
+    first, each turn's words (a reply's shown version), turns without words left out, two messages of the
+    same role in a row merged (templates expect the roles to alternate)."""
     out = [{"role": "system", "content": system}] if system else []
-    for message in history:
-        role = message.get("role")
-        text = ADAPTER_TAG_RE.sub("", message_text(message.get("content")))
-        if role in ("user", "assistant") and text:
-            if out and out[-1]["role"] == role:  # Gradio splits a turn into blocks; merge them
-                out[-1]["content"] += "\n" + text
-            else:
-                out.append({"role": role, "content": text})
+    for turn in conversation.turns:
+        if not turn.text:
+            continue
+        if out and out[-1]["role"] == turn.role:
+            out[-1]["content"] += "\n" + turn.text
+        else:
+            out.append({"role": turn.role, "content": turn.text})
     return out
 
 
@@ -51,7 +38,7 @@ def named_templates() -> dict[str, dict]:
 
 @dataclass
 class PromptBuilder:
-    """Turns [{role, content}] into one prompt string."""
+    """Turns a conversation into one prompt string."""
 
     template_name: str = DEFAULT_TEMPLATE
     tokenizer_dir: str | None = None
@@ -77,11 +64,11 @@ class PromptBuilder:
     def source(self) -> str:
         return "tokenizer chat template" if self._tokenizer else f"'{self.template_name}' template"
 
-    def messages(self, history: list[dict], system_prompt: str | None = None) -> list[dict[str, str]]:
-        return chat_messages(history, self.system_prompt if system_prompt is None else system_prompt)
+    def messages(self, conversation: Conversation, system_prompt: str | None = None) -> list[dict[str, str]]:
+        return chat_messages(conversation, self.system_prompt if system_prompt is None else system_prompt)
 
-    def build(self, history: list[dict], system_prompt: str | None = None) -> str:
-        messages = self.messages(history, system_prompt)
+    def build(self, conversation: Conversation, system_prompt: str | None = None) -> str:
+        messages = self.messages(conversation, system_prompt)
         if self._tokenizer is not None:
             return self._tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         t = self._template
@@ -102,26 +89,3 @@ class PromptBuilder:
     def stop_words(self) -> list[str]:
         return [] if self._tokenizer else list(self._template.get("stop_words", []))
 
-
-def file_path(content: object) -> str | None:
-    """Path of a Gradio file message content (either of the shapes Gradio 6 uses), else None."""
-    if isinstance(content, list | tuple):
-        return next((p for p in map(file_path, content) if p), None)
-    if isinstance(content, dict):
-        if content.get("type") == "file":
-            return file_path(content.get("file"))
-        if content.get("type", "file") != "text" and isinstance(content.get("path"), str):
-            return content["path"]
-    return None
-
-
-def current_turn_images(history) -> list[str]:
-    """Files attached to the trailing user turn (after the last reply)."""
-    files = []
-    for message in reversed(history):
-        if message.get("role") != "user":
-            break
-        path = file_path(message.get("content"))
-        if path:
-            files.insert(0, path)
-    return files

@@ -9,6 +9,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
+from app.core.conversation import Conversation
 from app.core.errors import ChatError
 from app.core.sampling import SamplingParams
 from app.deployments.base import DeploymentStatus, Probe, ReplyRequest
@@ -85,8 +86,8 @@ class TritonServed:
         their log-probabilities where the model returns them."""
         asks = self.returns_logprobs()
         params = replace(SamplingParams(), max_tokens=tokens, top_k=1, top_p=0.0, seed=0)
-        stream = self.open_reply(ReplyRequest([{"role": "user", "content": prompt}], params, adapter,
-                                              images=list(images) or None, logprobs=asks))
+        stream = self.open_reply(ReplyRequest(Conversation.asking(prompt, images), params, adapter,
+                                              logprobs=asks))
         try:
             for _ in stream:
                 pass

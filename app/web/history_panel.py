@@ -11,9 +11,10 @@ import gradio as gr
 from app.api.gradio_api import is_uploaded
 from app.chat import history as chats
 from app.chat.context import AppContext
-from app.chat.conversation import without_pending
 from app.chat.messages import MSG_IMPORT_TOO_BIG
+from app.core.conversation import Conversation
 from app.core.errors import ChatError
+from app.web.chat_view import chat_messages
 from app.web.download import SAVE_PAYLOAD_JS, download_payload
 from app.web.labels import (
     CONVERSATIONS,
@@ -24,6 +25,7 @@ from app.web.labels import (
     IMPORT_JSON,
     NEW_CHAT,
 )
+from app.web.legacy_chats import conversation_of_file, conversation_of_messages
 from app.web.messages import MSG_BUSY_SWITCH, MSG_IMPORTED, MSG_NOTHING_TO_EXPORT
 
 STORAGE_KEY = "triton-vlm-lora-conversations"
@@ -73,50 +75,55 @@ class HistoryPanel:
     def _busy(self, request: gr.Request) -> bool:
         return self._ctx.outbox.busy(request.session_hash)
 
-    def wire(self, app: gr.Blocks | None, chatbot: gr.Chatbot, saved_after: list) -> None:
-        """Restore on page load, save after each event in `saved_after`, and the list's own buttons."""
+    def wire(self, app: gr.Blocks | None, conversation: gr.State, chatbot: gr.Chatbot, saved_after: list) -> None:
+        """Restore on page load, save after each event in `saved_after`, and the list's own buttons. `conversation`
+        holds the typed conversation the chat shows in `chatbot`."""
         store, listed = self.store, self.chats
+        shown = [store, conversation, chatbot, listed]
+        unchanged = (gr.skip(),) * len(shown)
+
+        def showing(kept: dict) -> tuple:
+            current = chats.current_conversation(kept)
+            return kept, current, chat_messages(current), self._listed(kept)
 
         def restore(stored):
-            kept = chats.normalise(stored, image_kept)
-            return kept, chats.current_messages(kept), self._listed(kept)
+            return showing(chats.normalise(stored, image_kept, conversation_of_messages))
 
-        def save(stored, shown):
-            kept = chats.save_current(chats.normalise(stored, image_kept), without_pending(shown or []), image_kept)
+        def save(stored, current: Conversation):
+            kept = chats.save_current(chats.normalise(stored, image_kept, conversation_of_messages), current,
+                                      image_kept)
             return kept, self._listed(kept)
 
         def switch(stored, chosen, request: gr.Request):
-            kept = chats.normalise(stored, image_kept)
+            kept = chats.normalise(stored, image_kept, conversation_of_messages)
             if self._busy(request):
                 gr.Warning(MSG_BUSY_SWITCH)
-                return gr.skip(), gr.skip(), self._listed(kept)
+                return gr.skip(), gr.skip(), gr.skip(), self._listed(kept)
             try:
                 kept = chats.switch(kept, chosen)
             except ChatError as exc:
                 gr.Warning(str(exc))
-                return gr.skip(), gr.skip(), self._listed(kept)
-            return kept, chats.current_messages(kept), self._listed(kept)
+                return gr.skip(), gr.skip(), gr.skip(), self._listed(kept)
+            return showing(kept)
 
         def change(action):
             def handler(stored, request: gr.Request):
                 if self._busy(request):
                     gr.Warning(MSG_BUSY_SWITCH)
-                    return gr.skip(), gr.skip(), gr.skip()
-                kept = action(chats.normalise(stored, image_kept))
-                return kept, chats.current_messages(kept), self._listed(kept)
+                    return unchanged
+                return showing(action(chats.normalise(stored, image_kept, conversation_of_messages)))
             return handler
 
         def export(kind: str):
-            def handler(shown, stored):
-                messages = without_pending(shown or [])
-                if not messages:
+            def handler(current: Conversation):
+                if not current:
                     gr.Warning(MSG_NOTHING_TO_EXPORT)
                     return ""
-                title = chats.title_of(messages)
+                title = chats.title_of(current)
                 if kind == "json":
-                    text, suffix, mime = chats.export_json(messages, title), "json", "application/json"
+                    text, suffix, mime = chats.export_json(current, title), "json", "application/json"
                 else:
-                    text, suffix, mime = chats.export_markdown(messages, title, read_upload), "md", "text/markdown"
+                    text, suffix, mime = chats.export_markdown(current, title, read_upload), "md", "text/markdown"
                 return download_payload(file_name(title, suffix), text, mime)
             return handler
 
@@ -125,32 +132,32 @@ class HistoryPanel:
             try:
                 if self._busy(request):
                     gr.Warning(MSG_BUSY_SWITCH)
-                    return gr.skip(), gr.skip(), gr.skip()
+                    return unchanged
                 size = path.stat().st_size
                 if size > MAX_IMPORT_BYTES:
                     gr.Warning(MSG_IMPORT_TOO_BIG.format(name=path.name, size=size, limit=MAX_IMPORT_BYTES))
-                    return gr.skip(), gr.skip(), gr.skip()
+                    return unchanged
                 text = path.read_text(encoding="utf-8", errors="replace")
-                title, messages = chats.import_json(text, path.name)
+                title, imported = chats.import_json(text, path.name, conversation_of_file)
             except ChatError as exc:
                 gr.Warning(str(exc))
-                return gr.skip(), gr.skip(), gr.skip()
+                return unchanged
             finally:
                 if is_uploaded(path):
                     path.unlink(missing_ok=True)  # the conversation stays in the browser only
-            kept = chats.add_imported(chats.normalise(stored, image_kept), title, messages)
-            gr.Info(MSG_IMPORTED.format(title=title, count=chats.turns_text(chats.turns_count(messages))))
-            return kept, chats.current_messages(kept), self._listed(kept)
+            kept = chats.add_imported(chats.normalise(stored, image_kept, conversation_of_messages), title, imported)
+            gr.Info(MSG_IMPORTED.format(title=title, count=chats.turns_text(chats.turns_count(imported))))
+            return showing(kept)
 
         private = dict(api_visibility="private", show_progress="hidden")
         if app is not None:
-            app.load(restore, store, [store, chatbot, listed], **private)
+            app.load(restore, store, shown, **private)
         for event in saved_after:
-            event.then(save, [store, chatbot], [store, listed], **private)
-        listed.input(switch, [store, listed], [store, chatbot, listed], **private)
-        self.new.click(change(chats.new_chat), store, [store, chatbot, listed], **private)
-        self.delete.click(change(chats.delete_current), store, [store, chatbot, listed], **private)
+            event.then(save, [store, conversation], [store, listed], **private)
+        listed.input(switch, [store, listed], shown, **private)
+        self.new.click(change(chats.new_chat), store, shown, **private)
+        self.delete.click(change(chats.delete_current), store, shown, **private)
         for button, kind in ((self.export_json, "json"), (self.export_markdown, "markdown")):
-            button.click(export(kind), [chatbot, store], self.download, **private).then(
+            button.click(export(kind), conversation, self.download, **private).then(
                 None, self.download, None, js=SAVE_PAYLOAD_JS, **private)
-        self.import_json.upload(import_file, [self.import_json, store], [store, chatbot, listed], **private)
+        self.import_json.upload(import_file, [self.import_json, store], shown, **private)

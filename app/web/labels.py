@@ -45,6 +45,10 @@ PRESENCE_INFO = ("Subtracted once from every token the reply already used (OpenA
 FREQUENCY_INFO = "Subtracted for each time the reply already used a token; above 0 discourages repeated words."
 TOP_K_INFO = "Sample from the k likeliest tokens (0 = no limit)."
 TOP_P_INFO = "Sample from the smallest set of tokens with this probability (0 or 1 = no limit)."
+KEEP_PICTURES_LABEL = "Keep the whole conversation after a new picture"
+KEEP_PICTURES_INFO = ("Off: a message with a new picture starts what the model sees (earlier turns stay on screen), "
+                      "so its reply is about that picture alone. On: the model also sees the turns before it, for "
+                      "models that can hold several pictures' conversations.")
 SEED_INFO = "Empty: a new seed for each reply. A number: the same seed and settings give the same reply."
 SEED_PLACEHOLDER = "new each reply"
 

@@ -48,3 +48,10 @@ MSG_NOT_INSTALLED = ("Wrote {files}. trtllm-serve is not installed on this machi
                      "{script} where TensorRT-LLM {release} is installed, then point the app at {url}.")
 MSG_STARTED = "Wrote {files}. trtllm-serve started (pid {pid}); its OpenAI API will be at {url}."
 MSG_SERVE_LOGIC_RUNNING = "A trtllm-serve started from this page is already running; stop it first."
+
+# The chat's reply view (chat_view.py): which of the person's messages the model was sent
+MSG_SENT_ALL = "Sent to the model: your message{s} {numbers} (the whole conversation)."
+MSG_SENT_SOME = "Sent to the model: your message{s} {numbers} of {count}; a new picture starts what the model sees."
+# Conversations older apps wrote (legacy_chats.py): what is wrong with a file
+MSG_NOT_A_MESSAGE = 'message {number} is not {{"role": "user" or "assistant", "content": text}}'
+MSG_DAMAGED_REPLY = "reply {number} is damaged ({detail})"

@@ -70,9 +70,10 @@ def test_export_json_and_markdown_then_import(sized_page, tmp_path):
     name, text = download(page, "#export-json")
     data = json.loads(text)
     assert name == "what-is-the-capital-of-france.json"
-    assert [m["role"] for m in data["messages"]] == ["user", "assistant"]
-    assert data["messages"][0]["content"] == "What is the capital of France?"
-    assert reply_body(reply) in data["messages"][1]["content"]
+    assert data["version"] == 2 and [t["role"] for t in data["turns"]] == ["user", "assistant"]
+    assert data["turns"][0]["text"] == "What is the capital of France?"
+    words = data["turns"][1]["versions"][0]["text"]
+    assert words and reply_body(reply).startswith(words)
     name, markdown = download(page, "#export-markdown")
     assert name.endswith(".md") and "## You\n\nWhat is the capital of France?" in markdown
 

@@ -12,6 +12,7 @@ import pytest
 from app.chat import messages as CM
 from app.chat.adapter_check import PROBE_PROMPT, PROBE_TOKENS, Verdict, check_adapter_applied
 from app.chat.turns import stream_reply
+from app.core.conversation import Conversation
 from app.core.sampling import SamplingParams
 from setup.lora.dataset import examples_from_pairs
 from setup.lora.record import TrainingPair
@@ -61,7 +62,7 @@ def test_an_adapter_that_answers_like_its_training_data_is_not_called_unapplied(
     assert result.verdict is Verdict.APPLIED, result.message
     assert "its training prompt" in result.message
 
-    history = [{"role": "user", "content": "Say hello."}]
+    history = Conversation.asking("Say hello.")
     reply = list(stream_reply(ctx, "s", history, SamplingParams(max_tokens=12, top_k=1), adapter="tour-tmp"))
-    text = reply[-1][-1]["content"]
+    text = reply[-1].reply.text + reply[-1].reply.current.note
     assert "Howdy" in text and "does not seem to be applied" not in text and "⚠️" not in text, text

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from app.chat.prompts import PromptBuilder
+from app.core.conversation import Conversation
 from app.core.sampling import SamplingParams
 from app.triton.client import TritonChatClient
 from app.triton.metrics import parse_metrics, total
@@ -23,7 +24,7 @@ TOKENS = 24
 
 def _stream(triton, index: int) -> dict:
     client = TritonChatClient(triton.grpc_url)
-    text = PromptBuilder(template_name="chatml").build([{"role": "user", "content": f"Tell me a story, number {index}."}])
+    text = PromptBuilder(template_name="chatml").build(Conversation.asking(f"Tell me a story, number {index}."))
     start = time.monotonic()
     stamps = [time.monotonic() for _ in client.stream(text, SamplingParams(max_tokens=TOKENS),
                                                        extra={"min_length": TOKENS})]

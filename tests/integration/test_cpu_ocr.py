@@ -5,6 +5,7 @@ import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from app.chat.prompts import PromptBuilder
+from app.core.conversation import Conversation
 from app.core.errors import InvalidRequest
 from app.core.sampling import SamplingParams
 from app.triton.client import TritonChatClient
@@ -34,7 +35,7 @@ def test_answer_reads_the_code_in_the_image(triton, code_image, prompts, model):
     assert image_support(info).family.name == "cpu-ocr"
     request = prepare_images([code_image], info, QUESTION)
     assert request.text == "<image>\n" + QUESTION
-    stream = client.stream(prompts.build([{"role": "user", "content": request.text}]), SamplingParams(max_tokens=24),
+    stream = client.stream(prompts.build(Conversation.asking(request.text)), SamplingParams(max_tokens=24),
                            extra=request.extra)
     chunks = list(stream)
     assert chunks and "4711" in stream.text, stream.text
@@ -43,7 +44,7 @@ def test_answer_reads_the_code_in_the_image(triton, code_image, prompts, model):
 def test_text_only_requests_still_work_on_the_multimodal_repo(triton, prompts):
     for model in ("tensorrt_llm_bls", "ensemble"):
         client = TritonChatClient(triton.grpc_url, model=model)
-        answer = client.generate(prompts.build([{"role": "user", "content": "What is the capital of France?"}]),
+        answer = client.generate(prompts.build(Conversation.asking("What is the capital of France?")),
                                  SamplingParams(max_tokens=12))
         assert "Paris" in answer, (model, answer)
 
@@ -54,7 +55,7 @@ def test_two_images_in_one_request(triton, code_image, prompts, tmp_path):
     client = TritonChatClient(triton.grpc_url)
     request = prepare_images([blank, code_image], client.model_info(), QUESTION)
     assert request.extra["image_input"].shape == (1, 2, 3, 1024, 1024)
-    answer = client.generate(prompts.build([{"role": "user", "content": request.text}]), SamplingParams(max_tokens=24),
+    answer = client.generate(prompts.build(Conversation.asking(request.text)), SamplingParams(max_tokens=24),
                              extra=request.extra)
     assert "4711" in answer, answer
 

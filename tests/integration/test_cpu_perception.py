@@ -9,6 +9,7 @@ from collections import Counter
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
+from app.core.conversation import Conversation
 from app.core.sampling import SamplingParams
 from app.deployments.base import ReplyRequest
 from tests.conftest import run_in_threads
@@ -41,8 +42,7 @@ def pictures(tmp_path_factory):
 
 def ask(ctx, question: str, images=(), tokens: int = ANSWER_TOKENS) -> str:
     """One reply with the app's default settings (only the length set), as the chat sends it."""
-    request = ReplyRequest([{"role": "user", "content": question}], SamplingParams(max_tokens=tokens),
-                           images=[str(p) for p in images] or None)
+    request = ReplyRequest(Conversation.asking(question, [str(p) for p in images]), SamplingParams(max_tokens=tokens))
     return "".join(ctx.deployment.open_reply(request))
 
 
@@ -86,8 +86,8 @@ def test_what_the_model_saw_is_reported_after_the_reply(app_served, pictures):
     """Engine topology: the encoder says what it found in each image of the request, as it gave it to the model."""
     from app.chat.model_saw import image_reports
 
-    request = ReplyRequest([{"role": "user", "content": "What are the two pictures?"}], SamplingParams(max_tokens=8),
-                           images=[str(pictures["chelsea"]), str(pictures["sign"])])
+    request = ReplyRequest(Conversation.asking("What are the two pictures?", [str(pictures["chelsea"]), str(pictures["sign"])]),
+                           SamplingParams(max_tokens=8))
     stream = app_served[0].deployment.open_reply(request)
     "".join(stream)
     cat, sign = image_reports(stream)

@@ -18,11 +18,12 @@ from app.bench.sweep import check_deployment, sweep
 from app.chat.compare import CompareRun
 from app.chat.context import AppConfig, AppContext
 from app.chat.turns import open_stream, stream_reply
+from app.core.conversation import Conversation
 from app.core.sampling import SamplingParams
 from setup.paths import PROJECT_ROOT
 from tests.integration.vllm_fixtures import metrics_value
 
-QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
+QUESTION = Conversation.asking("What is the capital of France?")
 INFLIGHT = "dynamo_frontend_inflight_requests"
 
 
@@ -41,11 +42,11 @@ def test_model_list_and_status(ctx):
 def test_chat_streams_through_the_router(ctx):
     updates = list(stream_reply(ctx, "s", QUESTION, SamplingParams(max_tokens=16)))
     assert len(updates) > 2
-    assert updates[-1][-1]["role"] == "assistant" and updates[-1][-1]["content"].strip()
+    assert updates[-1].reply is not None and updates[-1].reply.text.strip()
 
 
 def test_stop_ends_the_request_at_the_frontend(ctx, dynamo):
-    stream = open_stream(ctx, [{"role": "user", "content": "Write a very long story about a dragon."}],
+    stream = open_stream(ctx, Conversation.asking("Write a very long story about a dragon."),
                          SamplingParams(max_tokens=4000), None, None)
     for count, _ in enumerate(stream):
         if count == 3:

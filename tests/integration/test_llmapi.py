@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from app.adapters.registry import AdapterRegistry
+from app.core.conversation import Conversation
 from app.core.errors import InvalidRequest, TextOnlyDeployment
 from app.core.sampling import SamplingParams
 from app.deployments.base import ReplyRequest
@@ -29,7 +30,7 @@ from tests.conftest import start_llmapi_triton, stop_in_background
 from tests.lora_helpers import DEMO_ADAPTERS
 
 UPSTREAM = Path(__file__).parents[1] / "data" / "upstream"
-FRANCE = [{"role": "user", "content": "What is the capital of France?"}]
+FRANCE = Conversation.asking("What is the capital of France?")
 GREEDY = SamplingParams(max_tokens=30, top_k=1)
 
 
@@ -91,7 +92,7 @@ def test_stop_ends_generation_on_the_server(llmapi_triton, how):
     """The app's Stop closes the call and sends the `stop` request; the request alone ends the stream too."""
     dep = deployment(llmapi_triton)
     before = len(stand_in_log(llmapi_triton))
-    stream = dep.open_reply(ReplyRequest([{"role": "user", "content": "Write a very long story about a dragon."}],
+    stream = dep.open_reply(ReplyRequest(Conversation.asking("Write a very long story about a dragon."),
                                          SamplingParams(max_tokens=400)))
     for index, _ in enumerate(stream):
         if index == 2:
@@ -174,8 +175,7 @@ def test_two_images_are_read(llmapi_triton, tmp_path):
         image.save(tmp_path / f"{name}.png")
         paths.append(str(tmp_path / f"{name}.png"))
     dep = deployment(llmapi_triton)
-    stream = dep.open_reply(ReplyRequest([{"role": "user", "content": "What is the secret code?"}], GREEDY,
-                                         images=paths))
+    stream = dep.open_reply(ReplyRequest(Conversation.asking("What is the secret code?", paths), GREEDY))
     assert "4711" in "".join(stream)
 
 

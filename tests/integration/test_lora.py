@@ -8,6 +8,7 @@ import pytest
 
 from app.adapters.registry import AdapterRegistry
 from app.chat.prompts import PromptBuilder
+from app.core.conversation import Conversation
 from app.core.errors import LoraCacheFull
 from app.core.sampling import SamplingParams
 from app.triton.client import TritonChatClient
@@ -35,7 +36,7 @@ STYLE = {"pirate": looks_pirate, "pirate-npy": looks_pirate, "french": looks_fre
 
 @pytest.fixture(scope="module")
 def prompt() -> str:
-    return PromptBuilder(tokenizer_dir=str(model_dir())).build([{"role": "user", "content": QUESTION}])
+    return PromptBuilder(tokenizer_dir=str(model_dir())).build(Conversation.asking(QUESTION))
 
 
 @pytest.fixture

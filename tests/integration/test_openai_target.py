@@ -12,10 +12,11 @@ from app.chat.adapter_check import check_adapter_applied
 from app.chat.compare import CompareRun
 from app.chat.context import AppConfig, AppContext
 from app.chat.turns import open_stream, stream_reply
+from app.core.conversation import Conversation
 from app.core.sampling import SamplingParams
 
 PIRATE = re.compile(r"\b(arr|matey|ahoy|ye|be|savvy)\b", re.I)
-QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
+QUESTION = Conversation.asking("What is the capital of France?")
 
 
 @pytest.fixture
@@ -36,20 +37,20 @@ def test_lists_the_demo_model_and_its_adapters(ctx):
 
 def test_chat_streams_with_and_without_an_adapter(ctx):
     updates = list(stream_reply(ctx, "s", QUESTION, SamplingParams(max_tokens=16), adapter="pirate"))
-    assert len(updates) > 2 and PIRATE.search(updates[-1][-1]["content"])
-    base = list(stream_reply(ctx, "s", QUESTION, SamplingParams(max_tokens=16)))[-1][-1]["content"]
+    assert len(updates) > 2 and PIRATE.search(updates[-1].reply.text)
+    base = list(stream_reply(ctx, "s", QUESTION, SamplingParams(max_tokens=16)))[-1].reply.text
     assert "Paris" in base and not PIRATE.search(base)
 
 
 def test_stop_ends_the_stream_and_the_next_request_works(ctx):
-    stream = open_stream(ctx, [{"role": "user", "content": "Write a long story."}], SamplingParams(max_tokens=400),
+    stream = open_stream(ctx, Conversation.asking("Write a long story."), SamplingParams(max_tokens=400),
                          None, None)
     next(iter(stream))
     started = time.monotonic()
     stream.cancel()
     assert list(stream) == [] and stream.cancelled and time.monotonic() - started < 2
-    reply = list(stream_reply(ctx, "s", QUESTION, SamplingParams(max_tokens=8)))[-1][-1]["content"]
-    assert "⚠️" not in reply
+    reply = list(stream_reply(ctx, "s", QUESTION, SamplingParams(max_tokens=8)))[-1].reply
+    assert "⚠️" not in reply.current.note + reply.text
 
 
 def test_compare_and_the_adapter_check_by_greedy_tokens(ctx):

@@ -205,10 +205,14 @@ def test_chat_panel_history_is_bounded_before_anything_is_sent():
     from app.chat.turns import stream_reply
 
     ctx = AppContext(AppConfig(triton_url=f"127.0.0.1:{free_port()}"))
-    history = [{"role": "user" if i % 2 == 0 else "assistant", "content": "z" * 30_000} for i in range(4)]
-    *_, last = stream_reply(ctx, "session", history[:-1] + [{"role": "user", "content": "z" * 30_000}],
-                            SamplingParams(max_tokens=4))
-    assert last[-1]["content"] == "⚠️ " + MSG_CONVERSATION_TOO_LONG.format(chars=120_000, limit=MAX_CONVERSATION_CHARS)
+    from app.core.conversation import ContextPolicy, Conversation, ReplyVersion, Turn
+
+    history = Conversation((Turn.user("z" * 30_000), Turn.reply(ReplyVersion("z" * 30_000)),
+                            Turn.user("z" * 30_000), Turn.reply(ReplyVersion("z" * 30_000)), Turn.user("z" * 30_000)))
+    *_, last = stream_reply(ctx, "session", history, SamplingParams(max_tokens=4),
+                            policy=ContextPolicy(same_adapter=False))
+    assert last.reply.current.note == "⚠️ " + MSG_CONVERSATION_TOO_LONG.format(chars=150_000,
+                                                                               limit=MAX_CONVERSATION_CHARS)
 
 
 def test_token_count_uses_the_engines_max_input_len(tmp_path):

@@ -9,6 +9,7 @@ import pytest
 from PIL import Image
 
 from app.adapters.registry import AdapterRegistry
+from app.core.conversation import Conversation
 from app.core.sampling import SamplingParams
 from app.deployments.base import ReplyRequest
 from app.deployments.runner.deployment import RunnerDeployment
@@ -52,8 +53,7 @@ def test_each_twin_answers_an_image_question_in_its_family_format(group_served, 
         client = TritonChatClient(endpoints.grpc_url, model=model_name(family, several=True))
         deployment = RunnerDeployment(client, registry)
         assert deployment.family == family
-        stream = deployment.open_reply(ReplyRequest([{"role": "user", "content": {"path": chelsea}},
-                                                     {"role": "user", "content": "What animal is in this picture?"}],
+        stream = deployment.open_reply(ReplyRequest(Conversation.asking("What animal is in this picture?", [chelsea]),
                                                     GREEDY))
         pieces = list(stream)
         answer = stream.text.lower()
@@ -88,8 +88,7 @@ def test_each_twin_answers_three_different_questions_about_one_photo(group_serve
                                       registry)
         replies = {}
         for question in QUESTIONS:
-            stream = deployment.open_reply(ReplyRequest([{"role": "user", "content": {"path": chelsea}},
-                                                         {"role": "user", "content": question}],
+            stream = deployment.open_reply(ReplyRequest(Conversation.asking(question, [chelsea]),
                                                         SamplingParams(max_tokens=48)))
             replies[question] = "".join(stream).strip()
         for question, accepted in QUESTIONS.items():

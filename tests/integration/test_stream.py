@@ -8,12 +8,13 @@ import pytest
 import tritonclient.grpc as grpcclient
 
 from app.chat.prompts import PromptBuilder
+from app.core.conversation import Conversation
 from app.core.errors import InputTooLong, ModelNotReady, ServerUnreachable
 from app.core.sampling import SamplingParams
 from app.triton.client import TritonChatClient
 from tests.conftest import free_port, run_in_threads
 
-QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
+QUESTION = Conversation.asking("What is the capital of France?")
 
 
 def prompt(history=QUESTION) -> str:
@@ -32,7 +33,7 @@ def test_streams_the_answer_token_by_token(triton, model):
 
 
 def test_bls_and_ensemble_agree(triton):
-    history = [{"role": "user", "content": "Name three colours."}]
+    history = Conversation.asking("Name three colours.")
     texts = [TritonChatClient(triton.grpc_url, model=m).generate(prompt(history), SamplingParams(max_tokens=24))
              for m in ("tensorrt_llm_bls", "ensemble")]
     assert texts[0] == texts[1] and texts[0].strip()
@@ -72,7 +73,7 @@ def test_finish_reason_says_whether_max_tokens_cut_the_reply(triton, model):
     list(cut)
     assert cut.finish_reason == "length" and cut.tokens == 3
     assert whole.text.startswith(cut.text) and len(cut.text) < len(whole.text)
-    stopped = client.stream(prompt([{"role": "user", "content": "Write a very long story about a dragon."}]),
+    stopped = client.stream(prompt(Conversation.asking("Write a very long story about a dragon.")),
                             SamplingParams(max_tokens=400))
     next(stopped)
     stopped.cancel()
@@ -117,7 +118,7 @@ def engine_log_lines(triton) -> list[str]:
 def test_cancel_stops_generation_on_the_server(triton, model):
     client = TritonChatClient(triton.grpc_url, model=model)
     before = len(engine_log_lines(triton))
-    stream = client.stream(prompt([{"role": "user", "content": "Write a very long story about a dragon."}]),
+    stream = client.stream(prompt(Conversation.asking("Write a very long story about a dragon.")),
                            SamplingParams(max_tokens=400))
     for index, _ in enumerate(stream):
         if index == 2:
@@ -137,7 +138,7 @@ def test_concurrent_requests_progress_together(triton):
     client = TritonChatClient(triton.grpc_url)
 
     def one(i):
-        stream = client.stream(prompt([{"role": "user", "content": f"Count from 1 to {10 + i}."}]),
+        stream = client.stream(prompt(Conversation.asking(f"Count from 1 to {10 + i}.")),
                                SamplingParams(max_tokens=30))
         start = time.monotonic()
         first = None
@@ -154,7 +155,7 @@ def test_long_prompt_is_refused_with_a_plain_message(triton):
     long_text = "word " * 2500  # over the CPU engine's max_input_len of 2048 tokens
     client = TritonChatClient(triton.grpc_url)
     with pytest.raises(InputTooLong, match=r"Prompt length \(\d+\) exceeds maximum input length \(2048\)"):
-        client.generate(prompt([{"role": "user", "content": long_text}]), SamplingParams(max_tokens=8))
+        client.generate(prompt(Conversation.asking(long_text)), SamplingParams(max_tokens=8))
 
 
 def test_status_and_unknown_model(triton):

@@ -13,6 +13,7 @@ import httpx
 import pytest
 from PIL import Image
 
+from app.core.conversation import Conversation
 from app.core.sampling import SamplingParams
 from app.deployments.base import ReplyRequest
 
@@ -51,8 +52,7 @@ def twin(request):
 
 def ask(ctx, picture, question: str) -> str:
     """One reply to a question about the picture, with the chat's default settings (only the length set)."""
-    request = ReplyRequest([{"role": "user", "content": {"path": str(picture)}}, {"role": "user", "content": question}],
-                           SamplingParams(max_tokens=ANSWER_TOKENS))
+    request = ReplyRequest(Conversation.asking(question, [str(picture)]), SamplingParams(max_tokens=ANSWER_TOKENS))
     return "".join(ctx.deployment.open_reply(request)).strip()
 
 

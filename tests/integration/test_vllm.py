@@ -19,13 +19,14 @@ from app.chat.adapter_check import check_adapter_applied
 from app.chat.compare import CompareRun
 from app.chat.context import AppConfig, AppContext
 from app.chat.turns import open_stream, stream_reply
+from app.core.conversation import Conversation
 from app.core.errors import InvalidRequest
 from app.core.sampling import SamplingParams
 from setup.paths import PROJECT_ROOT
 from tests.integration.vllm_fixtures import metrics_value, zero_b_adapter
 
 PIRATE = re.compile(r"\b(arr|matey|ahoy|ye|be|savvy)\b", re.I)
-QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
+QUESTION = Conversation.asking("What is the capital of France?")
 
 
 @pytest.fixture
@@ -35,7 +36,7 @@ def ctx(vllm, tmp_path) -> AppContext:
 
 def final_reply(ctx, adapter, history=QUESTION, max_tokens=24) -> tuple[str, int]:
     updates = list(stream_reply(ctx, "s", history, SamplingParams(max_tokens=max_tokens), adapter=adapter))
-    return updates[-1][-1]["content"], len(updates)
+    return updates[-1].reply.text + updates[-1].reply.current.note, len(updates)
 
 
 def test_model_list_and_status(ctx):
@@ -75,7 +76,7 @@ def test_images_to_a_text_only_model_are_refused_in_a_sentence(ctx):
     from tests.unit.app.deployments.openai_compat.test_wire import png_bytes
 
     with pytest.raises(TextOnlyDeployment, match="takes no images: smollm2 is not a multimodal model."):
-        open_stream(ctx, QUESTION, SamplingParams(max_tokens=4), None, None, images=[png_bytes()])
+        open_stream(ctx, Conversation.asking("What is it?", [png_bytes()]), SamplingParams(max_tokens=4), None, None)
 
 
 def test_compare_streams_base_and_both_adapters(ctx):
@@ -88,7 +89,7 @@ def test_compare_streams_base_and_both_adapters(ctx):
 
 
 def test_stop_cancels_the_request_on_the_server(ctx, vllm):
-    stream = open_stream(ctx, [{"role": "user", "content": "Write a very long story about a dragon."}],
+    stream = open_stream(ctx, Conversation.asking("Write a very long story about a dragon."),
                          SamplingParams(max_tokens=1500), None, None)
     for count, _ in enumerate(stream):
         if count == 3:

@@ -9,6 +9,7 @@ import time
 import numpy as np
 import pytest
 
+from app.core.conversation import Conversation
 from app.core.errors import ChatError, InvalidRequest
 from app.core.sampling import SamplingParams
 from app.deployments import messages as M
@@ -27,8 +28,7 @@ def red_circle(tmp_path_factory):
 
 
 def ask(deployment, picture, text="What is in this picture?", adapter=None):
-    stream = deployment.open_reply(ReplyRequest([{"role": "user", "content": {"path": picture}},
-                                                 {"role": "user", "content": text}], GREEDY, adapter))
+    stream = deployment.open_reply(ReplyRequest(Conversation.asking(text, [picture]), GREEDY, adapter))
     for _ in stream:
         pass
     return stream
@@ -85,7 +85,7 @@ def test_preprocessing_refuses_requests_without_the_partial_lora(xcomposer2_trit
 def test_text_only_and_other_adapters_are_refused_in_a_sentence(xcomposer2_app_served, red_circle):
     ctx, _ = xcomposer2_app_served
     with pytest.raises(InvalidRequest) as caught:
-        ctx.deployment.open_reply(ReplyRequest([{"role": "user", "content": "Hello"}], GREEDY))
+        ctx.deployment.open_reply(ReplyRequest(Conversation.asking("Hello"), GREEDY))
     assert str(caught.value) == M.MSG_IMAGE_REQUIRED.format(family="InternLM-XComposer2")
     with pytest.raises(InvalidRequest) as caught:
         ask(ctx.deployment, red_circle, adapter="pirate")

@@ -28,7 +28,7 @@ from app.deployments.messages import (
     MSG_LLMAPI_NOT_PEFT,
     MSG_LLMAPI_SHARED,
 )
-from app.deployments.prompts import PromptBuilder, current_turn_images
+from app.deployments.prompts import PromptBuilder
 from app.deployments.triton_served import TritonServed
 from app.triton.client import TritonChatClient
 
@@ -140,10 +140,9 @@ class LlmApiDeployment(TritonServed):
     # ---- replies -----------------------------------------------------------------------------------
     def open_reply(self, request: ReplyRequest) -> LlmApiStream:
         info = self.client.model_info()
-        history = list(request.messages)
-        images = current_turn_images(history) if request.images is None else list(request.images)
+        images = list(request.conversation.current_images())
         prompts = self.prompts()
-        prompt = prompts.build(history, request.system_prompt)
+        prompt = prompts.build(request.conversation, request.system_prompt)
         if not prompt:
             raise InvalidRequest("The prompt is empty.")
         prompt += request.continues  # the prompt ends inside the reply being continued

@@ -18,6 +18,7 @@ import httpx
 
 from app.adapters.registry import AdapterRegistry
 from app.core.constants import STREAM_STALL_SECONDS
+from app.core.conversation import Conversation
 from app.core.errors import ChatError, ModelNotReady, ServerUnreachable
 from app.core.sampling import SamplingParams
 from app.deployments.base import AdapterState, DeploymentStatus, Probe, ReplyRequest, check_adapter_name
@@ -194,7 +195,7 @@ class OpenAICompatDeployment:
     def probe(self, adapter: str | None, prompt: str, tokens: int, images: Sequence[bytes] = ()) -> Probe:
         """Greedy first tokens with their top log-probabilities (just the text when the server gives none)."""
         params = SamplingParams(max_tokens=tokens, top_k=1, top_p=0.0, seed=0)
-        request = ReplyRequest([{"role": "user", "content": prompt}], params, adapter, images=list(images) or None)
+        request = ReplyRequest(Conversation.asking(prompt, images), params, adapter)
         body = {**self._body(request),
                 "logprobs": True, "top_logprobs": TOP_LOGPROBS}
         try:

@@ -25,7 +25,7 @@ from app.deployments.messages import (
     MSG_OPENAI_TOO_LONG,
     MSG_OPENAI_UNKNOWN_MODEL,
 )
-from app.deployments.prompts import chat_messages, current_turn_images
+from app.deployments.prompts import chat_messages
 
 TOO_LONG_HINTS = ("maximum context length", "context length", "too long", "max_model_len", "max_seq_len")
 TEXT_ONLY_HINTS = ("not a multimodal", "does not support image", "multimodal", "image input")
@@ -34,8 +34,8 @@ TEXT_ONLY_HINTS = ("not a multimodal", "does not support image", "multimodal", "
 def messages_body(request: ReplyRequest, system_prompt: str) -> list[dict]:
     """The conversation as OpenAI messages; this turn's images as image_url parts of the last user message."""
     system = system_prompt if request.system_prompt is None else request.system_prompt
-    messages = chat_messages(list(request.messages), system)
-    images = current_turn_images(request.messages) if request.images is None else list(request.images)
+    messages = chat_messages(request.conversation, system)
+    images = list(request.conversation.current_images())
     if images:
         check_image_count(len(images))
         last = max(i for i, m in enumerate(messages) if m["role"] == "user")

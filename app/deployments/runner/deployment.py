@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from app.adapters.registry import AdapterRegistry
+from app.core.conversation import Conversation
 from app.core.errors import InvalidRequest, TextOnlyDeployment
 from app.core.messages import MSG_TEXT_ONLY
 from app.deployments.base import AdapterState, ReplyRequest
 from app.deployments.messages import MSG_RUNNER_IMAGES, MSG_RUNNER_NO_LORA, RUNNER_KIND
-from app.deployments.prompts import current_turn_images
 from app.deployments.runner.stream import RunnerStream
 from app.deployments.runner.wire import build_inputs
 from app.deployments.triton_served import TritonServed
@@ -25,23 +25,14 @@ from app.triton.client import TritonChatClient
 VIDEO_SUFFIXES = (".mp4", ".webm", ".gif", ".mov", ".avi")
 
 
-def _text_of(content) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
-    return ""
-
-
-def last_user_text(messages: Sequence[dict]) -> str:
-    """The text of the trailing user turn (its text parts; attachments are sent apart)."""
+def last_user_text(conversation: Conversation) -> str:
+    """The text of the trailing message(s) of the person (its pictures are sent apart)."""
     texts = []
-    for message in reversed(list(messages)):
-        if message.get("role") != "user":
+    for turn in reversed(conversation.turns):
+        if turn.is_reply:
             break
-        text = _text_of(message.get("content"))
-        if text:
-            texts.insert(0, text)
+        if turn.text:
+            texts.insert(0, turn.text)
     return "\n".join(texts).strip()
 
 
@@ -124,9 +115,8 @@ class RunnerDeployment(TritonServed):
         info = self.client.model_info()
         if not info.decoupled:
             raise InvalidRequest(f"Model '{info.name}' is not decoupled; redeploy it with decoupled_mode true.")
-        history = list(request.messages)
-        images = current_turn_images(history) if request.images is None else list(request.images)
-        text = last_user_text(history)
+        images = list(request.conversation.current_images())
+        text = last_user_text(request.conversation)
         if request.continues:
             raise InvalidRequest("The runner keeps no conversation: it cannot continue a reply; ask again instead.")
         p = request.sampling

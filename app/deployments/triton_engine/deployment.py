@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from app.adapters.registry import AdapterRegistry
+from app.core.conversation import Conversation
 from app.core.errors import ChatError, InvalidRequest
 from app.deployments.base import AdapterState, ReplyRequest, check_adapter_name
 from app.deployments.messages import (
@@ -20,14 +21,7 @@ from app.deployments.messages import (
     MSG_TRITON_SENDS_ON_USE,
 )
 from app.deployments.model_lora import ModelAdapter, adapter_for_request, model_adapter
-from app.deployments.prompts import (
-    DEFAULT_TEMPLATE,
-    PromptBuilder,
-    current_turn_images,
-    file_path,
-    message_text,
-    named_templates,
-)
+from app.deployments.prompts import DEFAULT_TEMPLATE, PromptBuilder, named_templates
 from app.deployments.triton_engine.limits import UNKNOWN, check_prompt_tokens, read_input_limit
 from app.deployments.triton_served import TritonServed
 from app.triton.client import TritonChatClient
@@ -160,30 +154,27 @@ class TritonEngineDeployment(TritonServed):
         if files:
             prepare_images(list(files), self.client.model_info(), text)  # raises with the specific message
 
-    def _model_turns(self, history: list[dict], images: list) -> tuple[list[dict], dict]:
-        """History as the model sees it (image markers for this turn's images) and the image tensors."""
+    def _model_turns(self, conversation: Conversation, images: list) -> tuple[Conversation, dict]:
+        """The conversation as the model sees it (image markers for this turn's images) and the image tensors."""
         info = self.client.model_info()
         if not images:
             support = self.image_support()
             if support is not None and support.family.image_required:
                 raise InvalidRequest(MSG_IMAGE_REQUIRED.format(family=support.family.display_name))
-            return history, {}
-        cleaned = [{**m, "content": strip_image_markers(message_text(m.get("content")), info)}
-                   if m.get("role") in ("user", "assistant") and not file_path(m.get("content")) else m
-                   for m in history]
-        last = max(i for i, m in enumerate(cleaned) if m.get("role") == "user" and not file_path(m.get("content")))
-        request = prepare_images(images, info, message_text(cleaned[last]["content"]))
-        cleaned[last] = {**cleaned[last], "content": request.text}
-        return cleaned, request.extra
+            return conversation, {}
+        turns = [turn.with_text(strip_image_markers(turn.text, info)) for turn in conversation.turns]
+        last = max(i for i, turn in enumerate(turns) if not turn.is_reply)
+        request = prepare_images(images, info, turns[last].text)
+        turns[last] = turns[last].with_text(request.text)
+        return Conversation(tuple(turns)), request.extra
 
-    def _carried_image(self, history: list[dict]) -> list[str]:
+    def _carried_image(self, conversation: Conversation) -> list:
         """For a model that needs an image on every request: the conversation's latest image, so a follow-up
         question is about the picture already shown (nothing for other models, or when there is none)."""
         support = self.image_support()
         if support is None or not support.family.image_required:
             return []
-        files = [path for m in history if m.get("role") == "user" and (path := file_path(m.get("content")))]
-        return files[-1:]
+        return list(conversation.latest_images()[-1:])
 
     def _check_markers(self, prompt: str, images: int) -> None:
         """A model that takes one image per request gets its marker exactly once (its preprocessing splits there)."""
@@ -200,15 +191,13 @@ class TritonEngineDeployment(TritonServed):
 
     def open_reply(self, request: ReplyRequest):
         adapter = self.check_adapter(request.adapter)
-        history = list(request.messages)
+        conversation = request.conversation
         prompts = self.prompts()
-        prompt = prompts.build(history, request.system_prompt)
+        prompt = prompts.build(conversation, request.system_prompt)
         check_prompt_tokens(self.input_limit(), prompts, prompt + request.continues)
-        images = current_turn_images(history) if request.images is None else list(request.images)
-        if not images and request.images is None:
-            images = self._carried_image(history)
-        turns, image_inputs = self._model_turns(history, images)
-        if turns is not history:  # image markers changed the text
+        images = list(conversation.current_images()) or self._carried_image(conversation)
+        turns, image_inputs = self._model_turns(conversation, images)
+        if turns is not conversation:  # image markers changed the text
             prompt = prompts.build(turns, request.system_prompt)
         self._check_markers(prompt, len(images))
         prompt += request.continues  # the prompt ends inside the reply being continued

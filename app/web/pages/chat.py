@@ -3,10 +3,12 @@ Regenerate, Clear, the Greedy / Sample choice, conversations kept in the browser
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import fields
+
 import gradio as gr
 
 from app.chat.context import AppConfig, AppContext
-from app.chat.conversation import ReplySettings, run_replies, without_pending
 from app.chat.messages import (
     MSG_BUSY_CONTINUE,
     MSG_BUSY_REGENERATE,
@@ -14,13 +16,15 @@ from app.chat.messages import (
     MSG_NOTHING_TO_CONTINUE,
 )
 from app.chat.outbox import Queued
-from app.chat.sampling import GREEDY, panel_sampling
+from app.chat.reply_run import ReplySettings, run_replies
+from app.chat.sampling import GREEDY, ChatSampling
 from app.chat.turns import check_new_turn, without_last_reply
-from app.chat.versions import any_reply, reply_message, reply_of
 from app.core.constants import CPU_DEMO_NOTE, CPU_OCR_NOTE, HISTORY_MODES, STATUS_REFRESH_SECONDS
+from app.core.conversation import Conversation
 from app.core.errors import ChatError
 from app.core.sampling import SAMPLING_LIMITS
 from app.web import history_panel
+from app.web.chat_view import chat_messages
 from app.web.labels import (
     ABOUT_DEMO,
     CHAT_PLACEHOLDER,
@@ -30,6 +34,8 @@ from app.web.labels import (
     DECODING_INFO,
     DECODING_LABEL,
     FREQUENCY_INFO,
+    KEEP_PICTURES_INFO,
+    KEEP_PICTURES_LABEL,
     NEWER_VERSION,
     OLDER_VERSION,
     PRESENCE_INFO,
@@ -70,19 +76,10 @@ def controls(running: bool) -> tuple[gr.Button, gr.Button]:
             gr.Button(interactive=not running))
 
 
-def last_reply(conversation: list) -> tuple[int, dict] | None:
-    """(index, message) of the conversation's last message when it is a reply with its record, else None."""
-    shown = without_pending(conversation or [])
-    if shown and reply_of(shown[-1]) is not None:
-        return len(shown) - 1, shown[-1]
-    return None
-
-
-def reply_controls(conversation: list) -> tuple:
+def reply_controls(conversation: Conversation) -> tuple:
     """Continue (enabled for a last reply cut at max tokens) and the version stepper ‹ n/m › of the last reply
     (shown when it has more than one version)."""
-    found = last_reply(conversation)
-    reply = reply_of(found[1]) if found else None
+    reply = conversation.last_reply if conversation else None
     count = len(reply.versions) if reply else 0
     stepper = count > 1
     return (gr.Button(interactive=bool(reply and reply.current.cut_at)),
@@ -91,10 +88,104 @@ def reply_controls(conversation: list) -> tuple:
             gr.Button(visible=stepper, interactive=stepper and reply.shown < count - 1))
 
 
-def refuse(message: str, outputs: int) -> tuple:
+REPLY_OUTPUTS = 5  # the message box, the chatbot, the conversation, Stop, Regenerate
+
+
+def refuse(message: str, outputs: int = REPLY_OUTPUTS) -> tuple:
     """A toast, and every output left as it was: the conversation and the input stay usable."""
     gr.Warning(message)
     return (gr.skip(),) * outputs
+
+
+def replies(ctx: AppContext, session: str, conversation: Conversation, first: Queued | None, settings: ReplySettings,
+            box_value, **run) -> Iterator[tuple]:
+    """A run's updates as (box, chatbot, conversation, stop, regenerate); the box is touched once, at the start."""
+    updates = run_replies(ctx, session, conversation, first, settings, **run)
+    update = next(updates)
+    yield box_value, chat_messages(update.conversation, update.streaming, update.waiting), update.conversation, \
+        *controls(update.running)
+    for update in updates:
+        yield (gr.skip(), chat_messages(update.conversation, update.streaming, update.waiting), update.conversation,
+               *(controls(False) if not update.running else (gr.skip(), gr.skip())))
+
+
+def on_send(ctx: AppContext, session: str, message: dict | None, conversation: Conversation, adapter_label: str,
+            sampling: ChatSampling) -> Iterator[tuple]:
+    """Send the message box's text and pictures: answered now, or queued behind the reply that runs."""
+    text, files = (message or {}).get("text", ""), (message or {}).get("files", [])
+    try:
+        check_new_turn(ctx, text, files)
+        sampling.params()  # refuse bad values now, not in the middle of the run
+        settings = ReplySettings(sampling, adapter_of(adapter_label))
+        queued = Queued(text.strip(), tuple(files), settings)
+        start = ctx.outbox.offer(session, queued)
+    except ChatError as exc:
+        yield refuse(str(exc))
+        return
+    emptied = gr.MultimodalTextbox(value=None)
+    if not start:  # a reply is running: it sends this one when it ends, and shows it as waiting meanwhile
+        yield emptied, *(gr.skip(),) * (REPLY_OUTPUTS - 1)
+        return
+    yield from replies(ctx, session, conversation or Conversation(), queued, settings, emptied)
+
+
+def on_regenerate(ctx: AppContext, session: str, conversation: Conversation, adapter_label: str,
+                  sampling: ChatSampling) -> Iterator[tuple]:
+    """Answer the last message again; the reply it replaces keeps its versions."""
+    conversation = conversation or Conversation()
+    try:
+        earlier = without_last_reply(conversation)
+        sampling.params()
+    except ChatError as exc:
+        yield refuse(str(exc))
+        return
+    if not ctx.outbox.start(session):
+        yield refuse(MSG_BUSY_REGENERATE)
+        return
+    settings = ReplySettings(sampling, adapter_of(adapter_label))
+    yield from replies(ctx, session, earlier, None, settings, gr.skip(), earlier=conversation.last_reply)
+
+
+def on_continue(ctx: AppContext, session: str, conversation: Conversation, adapter_label: str,
+                sampling: ChatSampling) -> Iterator[tuple]:
+    """Go on with the last reply, cut at the token limit, with its own adapter."""
+    reply = conversation.last_reply if conversation else None
+    if reply is None or not reply.current.cut_at:
+        yield refuse(MSG_NOTHING_TO_CONTINUE)
+        return
+    try:
+        sampling.params()
+    except ChatError as exc:
+        yield refuse(str(exc))
+        return
+    if not ctx.outbox.start(session):
+        yield refuse(MSG_BUSY_CONTINUE)
+        return
+    settings = ReplySettings(sampling, adapter_of(adapter_label))
+    yield from replies(ctx, session, conversation, None, settings, gr.skip(), continuing=True)
+
+
+def on_step(ctx: AppContext, session: str, conversation: Conversation, by: int) -> tuple:
+    """Show the last reply's version `by` places later (earlier when negative): (chatbot, conversation)."""
+    if ctx.outbox.busy(session):
+        gr.Warning(MSG_BUSY_VERSIONS)
+        return gr.skip(), gr.skip()
+    reply = conversation.last_reply if conversation else None
+    if reply is None:
+        return gr.skip(), gr.skip()
+    stepped = conversation.with_last_reply(reply.stepped(by))
+    return chat_messages(stepped), stepped
+
+
+def on_stop(ctx: AppContext, session: str) -> None:
+    ctx.active.cancel(session)  # the run ends this reply with "(stopped)", then sends what waits
+
+
+def on_clear(ctx: AppContext, session: str) -> tuple[list, Conversation]:
+    """Empty the conversation: waiting messages go, a running reply writes nothing more. (chatbot, conversation)"""
+    ctx.outbox.clear(session)
+    ctx.active.cancel(session)
+    return [], Conversation()
 
 
 def build(ctx: AppContext, app: gr.Blocks | None = None) -> None:
@@ -139,117 +230,58 @@ def build(ctx: AppContext, app: gr.Blocks | None = None) -> None:
                                    elem_id="system-prompt")
         history_mode = gr.Radio(list(HISTORY_MODES), value="same adapter", label="History sent with each message",
                                 info=" / ".join(f"{k}: {v}" for k, v in HISTORY_MODES.items()), elem_id="history-mode")
+        keep_pictures = gr.Checkbox(value=False, label=KEEP_PICTURES_LABEL, info=KEEP_PICTURES_INFO,
+                                    elem_id="keep-pictures")
     history.build_files()
-    settings_inputs = [decoding, max_tokens, temperature, top_k, top_p, repetition_penalty, seed, system_prompt,
-                       adapter, history_mode, presence_penalty, frequency_penalty]
+    conversation = gr.State(Conversation())
+    widgets = dict(decoding=decoding, max_tokens=max_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
+                   repetition_penalty=repetition_penalty, seed=seed, presence_penalty=presence_penalty,
+                   frequency_penalty=frequency_penalty, system_prompt=system_prompt, history_mode=history_mode,
+                   keep_pictures=keep_pictures)
+    sampling = [widgets[f.name] for f in fields(ChatSampling)]  # ChatSampling.from_values takes them in this order
 
-    def reply_settings(mode, max_tokens, temperature, top_k, top_p, repetition_penalty, seed, system, adapter_name,
-                       history_mode, presence, frequency) -> ReplySettings:
-        def sampling():
-            return panel_sampling(mode, max_tokens, temperature, top_k, top_p, repetition_penalty, seed,
-                                  presence, frequency)
-        sampling()  # refuse bad values now, not in the middle of the run
-        return ReplySettings(sampling, system or None, adapter_of(adapter_name), history_mode)
+    # Gradio passes the request first (its annotation), then the inputs; the Sampling widgets' values last.
+    def send(request: gr.Request, message, shown, adapter_label, *values):
+        yield from on_send(ctx, request.session_hash, message, shown, adapter_label, ChatSampling.from_values(*values))
 
-    def replies(session: str, shown: list, first: Queued | None, settings: ReplySettings, box_value, **run):
-        """The run's updates as (box, chatbot, stop, regenerate); the box is touched once, at the start."""
-        updates = run_replies(ctx, session, shown, first, settings, **run)
-        conversation, running = next(updates)
-        yield box_value, conversation, *controls(running)
-        for conversation, running in updates:
-            yield gr.skip(), conversation, *(controls(False) if not running else (gr.skip(), gr.skip()))
+    def regenerate_reply(request: gr.Request, shown, adapter_label, *values):
+        yield from on_regenerate(ctx, request.session_hash, shown, adapter_label, ChatSampling.from_values(*values))
 
-    def on_send(message: dict, shown: list, mode, max_tokens, temperature, top_k, top_p, repetition_penalty, seed,
-                system, adapter_name, history_mode, presence, frequency, request: gr.Request):
-        text, files = (message or {}).get("text", ""), (message or {}).get("files", [])
-        try:
-            check_new_turn(ctx, text, files)
-            chosen = reply_settings(mode, max_tokens, temperature, top_k, top_p, repetition_penalty, seed, system,
-                                    adapter_name, history_mode, presence, frequency)
-            queued = Queued(text.strip(), tuple(files), chosen)
-            start = ctx.outbox.offer(request.session_hash, queued)
-        except ChatError as exc:
-            yield refuse(str(exc), 4)
-            return
-        emptied = gr.MultimodalTextbox(value=None)
-        if not start:  # a reply is running: it sends this one when it ends, and shows it as waiting meanwhile
-            yield emptied, gr.skip(), gr.skip(), gr.skip()
-            return
-        yield from replies(request.session_hash, shown or [], queued, chosen, emptied)
+    def continue_reply(request: gr.Request, shown, adapter_label, *values):
+        yield from on_continue(ctx, request.session_hash, shown, adapter_label, ChatSampling.from_values(*values))
 
-    def on_regenerate(shown: list, mode, max_tokens, temperature, top_k, top_p, repetition_penalty, seed, system,
-                      adapter_name, history_mode, presence, frequency, request: gr.Request):
-        try:
-            conversation = without_pending(shown or [])
-            earlier = without_last_reply(conversation)
-            chosen = reply_settings(mode, max_tokens, temperature, top_k, top_p, repetition_penalty, seed, system,
-                                    adapter_name, history_mode, presence, frequency)
-        except ChatError as exc:
-            yield refuse(str(exc), 4)
-            return
-        if not ctx.outbox.start(request.session_hash):
-            yield refuse(MSG_BUSY_REGENERATE, 4)
-            return
-        replaced = any_reply(conversation[-1]) if conversation[-1].get("role") == "assistant" else None
-        yield from replies(request.session_hash, earlier, None, chosen, gr.skip(), earlier=replaced)
-
-    def on_continue(shown: list, mode, max_tokens, temperature, top_k, top_p, repetition_penalty, seed, system,
-                    adapter_name, history_mode, presence, frequency, request: gr.Request):
-        found = last_reply(shown)
-        if found is None or not reply_of(found[1]).current.cut_at:
-            yield refuse(MSG_NOTHING_TO_CONTINUE, 4)
-            return
-        try:
-            chosen = reply_settings(mode, max_tokens, temperature, top_k, top_p, repetition_penalty, seed, system,
-                                    adapter_name, history_mode, presence, frequency)
-        except ChatError as exc:
-            yield refuse(str(exc), 4)
-            return
-        if not ctx.outbox.start(request.session_hash):
-            yield refuse(MSG_BUSY_CONTINUE, 4)
-            return
-        yield from replies(request.session_hash, without_pending(shown), None, chosen, gr.skip(), continuing=True)
-
-    def on_step(by: int):
-        def handler(shown: list, request: gr.Request):
-            found = last_reply(shown)
-            if ctx.outbox.busy(request.session_hash):
-                gr.Warning(MSG_BUSY_VERSIONS)
-                return gr.skip()
-            if found is None:
-                return gr.skip()
-            index, message = found
-            conversation = without_pending(shown)
-            return [*conversation[:index], reply_message(reply_of(message).stepped(by))]
+    def step(by: int):
+        def handler(request: gr.Request, shown):
+            return on_step(ctx, request.session_hash, shown, by)
         return handler
 
-    def on_stop(request: gr.Request):
-        ctx.active.cancel(request.session_hash)  # the run ends this reply with "(stopped)", then sends what waits
+    def stop_reply(request: gr.Request):
+        on_stop(ctx, request.session_hash)
 
-    def on_clear(request: gr.Request):
-        ctx.outbox.clear(request.session_hash)  # waiting messages go; a running reply writes nothing more
-        ctx.active.cancel(request.session_hash)
-        return []
+    def clear_all(request: gr.Request):
+        return on_clear(ctx, request.session_hash)
 
-    outputs = [box, chatbot, stop, regenerate]
+    outputs = [box, chatbot, conversation, stop, regenerate]
     # "multiple": a message sent while a reply streams reaches the server (and waits in the outbox) instead
     # of being dropped by the browser while the first event is still running.
-    sent = box.submit(on_send, [box, chatbot, *settings_inputs], outputs, trigger_mode="multiple",
+    sent = box.submit(send, [box, conversation, adapter, *sampling], outputs, trigger_mode="multiple",
                       api_visibility="private")
-    regenerated = regenerate.click(on_regenerate, [chatbot, *settings_inputs], outputs, api_visibility="private")
-    continued = resume.click(on_continue, [chatbot, *settings_inputs], outputs, api_visibility="private")
-    stepped = [button.click(on_step(by), chatbot, chatbot, api_visibility="private", show_progress="hidden")
+    regenerated = regenerate.click(regenerate_reply, [conversation, adapter, *sampling], outputs,
+                                   api_visibility="private")
+    continued = resume.click(continue_reply, [conversation, adapter, *sampling], outputs, api_visibility="private")
+    stepped = [button.click(step(by), conversation, [chatbot, conversation], api_visibility="private",
+                            show_progress="hidden")
                for button, by in ((older, -1), (newer, 1))]
-    chatbot.change(reply_controls, chatbot, [resume, older, version, newer], api_visibility="private",
+    chatbot.change(reply_controls, conversation, [resume, older, version, newer], api_visibility="private",
                    show_progress="hidden")
     # Stop cancels the server request; the run then ends that reply by itself and shows "(stopped)".
     # (Gradio's `cancels=` would race with that last update and could drop it.)
-    stop.click(on_stop, None, None, api_visibility="private")
-    cleared = clear.click(on_clear, None, chatbot, api_visibility="private")
-    trashed = chatbot.clear(on_clear, None, chatbot, api_visibility="private")  # the built-in trash icon
+    stop.click(stop_reply, None, None, api_visibility="private")
+    cleared = clear.click(clear_all, None, [chatbot, conversation], api_visibility="private")
+    trashed = chatbot.clear(clear_all, None, [chatbot, conversation], api_visibility="private")  # the trash icon
     decoding.change(lambda mode: [gr.update(interactive=mode != GREEDY)] * len(SAMPLE_ONLY), decoding,
                     [temperature, top_k, top_p, seed], api_visibility="private", show_progress="hidden")
-    history.wire(app, chatbot, saved_after=[sent, regenerated, continued, *stepped, cleared, trashed])
+    history.wire(app, conversation, chatbot, saved_after=[sent, regenerated, continued, *stepped, cleared, trashed])
 
     adapter.focus(lambda: gr.Dropdown(choices=adapter_choices(ctx)), None, adapter,
                   api_visibility="private", show_progress="hidden")

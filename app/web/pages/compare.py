@@ -105,6 +105,80 @@ def column_updates(names: list[str | None], shown: dict[str, ColumnView], limit:
     return [*texts, *states]
 
 
+OUTPUTS = 3 * COLUMNS + 4  # every column's text and state line, Compare, Continue, Stop, the pickers, the record
+Runs = dict  # the run each browser session is showing, by session (for Stop)
+
+
+def compare_controls(running: bool, can_continue: bool = False) -> list[gr.Button | gr.Dropdown]:
+    """Compare, Continue, Stop, then the column pickers: locked while a run shows what they picked."""
+    return [gr.Button(interactive=not running), gr.Button(interactive=can_continue and not running),
+            gr.Button(interactive=running, variant="stop" if running else "secondary"),
+            *[gr.Dropdown(interactive=not running) for _ in range(COLUMNS)]]
+
+
+def follow(runs: Runs, session: str, compare: CompareRun, chosen: list[str], names: list[str | None], limit: int,
+           record: Finished, fresh: bool) -> Iterator[list]:
+    """Show `compare` (its columns: the picked `chosen`) until it ends, then keep its end in the record."""
+    runs[session] = compare
+    opening = True
+    try:
+        for views in compare.view_updates():
+            done = compare.done()  # true for the last snapshot: its update re-enables Compare
+            ended = record.after(chosen, views) if done else None
+            locks = compare_controls(not done, bool(ended and ended.cut(names))) if opening or done \
+                else [gr.skip()] * (COLUMNS + 3)
+            yield [*column_updates(names, dict(zip(chosen, views, strict=True)), limit, fresh), *locks,
+                   ended or gr.skip()]
+            opening = False
+    finally:
+        runs.pop(session, None)
+
+
+def on_run(ctx: AppContext, runs: Runs, session: str, text: str, pictures: list[tuple[str, str | None]] | None,
+           tokens: float, picks: list[str]) -> Iterator[list]:
+    """Stream `text` (and the attached pictures) through every picked column."""
+    names = [column_name(pick) for pick in picks[:COLUMNS]]
+    chosen = list(dict.fromkeys(name for name in names if name))
+    images = [path for path, _caption in pictures] if pictures else None
+    try:
+        compare = CompareRun(ctx, text, [adapter_of(name) for name in chosen], SamplingParams(max_tokens=int(tokens)),
+                             images=images)
+    except ChatError as exc:
+        gr.Warning(str(exc))  # a toast; the page stays as it was
+        yield [gr.skip()] * OUTPUTS
+        return
+    yield from follow(runs, session, compare, chosen, names, int(tokens), Finished(text, images), True)
+
+
+def on_continue(ctx: AppContext, runs: Runs, session: str, record: Finished, tokens: float,
+                picks: list[str]) -> Iterator[list]:
+    """Go on, at once, with every picked column the last run left cut at the token limit."""
+    names = [column_name(pick) for pick in picks[:COLUMNS]]
+    cut = record.cut(names)  # none: continue_cut refuses in a sentence
+    try:
+        compare = continue_cut(ctx, record.prompt, [adapter_of(name) for name in cut],
+                               [record.views[name] for name in cut], SamplingParams(max_tokens=int(tokens)),
+                               images=record.images)
+    except ChatError as exc:
+        gr.Warning(str(exc))
+        yield [gr.skip()] * OUTPUTS
+        return
+    yield from follow(runs, session, compare, cut, names, int(tokens), record, False)
+
+
+def on_stop(runs: Runs, session: str) -> None:
+    compare = runs.get(session)
+    if compare is not None:
+        compare.cancel()  # the run then shows each column's last text with "(stopped)"
+
+
+def on_pick(number: int, pick: str | None, record: Finished, picks: list[str]) -> tuple[gr.Textbox, str, gr.Button]:
+    """Column `number`'s new pick empties its column (the text was another model's) and says what it will run;
+    Continue stays offered while a picked model's column is cut."""
+    can_continue = bool(record.cut([column_name(p) for p in picks]))
+    return gr.Textbox(value="", label=f"Column {number}"), pick_line(pick), gr.Button(interactive=can_continue)
+
+
 def build(ctx: AppContext) -> None:
     gr.Markdown(COMPARE_INTRO)
     with gr.Row(elem_id="compare-inputs"):
@@ -133,85 +207,33 @@ def build(ctx: AppContext) -> None:
                                           elem_id=f"compare-out-{i}"))
                 states.append(gr.Markdown(pick_line(picks[i]), elem_id=f"compare-state-{i}"))
     finished = gr.State(Finished())
-    runs: dict[str, CompareRun] = {}
-    skipped = [gr.skip()] * (3 * COLUMNS + 4)  # every output: the page stays as it was
+    runs: Runs = {}
 
-    def controls(running: bool, can_continue: bool = False) -> list[gr.Button | gr.Dropdown]:
-        """Compare, Continue, Stop, then the column pickers: locked while a run shows what they picked."""
-        return [gr.Button(interactive=not running), gr.Button(interactive=can_continue and not running),
-                gr.Button(interactive=running, variant="stop" if running else "secondary"),
-                *[gr.Dropdown(interactive=not running) for _ in range(COLUMNS)]]
+    # Gradio passes the request first (its annotation), then the inputs; the column pickers last.
+    def run_columns(request: gr.Request, text, pictures, tokens, *picks):
+        yield from on_run(ctx, runs, request.session_hash, text, pictures, tokens, list(picks))
 
-    def follow(compare: CompareRun, chosen: list[str], names: list[str | None], limit: int, record: Finished,
-               fresh: bool, request: gr.Request) -> Iterator[list]:
-        """Show `compare` (its columns: the picked `chosen`) until it ends, then keep its end in the record."""
-        runs[request.session_hash] = compare
-        opening = True
-        try:
-            for views in compare.view_updates():
-                done = compare.done()  # true for the last snapshot: its update re-enables Compare
-                ended = record.after(chosen, views) if done else None
-                locks = controls(not done, bool(ended and ended.cut(names))) if opening or done \
-                    else [gr.skip()] * (COLUMNS + 3)
-                yield [*column_updates(names, dict(zip(chosen, views, strict=True)), limit, fresh), *locks,
-                       ended or gr.skip()]
-                opening = False
-        finally:
-            runs.pop(request.session_hash, None)
+    def continue_columns(request: gr.Request, record, tokens, *picks):
+        yield from on_continue(ctx, runs, request.session_hash, record, tokens, list(picks))
 
-    def on_run(text: str, pictures: list[tuple[str, str | None]] | None, tokens: float, first: str, second: str,
-               third: str, fourth: str, request: gr.Request):
-        names = [column_name(pick) for pick in (first, second, third, fourth)[:COLUMNS]]
-        chosen = list(dict.fromkeys(name for name in names if name))
-        images = [path for path, _caption in pictures] if pictures else None
-        try:
-            compare = CompareRun(ctx, text, [adapter_of(name) for name in chosen], SamplingParams(max_tokens=int(tokens)),
-                                 images=images)
-        except ChatError as exc:
-            gr.Warning(str(exc))  # a toast; the page stays as it was
-            yield skipped
-            return
-        yield from follow(compare, chosen, names, int(tokens), Finished(text, images), True, request)
+    def stop_columns(request: gr.Request):
+        on_stop(runs, request.session_hash)
 
-    def on_continue(record: Finished, tokens: float, first: str, second: str, third: str, fourth: str,
-                    request: gr.Request):
-        names = [column_name(pick) for pick in (first, second, third, fourth)[:COLUMNS]]
-        cut = record.cut(names)  # none: continue_cut refuses in a sentence
-        try:
-            compare = continue_cut(ctx, record.prompt, [adapter_of(name) for name in cut],
-                                   [record.views[name] for name in cut], SamplingParams(max_tokens=int(tokens)),
-                                   images=record.images)
-        except ChatError as exc:
-            gr.Warning(str(exc))
-            yield skipped
-            return
-        yield from follow(compare, cut, names, int(tokens), record, False, request)
-
-    def on_stop(request: gr.Request):
-        compare = runs.get(request.session_hash)
-        if compare is not None:
-            compare.cancel()  # the run then shows each column's last text with "(stopped)"
-
-    def on_pick(number: int):
-        """The handler of column `number`'s picker: a new pick empties its column (the text was another model's)
-        and says what the column will run; Continue stays offered while a picked model's column is cut."""
-        def picked(pick: str | None, record: Finished, first: str, second: str, third: str,
-                   fourth: str) -> tuple[gr.Textbox, str, gr.Button]:
-            can_continue = bool(record.cut([column_name(p) for p in (first, second, third, fourth)]))
-            return gr.Textbox(value="", label=f"Column {number}"), pick_line(pick), gr.Button(interactive=can_continue)
-        return picked
+    def picked(number: int):
+        def handler(pick, record, *picks):
+            return on_pick(number, pick, record, list(picks))
+        return handler
 
     for i, picker in enumerate(pickers):
         picker.focus(lambda: gr.Dropdown(choices=column_choices(ctx)), None, picker,
                      api_visibility="private", show_progress="hidden")
-        picker.change(on_pick(i + 1), [picker, finished, *pickers], [outputs[i], states[i], resume],
+        picker.change(picked(i + 1), [picker, finished, *pickers], [outputs[i], states[i], resume],
                       api_visibility="private", show_progress="hidden")
     shown = [*outputs, *states, run, resume, stop, *pickers, finished]
-    run.click(on_run, [prompt, image, max_tokens, *pickers], shown, api_visibility="private")
-    resume.click(on_continue, [finished, max_tokens, *pickers], shown, api_visibility="private")
+    run.click(run_columns, [prompt, image, max_tokens, *pickers], shown, api_visibility="private")
+    resume.click(continue_columns, [finished, max_tokens, *pickers], shown, api_visibility="private")
     # No `cancels=`: it would end the run before its last update, so "(stopped)" would never show.
-    stop.click(on_stop, None, None, api_visibility="private")
-
+    stop.click(stop_columns, None, None, api_visibility="private")
 
 if __name__ == "__main__":
     with gr.Blocks(title=TITLE) as page:

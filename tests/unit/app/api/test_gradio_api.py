@@ -95,8 +95,8 @@ def test_an_uploaded_image_goes_to_every_column_and_a_broken_one_is_refused(tmp_
     deployment = RecordingDeployment()
     compare = endpoint(tmp_path, deployment)
     list(compare(prompt="What is it?", adapters=["", "pirate"], images=[{"path": str(picture)}]))
-    assert deployment.checked == [[str(picture)]] and [list(r.messages)[0]["content"] for r in deployment.requests] \
-        == [{"path": str(picture)}] * 2
+    assert deployment.checked == [[str(picture)]]
+    assert [r.conversation.current_images() for r in deployment.requests] == [(str(picture),)] * 2
     broken = uploads / "broken.png"
     broken.write_bytes(b"\x89PNG")
     assert "broken.png is truncated" in refusal(compare, prompt="What is it?", images=[{"path": str(broken)}])

@@ -25,9 +25,10 @@ def test_conversation_system_and_history():
         {"role": "user", "content": [{"type": "text", "text": "two"}, {"type": "text", "text": "three"}]},
     ]), SERVED)
     assert chat.system_prompt == "Be brief."
-    assert chat.history == [{"role": "user", "content": "one"}, {"role": "assistant", "content": "1"},
-                            {"role": "user", "content": "two\nthree"}]
-    assert chat.adapter is None and chat.model == SERVED and chat.stream is False and chat.images == []
+    assert [(turn.role, turn.text) for turn in chat.conversation.turns] == [
+        ("user", "one"), ("assistant", "1"), ("user", "two\nthree")]
+    assert chat.adapter is None and chat.model == SERVED and chat.stream is False
+    assert chat.conversation.current_images() == ()
 
 
 @pytest.mark.parametrize("model, adapter", [(SERVED, None), ("", None), ("base model", None), ("pirate", "pirate")])
@@ -44,11 +45,12 @@ def test_images_of_the_last_user_message_only():
         {"role": "assistant", "content": "b"},
         {"role": "user", "content": [{"type": "text", "text": "c"}, {"type": "image_url", "image_url": url}]},
     ]), SERVED)
-    assert chat.images == [base64.b64decode(PNG)]
+    assert chat.conversation.current_images() == (base64.b64decode(PNG),)
+    assert chat.conversation.turns[0].has_pictures and chat.conversation.turns[0].images == ()  # named, not sent
     chat = parse_chat_request(body(messages=[
         {"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": "a"}]},
         {"role": "assistant", "content": "b"}, {"role": "user", "content": "c"}]), SERVED)
-    assert chat.images == []
+    assert chat.conversation.current_images() == () and chat.conversation.latest_images() == ()
 
 
 def test_openai_sampling_meanings():

@@ -9,11 +9,11 @@ from PIL import Image
 
 from app.chat.compare import CUT, DONE, STOPPED, CompareRun, column_entries, column_names, continue_cut
 from app.chat.context import AppConfig, AppContext
+from app.core.conversation import Conversation
 from app.core.errors import InvalidImage, InvalidRequest
 from app.core.sampling import SamplingParams
 from app.deployments import messages as M
 from app.deployments.messages import MSG_OWN_ADAPTER_ONLY
-from app.deployments.prompts import current_turn_images
 from app.deployments.triton_engine.deployment import TritonEngineDeployment
 from tests.compare_fakes import RecordingDeployment
 from tests.xcomposer2_fakes import FakeClient, xc2_registry
@@ -52,15 +52,15 @@ def test_the_image_goes_to_every_column_after_one_check(tmp_path, picture):
     assert deployment.checked == [[picture]]
     assert [r.adapter for r in deployment.requests] == [None, "pirate"]
     for request in deployment.requests:
-        assert current_turn_images(list(request.messages)) == [picture]
-        assert request.messages[-1] == {"role": "user", "content": "What is it?"}
+        assert request.conversation.current_images() == (picture,)
+        assert request.conversation.turns[-1].text == "What is it?"
     assert [v.state for v in views] == [DONE, DONE] and views[1].text.startswith("reply from pirate")
 
 
 def test_without_an_image_the_columns_get_text_alone(tmp_path):
     deployment = RecordingDeployment()
     finish(CompareRun(context(tmp_path, deployment), "Hi", [None], PARAMS))
-    assert deployment.checked == [] and list(deployment.requests[0].messages) == [{"role": "user", "content": "Hi"}]
+    assert deployment.checked == [] and deployment.requests[0].conversation == Conversation.asking("Hi")
 
 
 def test_a_bad_image_is_refused_before_any_column_opens(tmp_path):
@@ -172,8 +172,8 @@ def test_continue_goes_on_with_each_cut_column_alone_from_its_text(tmp_path, pic
     assert more.columns == ["old sea dog"] and len(deployment.requests) == 3
     request = deployment.requests[-1]
     assert (request.adapter, request.continues, request.sampling.max_tokens) == ("old sea dog", "reply from old", 8)
-    assert request.messages[-1] == {"role": "user", "content": "What is it?"}
-    assert current_turn_images(list(request.messages)) == [picture]
+    assert request.conversation.turns[-1].text == "What is it?"
+    assert request.conversation.current_images() == (picture,)
     (view,) = finish(more)
     assert (view.text, view.state, view.finish_reason) == ("reply from old sea dog", DONE, "stop")
     assert view.figures.startswith("2 tokens")  # what the continuation added

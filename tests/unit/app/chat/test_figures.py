@@ -2,8 +2,7 @@
 
 from types import SimpleNamespace
 
-from app.chat.figures import ReplyFigures, figures_footer, figures_text, measure
-from app.chat.prompts import ADAPTER_TAG_RE, chat_messages
+from app.chat.figures import ReplyFigures, figures_text, measure
 
 
 def test_tokens_per_second_counts_after_the_first_token():
@@ -25,16 +24,6 @@ def test_text_names_everything_a_person_looks_for():
     assert text == "41 tokens · 20.0 tokens/s · first token 0.12 s · base model · Triton engine topology"
     assert figures_text(ReplyFigures(1, 0.3, 0.3), "pirate", "K") == "1 token · first token 0.30 s · pirate · K"
     assert figures_text(ReplyFigures(0, 5.0, None), None, "K") == "0 tokens · base model · K"
-
-
-def test_the_model_never_sees_the_footer():
-    footer = figures_footer(ReplyFigures(3, 1.0, 0.1), "pirate", "K")
-    history = [{"role": "user", "content": "hi"},
-               {"role": "assistant", "content": "Arr!" + footer + "\n\n*adapter: pirate*"},
-               {"role": "assistant", "content": "Hello." + figures_footer(ReplyFigures(2, 1.0, 0.1), None, "K")}]
-    assert [m["content"] for m in chat_messages(history, None)] == ["hi", "Arr!\nHello."]
-    assert ADAPTER_TAG_RE.search(history[1]["content"]).group("adapter") == "pirate"
-    assert ADAPTER_TAG_RE.search(history[2]["content"]).group("adapter") is None
 
 
 def test_the_adapter_data_a_request_sent_is_shown():

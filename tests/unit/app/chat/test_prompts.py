@@ -1,19 +1,19 @@
 import pytest
 
-from app.chat.prompts import PromptBuilder, message_text
+from app.chat.prompts import PromptBuilder, chat_messages
+from app.core.conversation import Conversation, Media, ReplyVersion, Turn
 
-HISTORY = [
-    {"role": "user", "content": "Hi"},
-    {"role": "assistant", "content": [{"type": "text", "text": "Hello!"}]},
-    {"role": "user", "content": [{"type": "file", "file": {"path": "/x.png"}}]},
-    {"role": "user", "content": "What is 2+2?"},
-]
+HISTORY = Conversation((Turn.user("Hi"), Turn.reply(ReplyVersion("Hello!", figures="2 tokens · base model · K")),
+                        Turn.user("What is 2+2?", (Media.of("/x.png"),))))
 
 
-def test_message_text_handles_gradio_blocks():
-    assert message_text([{"type": "text", "text": "a"}, {"type": "file", "file": {}}]) == "a"
-    assert message_text("plain") == "plain"
-    assert message_text({"path": "/img.png"}) == ""
+def test_the_template_gets_each_turns_words_and_never_figures_or_pictures():
+    reply = Turn.reply(ReplyVersion("Arr!", "pirate", figures="3 tokens · pirate · K", note="⚠️ slow",
+                                    saw=(("Labels: cat 90%",),))).added(ReplyVersion("Arr, again!", "pirate"))
+    asked = Conversation((Turn.user("hi"), reply, Turn.user("", (Media.of("/y.png"),)), Turn.user("and this?")))
+    assert chat_messages(asked, "Be brief.") == [
+        {"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "Arr, again!"}, {"role": "user", "content": "and this?"}]
 
 
 def test_named_chatml_template():
@@ -25,10 +25,10 @@ def test_named_chatml_template():
 
 
 def test_llama3_and_vicuna_templates():
-    llama = PromptBuilder(template_name="llama3").build([{"role": "user", "content": "Hi"}])
+    llama = PromptBuilder(template_name="llama3").build(Conversation.asking("Hi"))
     assert llama.startswith("<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>")
     assert llama.endswith("<|start_header_id|>assistant<|end_header_id|>\n\n")
-    vicuna = PromptBuilder(template_name="vicuna").build([{"role": "user", "content": "Hi"}])
+    vicuna = PromptBuilder(template_name="vicuna").build(Conversation.asking("Hi"))
     assert vicuna == "USER: Hi ASSISTANT:"
 
 
@@ -40,6 +40,6 @@ def test_unknown_template_is_named():
 def test_tokenizer_chat_template_preferred(cpu_model_dir):
     builder = PromptBuilder(tokenizer_dir=str(cpu_model_dir))
     assert builder.source == "tokenizer chat template"
-    prompt = builder.build([{"role": "user", "content": "Hi"}])
+    prompt = builder.build(Conversation.asking("Hi"))
     assert prompt.endswith("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")
     assert builder.stop_words() == []

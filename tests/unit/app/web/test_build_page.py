@@ -70,7 +70,9 @@ def test_form_to_plan_and_problems(tmp_path):
 
 def test_family_markdown_shows_the_triton_path_first():
     text = logic.family_markdown("cogvlm", "0.19")
-    assert text.startswith("**Triton:** Not served") and "run.py" in text and "bfloat16" in text
+    assert text.startswith("**Triton:** Served by this app's runner topology (template multimodal_runner)")
+    assert "whole reply comes at once" in text and "bfloat16" in text
+    assert logic.family_markdown("qwen2-vl", "0.19").startswith("**Triton:** Not served")
     assert logic.family_markdown("llava-1.5", "0.11").startswith("**Triton:** The templates serve LLaVA-1.5 from")
     assert logic.family_defaults("vila")["max_num_images"] == 4
 

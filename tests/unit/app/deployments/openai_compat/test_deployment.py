@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from app.adapters.registry import AdapterRegistry
+from app.core.conversation import Conversation
 from app.core.errors import InvalidRequest
 from app.core.sampling import SamplingParams
 from app.deployments.base import ReplyRequest
@@ -123,7 +124,7 @@ def test_trtllm_serve_is_detected_and_gets_lora_request(deployment):
 
 def test_an_adapter_reply_passes_the_contract(deployment):
     params = SamplingParams(max_tokens=8, temperature=0.7, top_k=40, top_p=0.9, repetition_penalty=1.1)
-    stream = deployment.open_reply(ReplyRequest([{"role": "user", "content": "Hi"}], params, "pirate", min_tokens=2))
+    stream = deployment.open_reply(ReplyRequest(Conversation.asking("Hi"), params, "pirate", min_tokens=2))
     text = "".join(piece for piece in stream)
     body = TrtllmServeStandIn.bodies[-1]
     assert "Paris" in text and contract_errors(body) == []
@@ -135,7 +136,7 @@ def test_an_adapter_reply_passes_the_contract(deployment):
 
 def test_continue_on_trtllm_serve_asks_in_a_user_turn_within_the_contract(deployment):
     """trtllm-serve refuses vLLM's continue_final_message, so Continue sends the partial reply and a user turn."""
-    question = [{"role": "user", "content": "Hi"}]
+    question = Conversation.asking("Hi")
     list(deployment.open_reply(ReplyRequest(question, SamplingParams(max_tokens=8), continues="Arr, the capital")))
     body = TrtllmServeStandIn.bodies[-1]
     assert contract_errors(body) == []
@@ -148,7 +149,7 @@ def test_continue_elsewhere_leaves_the_partial_reply_open(server, tmp_path):
     trtllm-serve, played here, refuses: why it gets a user turn instead)."""
     dep = OpenAICompatDeployment(server, AdapterRegistry(tmp_path / "adapters"), adapters_as="model")
     with pytest.raises(InvalidRequest, match="extra field continue_final_message"):
-        list(dep.open_reply(ReplyRequest([{"role": "user", "content": "Hi"}], continues="Arr, the capital")))
+        list(dep.open_reply(ReplyRequest(Conversation.asking("Hi"), continues="Arr, the capital")))
     body = TrtllmServeStandIn.bodies[-1]
     assert body["messages"][-1] == {"role": "assistant", "content": "Arr, the capital"}
     assert body["continue_final_message"] is True and body["add_generation_prompt"] is False
@@ -163,5 +164,5 @@ def test_the_adapter_probe_passes_the_contract(deployment):
 
 def test_an_unknown_adapter_is_refused_before_sending(deployment):
     with pytest.raises(InvalidRequest, match="There is no adapter named 'nope'"):
-        deployment.open_reply(ReplyRequest([{"role": "user", "content": "Hi"}], SamplingParams(max_tokens=4), "nope"))
+        deployment.open_reply(ReplyRequest(Conversation.asking("Hi"), SamplingParams(max_tokens=4), "nope"))
     assert TrtllmServeStandIn.bodies == []

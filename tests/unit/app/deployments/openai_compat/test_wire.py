@@ -6,6 +6,7 @@ import io
 import pytest
 from PIL import Image
 
+from app.core.conversation import Conversation, Media, ReplyVersion, Turn
 from app.core.errors import (
     ChatError,
     InputTooLong,
@@ -38,10 +39,12 @@ def test_api_base_takes_either_spelling():
 
 
 def test_messages_carry_system_prompt_and_images_of_this_turn():
-    history = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo\n\n*adapter: pirate*"},
-               {"role": "user", "content": "what is this?"}]
     image = png_bytes()
-    body = messages_body(ReplyRequest(history, images=[image, image]), system_prompt="be brief")
+    history = Conversation((Turn.user("hi", (Media.of(b"an earlier picture"),)),
+                            Turn.reply(ReplyVersion("yo", "pirate", figures="1 token · pirate · K")),
+                            Turn.user("what is this?", (Media.of(image), Media.of(image)))))
+    body = messages_body(ReplyRequest(history), system_prompt="be brief")
+    assert [m["role"] for m in body] == ["system", "user", "assistant", "user"] and body[1]["content"] == "hi"
     assert body[0] == {"role": "system", "content": "be brief"} and body[2]["content"] == "yo"
     parts = body[-1]["content"]
     assert [p["type"] for p in parts] == ["image_url", "image_url", "text"]
@@ -50,9 +53,9 @@ def test_messages_carry_system_prompt_and_images_of_this_turn():
 
 def test_images_get_the_usual_intake_checks():
     with pytest.raises(ChatError):
-        messages_body(ReplyRequest([{"role": "user", "content": "x"}], images=[b"not an image"]), "")
+        messages_body(ReplyRequest(Conversation.asking("x", [b"not an image"])), "")
     with pytest.raises(TooManyImages):
-        messages_body(ReplyRequest([{"role": "user", "content": "x"}], images=[png_bytes()] * (MAX_IMAGES + 1)), "")
+        messages_body(ReplyRequest(Conversation.asking("x", [png_bytes()] * (MAX_IMAGES + 1))), "")
 
 
 def test_sampling_maps_to_openai_fields_and_extensions():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from PIL import Image
 
+from app.core.conversation import Conversation, Media, ReplyVersion, Turn
 from app.core.errors import InvalidRequest
 from app.deployments.base import ReplyRequest
 from app.deployments.triton_engine.deployment import TritonEngineDeployment
@@ -26,9 +27,9 @@ def test_an_unknown_image_family_has_no_image_support_and_a_text_turn_still_goes
     assert deployment.template_name() == "chatml" and deployment.probe_needs_image() is False
     picture = tmp_path / "earlier.png"
     Image.new("RGB", (8, 8), "red").save(picture)
-    history = [{"role": "user", "content": {"path": str(picture)}}, {"role": "user", "content": "a picture"},
-               {"role": "assistant", "content": "I see it."}, {"role": "user", "content": "And now?"}]
-    stream = deployment.open_reply(ReplyRequest(history, images=None, system_prompt=""))
+    history = Conversation((Turn.user("a picture", (Media.of(str(picture)),)), Turn.reply(ReplyVersion("I see it.")),
+                            Turn.user("And now?")))
+    stream = deployment.open_reply(ReplyRequest(history, system_prompt=""))
     assert "".join(stream) == "In the picture, a cat."
     prompt, extra = client.sent[0]
     assert prompt.startswith("<|im_start|>user\n") and prompt.endswith("And now?<|im_end|>\n<|im_start|>assistant\n")
@@ -40,6 +41,6 @@ def test_an_image_for_an_unknown_family_is_refused_in_a_sentence(unknown_family,
     picture = tmp_path / "red.png"
     Image.new("RGB", (8, 8), "red").save(picture)
     with pytest.raises(InvalidRequest) as caught:
-        deployment.open_reply(ReplyRequest([{"role": "user", "content": "What is this?"}], images=[str(picture)]))
+        deployment.open_reply(ReplyRequest(Conversation.asking("What is this?", [str(picture)])))
     assert str(caught.value) == MSG_UNKNOWN_FAMILY.format(family="no-such-family")
     assert client.sent == []

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from app.core.conversation import Conversation, ReplyVersion, Turn
 from app.core.errors import InvalidRequest, TooManyImages
 from app.deployments import messages as M
 from app.deployments.base import ReplyRequest
@@ -35,9 +36,7 @@ def deployment(registry, client=None, own="xc2-partial"):
 
 
 def ask(text, picture=None):
-    content = [{"type": "text", "text": text}]
-    turns = [{"role": "user", "content": {"path": picture}}] if picture else []
-    return [*turns, {"role": "user", "content": content}]
+    return Conversation.asking(text, [picture] if picture else ())
 
 
 def run(dep, request):
@@ -132,15 +131,15 @@ def test_text_only_messages_and_extra_markers_are_refused(adapters, picture):
 
 
 def test_two_images_are_refused(adapters, picture):
-    history = [{"role": "user", "content": {"path": picture}}, *ask("Both?", picture)]
+    history = Conversation.asking("Both?", [picture, picture])
     with pytest.raises(TooManyImages, match="at most 1 image"):
         deployment(adapters).open_reply(ReplyRequest(history))
 
 
 def test_a_follow_up_question_is_about_the_conversations_latest_picture(adapters, picture):
     client = FakeClient()
-    history = [*ask("What is it?", picture), {"role": "assistant", "content": "In the picture, a red square."},
-               {"role": "user", "content": "Which colour is it?"}]
+    history = ask("What is it?", picture).with_turn(Turn.reply(ReplyVersion("In the picture, a red square."))) \
+        .with_turn(Turn.user("Which colour is it?"))
     run(deployment(adapters, client), ReplyRequest(history))
     prompt, extra = client.sent[0]
     assert extra["image_input"].shape == (1, 3, 490, 490) and prompt.count("<ImageHere>") == 1

@@ -1,0 +1,225 @@
+"""The conversation as the app keeps it: typed turns (a person's message with its pictures, a reply with every
+version Regenerate made) and which of them the model sees for the next reply.
+
+Every layer reads these fields (the deployments build prompts and wire messages from them, so they live here,
+below app.deployments); display formats (Gradio messages, reply HTML) are made from them in app.web, and their
+saved JSON form is app.chat.history's."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from app.core.sampling import SamplingParams
+
+USER, ASSISTANT = "user", "assistant"
+ROLES = (USER, ASSISTANT)
+IMAGE = "image"
+MAX_VERSIONS = 20  # Regenerate beyond this drops the oldest
+
+
+@dataclass(frozen=True)
+class Media:
+    """A file sent with a message: on the server (`path`, an upload), as bytes (`data`, from an API caller), or
+    only named (a picture of an imported conversation, or one the server no longer has: shown, never sent)."""
+
+    name: str = ""
+    path: str | None = None
+    data: bytes | None = field(default=None, repr=False)
+    kind: str = IMAGE
+
+    @classmethod
+    def of(cls, source: str | Path | bytes) -> Media:
+        """An image from a path or from bytes."""
+        if isinstance(source, bytes):
+            return cls(data=source)
+        return cls(name=Path(source).name, path=str(source))
+
+    @property
+    def source(self) -> str | bytes | None:
+        """What a deployment reads: the path or the bytes, None when the file is gone."""
+        return self.path if self.path is not None else self.data
+
+
+@dataclass(frozen=True)
+class ReplyVersion:
+    """One version of a reply."""
+
+    text: str  # the model's words: what later turns send back to it, what Continue goes on from
+    adapter: str | None = None  # None: the base model
+    sampling: SamplingParams | None = None  # the settings it was made with (None: not recorded)
+    figures: str = ""  # the plain figures line ("" for a reply that failed)
+    saw: tuple[tuple[str, ...], ...] = ()  # per image, plain lines of what the encoder found
+    context: tuple[int, ...] = ()  # the places (in the conversation) of the turns the model was sent
+    cut_at: int | None = None  # the max-new-tokens limit that ended it, None when it ended otherwise
+    stopped: bool = False  # the person pressed Stop
+    note: str = ""  # a warning said under the text (an error, an adapter that seems not applied)
+
+
+@dataclass(frozen=True)
+class Turn:
+    """A person's message (text and media) or a reply (its versions, oldest first; `shown` is the one the chat
+    shows and later turns use; `text` is that version's words)."""
+
+    role: str
+    text: str = ""
+    media: tuple[Media, ...] = ()
+    versions: tuple[ReplyVersion, ...] = ()
+    shown: int = -1
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ValueError(f"a turn's role is {' or '.join(ROLES)}, not {self.role!r}")
+        if self.role == ASSISTANT:
+            if not self.versions:
+                raise ValueError("a reply has at least one version")
+            versions = self.versions[-MAX_VERSIONS:]
+            object.__setattr__(self, "versions", versions)
+            object.__setattr__(self, "shown", self.shown % len(versions))
+            object.__setattr__(self, "text", versions[self.shown].text)
+        elif self.versions:
+            raise ValueError("a person's message has no reply versions")
+
+    @classmethod
+    def user(cls, text: str, media: tuple[Media, ...] | list[Media] = ()) -> Turn:
+        return cls(USER, text, tuple(media))
+
+    @classmethod
+    def reply(cls, version: ReplyVersion) -> Turn:
+        return cls(ASSISTANT, versions=(version,))
+
+    @property
+    def is_reply(self) -> bool:
+        return self.role == ASSISTANT
+
+    @property
+    def current(self) -> ReplyVersion | None:
+        """The shown version of a reply (None for a person's message)."""
+        return self.versions[self.shown] if self.versions else None
+
+    @property
+    def adapter(self) -> str | None:
+        """The adapter of a reply's shown version (None for the base model and for a person's message)."""
+        return self.current.adapter if self.current else None
+
+    @property
+    def images(self) -> tuple[str | bytes, ...]:
+        """The images a deployment can read (paths or bytes; gone ones left out)."""
+        return tuple(m.source for m in self.media if m.kind == IMAGE and m.source is not None)
+
+    @property
+    def has_pictures(self) -> bool:
+        """A message that came with pictures (even ones the server no longer has)."""
+        return any(m.kind == IMAGE for m in self.media)
+
+    def added(self, version: ReplyVersion) -> Turn:
+        """This reply with a new version (a regenerated reply), shown."""
+        return Turn(ASSISTANT, versions=(*self.versions, version))
+
+    def stepped(self, by: int) -> Turn:
+        """This reply showing the version `by` places later (earlier when negative), within the versions there are."""
+        return replace(self, shown=max(0, min(len(self.versions) - 1, self.shown + by)))
+
+    def with_text(self, text: str) -> Turn:
+        """This turn with other words (a reply: its shown version's)."""
+        return self.with_current(replace(self.current, text=text)) if self.current else replace(self, text=text)
+
+    def with_current(self, version: ReplyVersion) -> Turn:
+        """This reply with its shown version replaced (Continue extends it)."""
+        versions = list(self.versions)
+        versions[self.shown] = version
+        return Turn(ASSISTANT, versions=tuple(versions), shown=self.shown)
+
+
+@dataclass(frozen=True)
+class ContextPolicy:
+    """Which earlier turns the model is sent with a new message.
+
+    `same_adapter`: only the exchanges answered by the reply's adapter (so styles do not leak between adapters);
+    `keep_pictures`: False (the default) makes a message with a new picture start what the model sees, so a reply
+    about it is not mixed up with earlier pictures; True keeps the whole conversation (models that can hold it)."""
+
+    same_adapter: bool = True
+    keep_pictures: bool = False
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """Turns in order; a reply answers the person's message(s) before it."""
+
+    turns: tuple[Turn, ...] = ()
+
+    @classmethod
+    def asking(cls, text: str, images: tuple | list = ()) -> Conversation:
+        """A conversation of one message (paths or bytes as its images)."""
+        return cls((Turn.user(text, tuple(Media.of(image) for image in images or ())),))
+
+    def __len__(self) -> int:
+        return len(self.turns)
+
+    def __bool__(self) -> bool:
+        return bool(self.turns)
+
+    def with_turn(self, turn: Turn) -> Conversation:
+        return Conversation((*self.turns, turn))
+
+    @property
+    def last_reply(self) -> Turn | None:
+        """The last turn when it is a reply."""
+        return self.turns[-1] if self.turns and self.turns[-1].is_reply else None
+
+    def with_last_reply(self, reply: Turn) -> Conversation:
+        """The conversation with its last turn (a reply) replaced."""
+        return Conversation((*self.turns[:-1], reply))
+
+    def without_last_reply(self) -> Conversation:
+        """Up to the last message of the person (the turns after it are the replies to answer again)."""
+        turns = list(self.turns)
+        while turns and turns[-1].is_reply:
+            turns.pop()
+        return Conversation(tuple(turns))
+
+    def current_images(self) -> tuple[str | bytes, ...]:
+        """The images of the trailing message(s) of the person (after the last reply)."""
+        images: list[str | bytes] = []
+        for turn in reversed(self.turns):
+            if turn.is_reply:
+                break
+            images[:0] = turn.images
+        return tuple(images)
+
+    def latest_images(self) -> tuple[str | bytes, ...]:
+        """The images of the last message that has readable ones (for a model that needs one on every request)."""
+        return next((turn.images for turn in reversed(self.turns) if not turn.is_reply and turn.images), ())
+
+    def last_user_text(self) -> str:
+        return next((turn.text for turn in reversed(self.turns) if not turn.is_reply and turn.text), "")
+
+    def context_start(self, policy: ContextPolicy) -> int:
+        """Where what the model sees begins: at the last message with a picture, unless the policy keeps all."""
+        if policy.keep_pictures:
+            return 0
+        return max((i for i, turn in enumerate(self.turns) if not turn.is_reply and turn.has_pictures), default=0)
+
+    def context_for_reply(self, policy: ContextPolicy, adapter: str | None) -> Context:
+        """The turns the model is sent for a reply by `adapter` (None: the base model) to this conversation."""
+        kept: list[int] = []
+        waiting: list[int] = []  # the person's messages since the last reply
+        for index in range(self.context_start(policy), len(self.turns)):
+            turn = self.turns[index]
+            if not turn.is_reply:
+                waiting.append(index)
+                continue
+            if not policy.same_adapter or turn.adapter == (adapter or None):
+                kept += [*waiting, index]
+            waiting = []
+        kept += waiting
+        return Context(Conversation(tuple(self.turns[i] for i in kept)), tuple(kept))
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the model is sent: the turns, and their places in the whole conversation."""
+
+    conversation: Conversation
+    places: tuple[int, ...]

@@ -1,0 +1,85 @@
+"""The Chat tab's handlers, called directly (no layout, no browser): a message and its reply, the Sampling
+settings as one value, a new picture starting what the model sees, Regenerate's versions, stepping, Continue's
+refusal, Clear."""
+
+from __future__ import annotations
+
+import gradio as gr
+import pytest
+
+from app.chat.context import AppConfig, AppContext
+from app.chat.sampling import ChatSampling
+from app.core.conversation import Conversation
+from app.web.pages.chat import on_clear, on_continue, on_regenerate, on_send, on_step, reply_controls
+from tests.compare_fakes import RecordingDeployment
+
+SESSION = "session-1"
+SHORT = ChatSampling(max_tokens=2)  # greedy, cut at two of the fake model's three words
+
+
+@pytest.fixture
+def ctx(monkeypatch) -> AppContext:
+    context = AppContext(AppConfig(), deployment=RecordingDeployment())
+    monkeypatch.setattr(context.adapter_checks, "start", lambda *_: None)  # the adapter check is not under test
+    return context
+
+
+def finished(updates) -> tuple:
+    """The last update of a reply event: (box, chatbot, conversation, stop, regenerate)."""
+    *_, last = list(updates)
+    return last
+
+
+def send(ctx, conversation, text, files=(), sampling=SHORT, adapter="base model") -> Conversation:
+    *_, conversation_after, _stop, _regenerate = finished(
+        on_send(ctx, SESSION, {"text": text, "files": list(files)}, conversation, adapter, sampling))
+    return conversation_after
+
+
+def test_a_message_gets_its_reply_with_the_settings_as_one_value(ctx):
+    updates = list(on_send(ctx, SESSION, {"text": " Hi ", "files": []}, Conversation(), "pirate", SHORT))
+    box, shown, conversation, stop, regenerate = updates[-1]
+    assert [turn.role for turn in conversation.turns] == ["user", "assistant"] and conversation.turns[0].text == "Hi"
+    reply = conversation.last_reply.current
+    assert reply.text == "reply from" and reply.adapter == "pirate" and reply.cut_at == 2
+    assert reply.sampling.max_tokens == 2 and reply.sampling.top_k == 1  # greedy, as the panel chose
+    assert shown[0] == {"role": "user", "content": "Hi"} and shown[1]["content"].startswith("reply from")
+    assert isinstance(updates[0][0], gr.MultimodalTextbox) and updates[0][0].value == {"text": "", "files": []}
+    assert not stop.interactive and regenerate.interactive
+    assert ctx.deployment.requests[0].sampling.max_tokens == 2 and ctx.deployment.requests[0].adapter == "pirate"
+
+
+def test_a_bad_setting_is_refused_and_nothing_changes(ctx):
+    with pytest.warns(UserWarning, match="seed must be a whole number"):
+        refused = list(on_send(ctx, SESSION, {"text": "Hi"}, Conversation(), "base model",
+                               ChatSampling(decoding="sample", seed="1.5")))
+    assert refused == [(gr.skip(),) * 5] and ctx.deployment.requests == []
+
+
+def test_a_new_picture_starts_what_the_model_is_sent(ctx, tmp_path):
+    first, second = tmp_path / "rocket.png", tmp_path / "coffee.png"
+    talk = send(ctx, Conversation(), "What is this?", [str(first)])
+    talk = send(ctx, talk, "And this?", [str(second)])
+    assert len(talk) == 4 and ctx.deployment.requests[1].conversation.turns == (talk.turns[2],)
+    assert talk.last_reply.current.context == (2,)
+    send(ctx, talk, "And this?", [str(second)], ChatSampling(max_tokens=2, keep_pictures=True))
+    assert len(ctx.deployment.requests[2].conversation) == 5  # the whole conversation
+
+
+def test_regenerate_keeps_versions_and_stepping_shows_them(ctx):
+    talk = send(ctx, Conversation(), "Hi", sampling=ChatSampling(max_tokens=20))
+    *_, talk, _stop, _regenerate = finished(on_regenerate(ctx, SESSION, talk, "french", SHORT))
+    reply = talk.last_reply
+    assert [v.text for v in reply.versions] == ["reply from base", "reply from"] and reply.shown == 1
+    assert [v.adapter for v in reply.versions] == [None, "french"]
+    continue_button, older, version, newer = reply_controls(talk)
+    assert version.value == "2/2" and older.interactive and not newer.interactive and continue_button.interactive
+    shown, stepped = on_step(ctx, SESSION, talk, -1)
+    assert stepped.last_reply.shown == 0 and shown[-1]["content"].startswith("reply from base")
+
+
+def test_continue_needs_a_cut_reply_and_clear_empties(ctx):
+    talk = send(ctx, Conversation(), "Hi", sampling=ChatSampling(max_tokens=20))
+    with pytest.warns(UserWarning, match="Only a reply cut at the token limit"):
+        assert list(on_continue(ctx, SESSION, talk, "base model", SHORT)) == [(gr.skip(),) * 5]
+    assert on_clear(ctx, SESSION) == ([], Conversation())
