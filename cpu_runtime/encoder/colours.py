@@ -83,10 +83,16 @@ class ColourReader:
         """[H, W] indices into namer.names for a (small) RGB picture."""
         return self.namer.name_map(self.cv2.cvtColor(small, self.cv2.COLOR_RGB2HSV))
 
-    def _shapes(self, names: np.ndarray, min_share: float = 0.02, limit: int = 3) -> list[Shape]:
+    @staticmethod
+    def background(names: np.ndarray) -> int | None:
+        """The colour index of a plain background (one colour along 90% of the border); None for a photo."""
         border = np.concatenate([names[0], names[-1], names[:, 0], names[:, -1]])
-        background = np.bincount(border).argmax()
-        if np.mean(border == background) < 0.9:
+        background = int(np.bincount(border).argmax())
+        return background if np.mean(border == background) >= 0.9 else None
+
+    def _shapes(self, names: np.ndarray, min_share: float = 0.02, limit: int = 3) -> list[Shape]:
+        background = self.background(names)
+        if background is None:
             return []  # no plain background: a photo, where outlines mean little
         shapes = []
         for index in np.unique(names):

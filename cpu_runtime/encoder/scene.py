@@ -1,7 +1,8 @@
 """Cues about a picture's setting that its pixels show, without weights: the colours of its middle (where the
 main subject usually is), how light or dark it is, and a sky-like top or a grass-like bottom.
 
-Only what is measured is said; the words (and thresholds) are in scene_cues.json beside this module. The
+Only what is measured is said, and only of photos: a picture on a plain background (a drawing, a sign, a
+screenshot) has no setting to speak of. The words (and thresholds) are in scene_cues.json beside this module. The
 colours are the ColourReader's pixel names, so "the middle is orange and brown" means what "Colours:" means.
 """
 
@@ -26,6 +27,7 @@ class Scene:
     light: str = ""  # "dark", "dim", "bright", or "" for an ordinary picture
     cues: list[str] = field(default_factory=list)  # sentences of scene_cues.json's bands that hold
     no_cue: str = ""  # said of a photo where no band holds
+    plain: bool = False  # a plain background (one colour along the border): no setting cues are said
 
 
 def _shares(names: np.ndarray, count: int) -> np.ndarray:
@@ -43,6 +45,8 @@ class SceneReader:
         small = self.colours.small(rgb)
         names = self.colours.names(small)
         palette = self.colours.namer.names
+        if self.colours.background(names) is not None:
+            return Scene(plain=True)
         return Scene(self._middle(names, palette), self._light(small), self._cues(names, palette),
                      self.table.get("no_cue", ""))
 
