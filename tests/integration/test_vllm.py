@@ -36,7 +36,8 @@ def ctx(vllm, tmp_path) -> AppContext:
 
 def final_reply(ctx, adapter, history=QUESTION, max_tokens=24) -> tuple[str, int]:
     updates = list(stream_reply(ctx, "s", history, SamplingParams(max_tokens=max_tokens), adapter=adapter))
-    return updates[-1].reply.text + updates[-1].reply.current.note, len(updates)
+    reply = updates[-1].reply.current  # the shown version: words, warning, figures line (as the chat shows them)
+    return "\n".join(part for part in (reply.text, reply.note, reply.figures) if part), len(updates)
 
 
 def test_model_list_and_status(ctx):
