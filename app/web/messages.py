@@ -55,3 +55,8 @@ MSG_SENT_SOME = "Sent to the model: your message{s} {numbers} of {count}; a new 
 # Conversations older apps wrote (legacy_chats.py): what is wrong with a file
 MSG_NOT_A_MESSAGE = 'message {number} is not {{"role": "user" or "assistant", "content": text}}'
 MSG_DAMAGED_REPLY = "reply {number} is damaged ({detail})"
+
+# pages/build_api.py
+MSG_BUILD_API_NO_FAMILY = "Give the model family as settings[\"family\"] (got {family!r}); one of: {choices}."
+MSG_BUILD_API_UNKNOWN_FIELDS = "Unknown Build settings: {names}. The settings are: {known}."
+MSG_BUILD_API_UNKNOWN_JOB = "There is no build job {job!r}; the Build page's job list names the jobs."

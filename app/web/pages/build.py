@@ -12,6 +12,7 @@ from app.web import build_logic as logic
 from app.web import llmapi_logic, serve_logic
 from app.web.download import SAVE_PAYLOAD_JS
 from app.web.messages import MSG_DISABLED
+from app.web.pages import build_api
 from app.web.pages.build_form import FIELDS, FIRST_VERSION, form_row, token_box
 from app.web.pages.build_handlers import BuildHandlers, BuildService, on_family
 from app.web.pages.build_llmapi import build_llmapi
@@ -77,6 +78,7 @@ def build(ctx: AppContext, service: BuildService | None = None, tabs: gr.Tabs | 
         return
     service = service or BuildService()
     handlers = BuildHandlers(ctx, service, chat_tab)
+    build_api.register(build_api.BuildApi(handlers))  # plan, run, status, cancel for scripts
     first = next(iter(logic.family_choices()))[1]
 
     # Deployment kind: the engine path (below) or TensorRT-LLM 1.x trtllm-serve (app/web/pages/build_serve.py).
