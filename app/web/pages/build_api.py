@@ -43,7 +43,7 @@ class BuildApi:
         self.handlers = handlers
 
     def _view(self, settings: dict | None, **checks):
-        form, triton, outside = self.handlers._confined(form_values(settings))
+        form, triton, outside = self.handlers.confined(form_values(settings))
         if outside:
             raise _fail("\n".join(outside))
         view = logic.plan_view(form, triton, **checks)
@@ -63,7 +63,7 @@ class BuildApi:
         only, never stored or returned. The job's id and script."""
         require_access(self.handlers.ctx, request)
         view = self._view(settings)
-        job = self.handlers._submit(view, token or None)
+        job = self.handlers.submit(view, token or None)
         return {"job": job.id, "summary": view.summary, "script": view.shell}
 
     def build_status(self, job: str, request: gr.Request) -> dict:

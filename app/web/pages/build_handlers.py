@@ -70,7 +70,9 @@ class BuildHandlers:
     def __init__(self, ctx: AppContext, service: BuildService, chat_tab: str = "chat"):
         self.ctx, self.service, self.chat_tab = ctx, service, chat_tab
 
-    def _confined(self, values) -> tuple[dict, dict, list[str]]:
+    def confined(self, values) -> tuple[dict, dict, list[str]]:
+        """The form and Triton values by name, a model id's folders named under the workspace, and the folders
+        found outside it."""
         form, triton = split(values)
         roots = self.ctx.access.workspace.roots
         form = logic.model_source(form, roots[0]) if roots else form  # a model id's folders under the workspace
@@ -79,7 +81,7 @@ class BuildHandlers:
 
     def on_show(self, request: gr.Request, *values):
         require_access(self.ctx, request)
-        form, triton, outside = self._confined(values)
+        form, triton, outside = self.confined(values)
         nothing = gr.Button(interactive=False), ""
         if outside:
             return problems_markdown(outside), "", *nothing
@@ -91,7 +93,8 @@ class BuildHandlers:
         payload = download_payload(logic.export_name(view.plan), view.shell, SHELL_MIME)
         return view.summary, view.shell, gr.Button(interactive=True), payload
 
-    def _submit(self, view: logic.PlanView, token: str | None = None):
+    def submit(self, view: logic.PlanView, token: str | None = None):
+        """Start `view`'s plan as a job; `token` goes to its environment only (and out of any error)."""
         try:
             job = self.service.store.submit(view.plan, env=token_env(token))
         except JobError as exc:
@@ -103,13 +106,13 @@ class BuildHandlers:
         """`values`: the form's and the Triton fields' values, then the token field's."""
         require_access(self.ctx, request)
         *values, token = values
-        form, triton, outside = self._confined(values)
+        form, triton, outside = self.confined(values)
         if outside:
             raise gr.Error("\n".join(outside), print_exception=False)
         view = logic.plan_view(form, triton)
         if view.plan is None:
             raise gr.Error("\n".join(view.problems), print_exception=False)
-        job = self._submit(view, token)
+        job = self.submit(view, token)
         return gr.Dropdown(choices=logic.job_choices(self.service.store), value=job.id), view.summary, view.shell
 
     def on_cancel(self, job_id, request: gr.Request):
@@ -175,7 +178,7 @@ class BuildHandlers:
         view = logic.config_view(config)
         if view.plan is None:
             raise gr.Error("\n".join(view.problems), print_exception=False)
-        job = self._submit(view, token)
+        job = self.submit(view, token)
         values = logic.form_values(config, FORM_FIELDS)  # the form shows what runs
         dtypes = logic.family_defaults(config.family)["dtypes"]
         values[FORM_FIELDS.index("dtype")] = gr.Dropdown(choices=dtypes, value=view.plan.derived["dtype"])
