@@ -66,16 +66,26 @@ def open_sampling(page) -> None:
         page.get_by_text("Sampling", exact=True).click()
 
 
-def set_number(page, element_id: str, value: float) -> None:
-    """Type a value into a slider's number box (or a Number) and commit it."""
+def set_number(page, element_id: str, value: float, tries: int = 4) -> None:
+    """Type a value into a slider's number box (or a Number) and commit it.
+
+    A slider's range input follows the committed value, the value events send from then on; the value is typed
+    again while it does not (an update the page applies late, such as its load event, can put the default back)."""
     box = page.locator(f"#{element_id} input[type=number]")
-    box.fill(str(value))
-    box.press("Tab")  # leaving the box commits the value (Gradio's slider clamps it and fires "release")
-    # The slider's range input follows the committed value: the value an event sends from now on.
     track = page.locator(f"#{element_id} input[type=range]")
-    if track.count():
-        wait_until(lambda: float(track.evaluate("e => e.value")) == float(value),
-                   timeout=10, what=f"{element_id} to hold {value}")
+    for _ in range(tries):
+        box.fill(str(value))
+        box.press("Tab")  # leaving the box commits the value (Gradio's slider clamps it and fires "release")
+        if not track.count():
+            return
+        try:
+            wait_until(lambda: float(track.evaluate("e => e.value")) == float(value), timeout=5,
+                       what=f"{element_id} to hold {value}")
+            return
+        except AssertionError:
+            continue
+    raise AssertionError(f"{element_id} does not hold {value}: the slider shows {track.evaluate('e => e.value')}, "
+                         f"its box {box.input_value()}")
 
 
 def replying(page) -> bool:

@@ -13,7 +13,7 @@ from app.core.conversation import ContextPolicy, Conversation, Media, Turn
 from app.core.sampling import SamplingParams
 
 GREEDY = SamplingParams(max_tokens=48, top_k=1, top_p=0.0)
-ASKED = ("What is in this picture?", "And what is in this one?", "What about this picture?")
+ASKED = ("What is in this picture?", "What is in this picture?", "What is in this picture?")  # each sent alone
 ROCKET_WORDS, COFFEE_WORDS = ("rocket", "missile"), ("coffee", "espresso", "cup")
 
 
