@@ -62,7 +62,8 @@ def test_a_bad_or_huge_image_is_a_toast_and_the_text_stays(sized_page, tmp_path,
 
 def test_the_shared_style_keeps_overlays_off_other_tabs_too(page):
     page.get_by_role("tab", name="Build").click()
-    page.click("#build-run")  # no checkpoint or output folder: refused
+    page.locator("#build-model-id input, #build-model-id textarea").first.fill("")
+    page.click("#build-run")  # no model id, checkpoint or output folder: refused
     wait_until(lambda: toasts(page), what="the Build tab's refusal")
     assert error_overlays(page) == 0
     page.evaluate(DROP_OUR_OVERLAY_RULE)
