@@ -76,3 +76,7 @@ LOGIN_WINDOW_SECONDS = 60.0
 QUEUE_SIZE_PER_SLOT = 4  # Gradio's queue holds at most concurrency x this many waiting jobs
 UNREAD_JOB_GRACE_SECONDS = 10.0  # a Gradio job nobody reads the result of is cancelled after this long
 
+
+# The runner topology sends its whole reply at once (no recorded runner streams): its silence lasts the whole
+# generation, so its stall limit is this rather than STREAM_STALL_SECONDS.
+WHOLE_REPLY_STALL_SECONDS = 600.0

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from app.adapters.registry import AdapterRegistry
+from app.core.constants import WHOLE_REPLY_STALL_SECONDS
 from app.core.conversation import Conversation
 from app.core.errors import InvalidRequest, TextOnlyDeployment
 from app.core.messages import MSG_TEXT_ONLY
@@ -129,4 +130,4 @@ class RunnerDeployment(TritonServed):
             if not self.takes_lora():
                 raise InvalidRequest(MSG_RUNNER_NO_LORA.format(model=info.name))
             values["lora_task_id"] = self.registry.task_id(request.adapter)
-        return RunnerStream(self.client.url, info, build_inputs(info, values), self.client.stall_timeout)
+        return RunnerStream(self.client.url, info, build_inputs(info, values), max(self.client.stall_timeout, WHOLE_REPLY_STALL_SECONDS))
