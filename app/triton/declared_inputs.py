@@ -1,7 +1,5 @@
-"""What goes over the wire to Triton's `llmapi` model: 1-D tensors of the inputs its config declares.
-
-The model runs with max_batch_size 0, so every tensor has exactly its declared dims (no batch dimension).
-"""
+"""Inputs of a Triton model with max_batch_size 0 (the `llmapi` model, the runner topology): 1-D tensors of
+the inputs its config declares, each with exactly its declared dims (no batch dimension)."""
 
 from __future__ import annotations
 
