@@ -16,6 +16,7 @@ from setup.plan.checks import MAIN_ENGINES, TRUE_WORDS, wants_paged_context
 from setup.plan.config import PlanConfig
 from setup.plan.scripts import ScriptFinder
 from setup.plan.types import Step
+from setup.repo.fill import placeholders
 from setup.repo.writer import load_template, template_defaults
 
 STEP_WEIGHTS = {"download": 3.0, "check": 0.1, "convert": 2.0, "adapter": 0.1, "build": 5.0, "visual": 2.0, "lora": 0.5, "repository": 0.3, "launch": 1.0}
@@ -230,8 +231,10 @@ class StepBuilder:
 
     def _runner_parameters(self, d: dict) -> dict:
         """The runner topology's values: the three folders MultimodalModelRunner is built from. Encoder-decoder
-        families give the runner the folder holding encoder/ and decoder/ (run.py's --llm_engine_dir)."""
+        families (a decoder engine) give the runner the folder holding encoder/ and decoder/ (run.py's
+        --llm_engine_dir); mllama's one cross-attention LLM engine is a decoder-only folder to the runner."""
         c, fam, era = self.c, self.family, self.version.era
+        encoder_decoder = any(e.name == "decoder" for e in fam.engines)
         engines = self.out / "engines"
         checkpoint = Path(c.checkpoint).resolve()
         hf = Path(c.tokenizer_dir).resolve() if c.tokenizer_dir else checkpoint
@@ -240,14 +243,18 @@ class StepBuilder:
             self.warnings.append(M.WARN_RUNNER_HF_DIR.format(folder=hf))
         params: dict[str, object] = {
             "visual_engine_dir": str(self.visual_out),
-            "llm_engine_dir": str(engines if fam.kind == "encdec" else engines / fam.engines[0].name),
+            "llm_engine_dir": str(engines if encoder_decoder else engines / fam.engines[0].name),
             "hf_model_dir": str(hf),
             "multimodal_family": fam.id,
             "max_num_images": d["max_num_images"],
         }
         if era.visual_engine_file != "model.engine":  # the runner's default name (facts §1)
             params["runner_settings"] = f"visual_engine_name={era.visual_engine_file}"
-        params.update(fam.triton.get("parameters") or {})
+        # the family's Triton parameters the runner model declares (mllama's image-view fact
+        # encoder_input_features_data_type is for the multimodal templates, not the runner)
+        template = load_template(self._template)
+        declared = set().union(*(placeholders(template.config_path(m).read_text()) for m in template.models))
+        params.update({k: v for k, v in (fam.triton.get("parameters") or {}).items() if k in declared})
         params.update({k: v for k, v in (c.triton or {}).items() if v not in (None, "")})
         return params
 

@@ -70,4 +70,9 @@ MSG_RUNNER_FAMILY = ("multimodal_family is '{given}', but the visual engine in {
                      ", which is {found}.")
 MSG_RUNNER_NO_LLM = "llm_engine_dir {folder} has no config.json, nor decoder/config.json (build the LLM engine first)."
 MSG_RUNNER_NO_HF = "hf_model_dir {folder} is not a folder (the runner reads its tokenizer and processor there)."
-MSG_RUNNER_SETTINGS = "runner_settings must be name=value pairs separated by ';' (e.g. session=python), got '{given}'."
+MSG_RUNNER_SETTINGS = "{name} must be name=value pairs separated by ';' (e.g. session=python), got '{given}'."
+MSG_RUNNER_ERAS = "runner_eras names {unknown}; the runner eras this template serves: {known} (runner_eras.yaml)."
+MSG_RUNNER_FAMILY_NEEDS = ("{family} needs {name}={wanted} (its family file: {why}); this deployment has "
+                           "{name}={given}.")
+MSG_RUNNER_REQUIRED = ("runner_settings sets {name}={given}, but the family requires {name}={wanted} "
+                       "(runner_required); leave {name} out of runner_settings.")

@@ -1,15 +1,20 @@
 """Consistency checks of a runner repository (template multimodal_runner), run by the writer before anything is
-written: the three folders the runner is built from, and the visual engine's model type against the family."""
+written: the three folders the runner is built from, the visual engine's model type against the family, the
+runner settings, and the requirements the family file records for its path in the runner (eras, args fields, LoRA)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import yaml
+
 from setup.catalog.builds import families
 from setup.catalog.family_data import family_files
+from setup.paths import TEMPLATES_DIR
 from setup.repo import messages as M
 from setup.repo.multimodal_checks import read_json
 
+ERAS_FILE = TEMPLATES_DIR / "multimodal_runner" / "multimodal_runner" / "1" / "runner_eras.yaml"
 LATE_ARCHITECTURE = "LlavaNextForConditionalGeneration"  # late runners' TRT-LLM-built vision engine (facts §3)
 
 
@@ -58,8 +63,59 @@ def check_runner(values: dict) -> None:
         raise ValueError(M.MSG_RUNNER_NO_LLM.format(folder=llm))
     if not hf.is_dir():
         raise ValueError(M.MSG_RUNNER_NO_HF.format(folder=hf))
-    settings = str(values.get("runner_settings") or "")
-    for piece in (p.strip() for p in settings.split(";")):
-        name, sep, _ = piece.partition("=")
-        if piece and (not sep or not name.strip().isidentifier()):
-            raise ValueError(M.MSG_RUNNER_SETTINGS.format(given=settings))
+    settings = _pairs(values, "runner_settings")
+    required = _pairs(values, "runner_required")
+    for name, wanted in required.items():
+        if name in settings and settings[name] != wanted:
+            raise ValueError(M.MSG_RUNNER_REQUIRED.format(name=name, given=settings[name], wanted=wanted))
+    _check_eras(str(values.get("runner_eras") or ""))
+    if family in families():
+        check_family_requirements(family, values)
+
+
+def _pairs(values: dict, name: str) -> dict[str, str]:
+    """'a=1;b=x' -> {'a': '1', 'b': 'x'} (the text the model parses as JSON); ValueError on another shape."""
+    text = str(values.get(name) or "")
+    pairs = {}
+    for piece in (p.strip() for p in text.split(";")):
+        key, sep, value = piece.partition("=")
+        if piece and (not sep or not key.strip().isidentifier()):
+            raise ValueError(M.MSG_RUNNER_SETTINGS.format(name=name, given=text))
+        if piece:
+            pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def recorded_eras() -> list[str]:
+    """The served eras of the runner model (model_repo_templates/multimodal_runner/.../runner_eras.yaml)."""
+    raw = yaml.safe_load(ERAS_FILE.read_text(encoding="utf-8"))
+    return [str(name) for name, era in raw["eras"].items() if era.get("served", True)]
+
+
+def _check_eras(text: str) -> None:
+    known = recorded_eras()
+    unknown = [e for e in (p.strip() for p in text.split(",")) if e and e not in known]
+    if unknown:
+        raise ValueError(M.MSG_RUNNER_ERAS.format(unknown=", ".join(unknown), known=", ".join(known)))
+
+
+# The family file's Triton parameters a deployment of the family must keep: what the family's path in the runner
+# needs (the eras that handle it, required args fields, no LoRA).
+FAMILY_REQUIREMENTS = ("runner_eras", "runner_required", "takes_lora")
+
+
+def check_family_requirements(family_id: str, values: dict) -> None:
+    """ValueError when the deployment drops or changes a requirement the family file records."""
+    triton = families()[family_id].triton
+    wanted = triton.get("parameters") or {}
+    for name in (n for n in FAMILY_REQUIREMENTS if n in wanted):
+        if _text(values.get(name)) != _text(wanted[name]):
+            raise ValueError(M.MSG_RUNNER_FAMILY_NEEDS.format(
+                family=family_id, name=name, wanted=_text(wanted[name]), given=_text(values.get(name)) or "(unset)",
+                why=f"setup/data/families/{family_id}.yaml, source [{triton.get('runner_source', '?')}]"))
+
+
+def _text(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value).strip()

@@ -21,7 +21,7 @@ import triton_python_backend_utils as pb_utils
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from model_params import as_bool, optional_input, param  # noqa: E402
-from runner_lib.eras import detect_era, import_runner_class  # noqa: E402
+from runner_lib.eras import detect_era, import_runner_class, parse_eras, require_era  # noqa: E402
 from runner_lib.replies import STREAMED, WHOLE_REPLY, answer  # noqa: E402
 from runner_lib.requests import read_request  # noqa: E402
 from runner_lib.runner_args import EngineFolders, build_args, combined_engine_dir, parse_settings  # noqa: E402
@@ -39,6 +39,10 @@ class TritonPythonModel:
         self.decoupled = pb_utils.using_decoupled_model_transaction_policy(config)
         runner_class = import_runner_class(param(config, "runner_class", DEFAULT_CLASS))
         self.era = detect_era(runner_class)
+        self.family = param(config, "multimodal_family", "")
+        # a family only some eras' runners handle (runner_eras), and args fields it must have (runner_required)
+        require_era(self.era, parse_eras(param(config, "runner_eras", "")), runner_class, self.family)
+        required = parse_settings(param(config, "runner_required", ""))
         folders = EngineFolders(param(config, "visual_engine_dir"), param(config, "llm_engine_dir"),
                                 param(config, "hf_model_dir"))
         folders.check()
@@ -46,7 +50,7 @@ class TritonPythonModel:
         # the late runner's engine_dir: a temporary folder of two links (vision/, llm/), removed at finalize
         self.links = combined_engine_dir(folders) if self.era.combined_engine_dir else None
         try:
-            self.runner = runner_class(build_args(self.era, folders, settings, engine_dir=self.links))
+            self.runner = runner_class(build_args(self.era, folders, settings, engine_dir=self.links, required=required))
         except BaseException:
             self._remove_links()
             raise
@@ -54,6 +58,8 @@ class TritonPythonModel:
         self.default_tokens = int(param(config, "runner_default_max_tokens", "128"))
         self.max_images = int(param(config, "max_num_images", "1"))
         self.takes_video = as_bool(param(config, "takes_video", "false"))
+        # takes_lora false: the family's path in the runner passes no LoRA task (mllama), so none is accepted
+        self.family_takes_lora = param(config, "takes_lora", "").strip().lower() not in ("false", "0", "no")
         self.reply_mode = STREAMED if self.era.streams else WHOLE_REPLY
         model_type = getattr(self.runner, "model_type", "")
         self.prompt_format = getattr(self.runner, "prompt_format", None) or \
@@ -98,7 +104,7 @@ class TritonPythonModel:
                                  self.max_images)
             if asked.video is not None and not self.takes_video:
                 raise ValueError("This family reads images, not videos; send image_bytes.")
-            reply = answer(self.runner, self.era, asked)
+            reply = answer(self.runner, self.era, asked, self.family_takes_lora, self.family)
         except ValueError as exc:
             return pb_utils.InferenceResponse(error=pb_utils.TritonError(str(exc)))
         except Exception as exc:  # a runner failure ends this request only

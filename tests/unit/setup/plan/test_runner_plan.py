@@ -17,16 +17,20 @@ from setup.repo.writer import parse_model_config
 from tests.build_standins import make_checkpoint
 
 RUNNER_FAMILIES = ("blip2-t5", "cogvlm", "deplot", "fuyu", "kosmos-2", "llava-next", "neva", "nougat", "phi-3-vision",
-                   "video-neva")
+                   "video-neva", "qwen2-vl", "mllama", "llava-onevision")
+# Families only the late runner ([V], TensorRT-LLM 1.x) is recorded handling: planned from 1.0 on.
+LATE_ONLY = {"qwen2-vl": "1.0", "mllama": "1.0", "llava-onevision": "1.0"}
+VIDEO = {"video-neva", "llava-onevision"}
 # What each family's visual engine records as builder_config.model_type (multimodal_spec.md §6; blip2 is stored as
 # blip2-t5, Deplot's builder type is pix2struct).
 RECORDED = {"blip2-t5": "blip2-t5", "cogvlm": "cogvlm", "deplot": "pix2struct", "fuyu": "fuyu", "kosmos-2": "kosmos-2",
             "llava-next": "llava_next", "neva": "neva", "nougat": "nougat", "phi-3-vision": "phi-3-vision",
-            "video-neva": "video-neva"}
+            "video-neva": "video-neva", "qwen2-vl": "qwen2_vl", "mllama": "mllama", "llava-onevision": "llava_onevision"}
 ENC_DEC = {"blip2-t5", "deplot", "nougat"}
 
 
-def _plan(tmp_path: Path, family: str, version: str = "0.19"):
+def _plan(tmp_path: Path, family: str, version: str | None = None):
+    version = version or LATE_ONLY.get(family, "0.19")
     if family in ("neva", "video-neva"):
         checkpoint = tmp_path / "model.nemo"
         checkpoint.write_bytes(b"nemo")
@@ -66,7 +70,8 @@ def test_the_repository_step_writes_and_validates_the_runner_topology(tmp_path, 
     assert values["visual_engine_dir"] == str(out / "visual_engine")
     assert values["llm_engine_dir"] == str(out / "engines" if family in ENC_DEC else out / "engines" / "llm")
     assert values["multimodal_family"] == family
-    assert (values.get("takes_video") == "true") == (family == "video-neva")
+    assert (values.get("takes_video") == "true") == (family in VIDEO)
+    assert (values.get("runner_eras") == "late") == (family in LATE_ONLY)
     launch = by_id["launch"].argv
     assert launch[launch.index("--engine-models") + 1] == "multimodal_runner"
     check = _run(by_id["check-repository"])  # the dry run needs no engines
@@ -109,3 +114,57 @@ def test_a_nemo_checkpoint_without_a_tokenizer_folder_is_named_in_a_warning(tmp_
     assert any("reads its tokenizer from" in w for w in plan.warnings)
 
 
+
+
+def _written_parameters(tmp_path: Path, family: str, **changed) -> tuple[subprocess.CompletedProcess, dict]:
+    """Write the family's repository with stand-in engines, `changed` --set values replaced; (result, parameters)."""
+    repository = next(s for s in _plan(tmp_path, family).steps if s.id == "repository")
+    argv = list(repository.argv)
+    for name, value in changed.items():
+        at = [i for i, a in enumerate(argv) if a == "--set" and argv[i + 1].startswith(f"{name}=")]
+        if at:
+            argv[at[0] + 1] = f"{name}={value}"
+        else:
+            argv += ["--set", f"{name}={value}"]
+    _stand_in_engines(tmp_path / "out", family, RECORDED[family])
+    result = subprocess.run(argv, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
+    model = tmp_path / "out" / "triton_repo" / "multimodal_runner" / "config.pbtxt"
+    if result.returncode:
+        return result, {}
+    config = parse_model_config(model.read_text(), "written")
+    return result, {k: v.string_value for k, v in config.parameters.items()}
+
+
+def test_the_late_only_families_carry_their_runner_requirements_into_the_repository(tmp_path):
+    """[V]: qwen2_vl's session is cpp_llm_only, mllama's path passes no LoRA task, llava_onevision reads a video as
+    video_num_frames frames (run.py's 8); each is served only by the late runner."""
+    expected = {"qwen2-vl": {"runner_required": "session=cpp_llm_only"}, "mllama": {"takes_lora": "false"},
+                "llava-onevision": {"takes_video": "true", "runner_settings": "video_num_frames=8"}}
+    for family, wanted in expected.items():
+        result, params = _written_parameters(tmp_path / family, family)
+        assert result.returncode == 0, result.stderr
+        assert params["runner_eras"] == "late" and params["multimodal_family"] == family
+        assert {k: params[k] for k in wanted} == wanted, family
+        assert "encoder_input_features_data_type" not in params  # the multimodal templates' fact, not the runner's
+
+
+def test_the_late_only_families_are_not_planned_for_a_release_before_1_0():
+    from setup.catalog.builds import get_family, resolve_version
+
+    for family in LATE_ONLY:
+        assert not get_family(family).triton_served(resolve_version("0.19"))
+        assert get_family(family).triton_served(resolve_version("1.0"))
+        assert get_family(family).triton["runner_source"] == "V" and "refused" not in get_family(family).triton
+
+
+@pytest.mark.parametrize(("family", "changed", "message"), [
+    ("qwen2-vl", {"runner_settings": "session=python"}, "the family requires session=cpp_llm_only"),
+    ("qwen2-vl", {"runner_required": ""}, "qwen2-vl needs runner_required=session=cpp_llm_only"),
+    ("mllama", {"takes_lora": "true"}, "mllama needs takes_lora=false"),
+    ("llava-onevision", {"runner_eras": "middle,late"}, "llava-onevision needs runner_eras=late"),
+    ("llava-onevision", {"runner_eras": "newest"}, "runner_eras names newest"),
+])
+def test_a_deployment_that_drops_a_family_requirement_is_refused_before_writing(tmp_path, family, changed, message):
+    result, _ = _written_parameters(tmp_path, family, **changed)
+    assert result.returncode != 0 and message in result.stderr, result.stderr
+    assert not (tmp_path / "out" / "triton_repo").exists()

@@ -16,6 +16,9 @@ MSG_NO_ERA = ("The installed {name} matches no recorded era of MultimodalModelRu
 MSG_NOT_SERVED = "The installed {name} is the {era} runner: {why}"
 MSG_BAD_CLASS = "runner_class must be 'module:Class' (got '{text}')."
 MSG_NO_CLASS = "Cannot import the runner class '{text}': {detail}"
+MSG_ERA_NOT_FOR_FAMILY = ("The installed {name} is the {era} runner, but {family} is served only by the {allowed} "
+                          "runner (runner_eras): the recorded runners of other eras do not handle this family.")
+MSG_BAD_ERAS = "runner_eras names {unknown}; recorded eras: {known}."
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,26 @@ def detect_era(runner_class: type, book: EraBook | None = None) -> Era:
             return era
     raise ValueError(MSG_NO_ERA.format(name=runner_class.__name__, generate=_shown(generate), run=_shown(run),
                                        known=", ".join(e.name for e in book.eras)))
+
+
+def parse_eras(text: str) -> tuple[str, ...]:
+    """'late' or 'middle,late' -> ('late',) / ('middle', 'late'); empty means any served era."""
+    return tuple(p.strip() for p in str(text or "").split(",") if p.strip())
+
+
+def check_eras(allowed: tuple[str, ...], book: EraBook | None = None) -> None:
+    """ValueError when `allowed` names an era runner_eras.yaml does not record."""
+    known = [e.name for e in (book or load_eras()).eras]
+    unknown = [name for name in allowed if name not in known]
+    if unknown:
+        raise ValueError(MSG_BAD_ERAS.format(unknown=", ".join(unknown), known=", ".join(known)))
+
+
+def require_era(era: Era, allowed: tuple[str, ...], runner_class: type, family: str = "") -> None:
+    """ValueError when the family is served only by other eras (`allowed`; empty allows every served era)."""
+    if allowed and era.name not in allowed:
+        raise ValueError(MSG_ERA_NOT_FOR_FAMILY.format(name=runner_class.__name__, era=era.name,
+                                                       family=family or "this family", allowed=" or ".join(allowed)))
 
 
 def _shown(names: tuple[str, ...] | None) -> str:

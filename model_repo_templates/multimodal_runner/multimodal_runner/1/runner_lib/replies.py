@@ -11,6 +11,8 @@ from .eras import Era
 from .requests import RunnerRequest, decode_image
 
 MSG_NO_LORA = "This runner ({era} era) takes no LoRA task (its args have no lora_task_uids); send no lora_task_id."
+MSG_FAMILY_NO_LORA = ("This family's runner takes no LoRA task (takes_lora is false: {family}'s path in the runner "
+                      "passes none); send no lora_task_id.")
 MSG_NO_VIDEO = "This runner ({era} era) has no method that loads a video."
 WHOLE_REPLY, STREAMED = "whole reply", "streamed"
 
@@ -23,12 +25,16 @@ class Reply:
     finish_reason: str  # stop | length
 
 
-def apply_settings(runner, era: Era, request: RunnerRequest) -> None:
-    """Set this request's sampling and LoRA task on runner.args (calls are serialised by the caller)."""
+def apply_settings(runner, era: Era, request: RunnerRequest, family_takes_lora: bool = True, family: str = "") -> None:
+    """Set this request's sampling and LoRA task on runner.args (calls are serialised by the caller). A LoRA task
+    is refused where the era's args have no lora_task_uids, or the family's path in the runner passes none
+    (`family_takes_lora` False: the deployment's takes_lora is false)."""
     for name in era.sampling_args:
         if name in request.sampling:
             setattr(runner.args, name, request.sampling[name])
     if request.lora_task_id is not None:
+        if not family_takes_lora:
+            raise ValueError(MSG_FAMILY_NO_LORA.format(family=family or "this family"))
         if not era.takes_lora:
             raise ValueError(MSG_NO_LORA.format(era=era.name))
         runner.args.lora_task_uids = [str(request.lora_task_id)] * int(runner.args.batch_size)
@@ -73,9 +79,9 @@ def finish(text: str, stop: tuple[str, ...], tokens: int | None, max_new_tokens:
     return Reply(text, "length" if tokens is not None and tokens >= max_new_tokens else "stop")
 
 
-def answer(runner, era: Era, request: RunnerRequest) -> Reply:
+def answer(runner, era: Era, request: RunnerRequest, family_takes_lora: bool = True, family: str = "") -> Reply:
     """The whole reply to `request` (the recorded runners cannot stream: facts §2)."""
-    apply_settings(runner, era, request)
+    apply_settings(runner, era, request, family_takes_lora, family)
     picture = load_picture(runner, era, request)
     text = call_run(runner, era, request.text or None, picture, request.max_tokens)
     tokenizer = getattr(runner, "tokenizer", None)

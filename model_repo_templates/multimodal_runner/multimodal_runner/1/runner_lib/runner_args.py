@@ -13,6 +13,8 @@ from .eras import Era
 
 MSG_UNKNOWN_SETTING = "'{name}' is not a field the {era} runner reads; its fields: {known}."
 MSG_MISSING_DIR = "{name} {path} does not exist."
+MSG_REQUIRED = ("The family requires {name}={required} (runner_required), but runner_settings sets {name}={given}; "
+                "leave {name} out of runner_settings.")
 
 
 @dataclass(frozen=True)
@@ -39,16 +41,26 @@ def combined_engine_dir(folders: EngineFolders, parent: str | None = None) -> st
     return str(root)
 
 
+def check_required(settings: dict, required: dict) -> None:
+    """ValueError when `settings` gives a field the family requires (`required`) another value."""
+    for name, value in required.items():
+        if name in settings and settings[name] != value:
+            raise ValueError(MSG_REQUIRED.format(name=name, required=value, given=settings[name]))
+
+
 def build_args(era: Era, folders: EngineFolders, settings: dict | None = None,
-               engine_dir: str | None = None) -> SimpleNamespace:
-    """The era's fields with their recorded defaults, the folders, then `settings` (only fields the era reads)."""
+               engine_dir: str | None = None, required: dict | None = None) -> SimpleNamespace:
+    """The era's fields with their recorded defaults, the folders, then `settings` and the family's `required`
+    values (only fields the era reads; a setting that contradicts a required value is refused)."""
+    check_required(settings or {}, required or {})
+    settings = {**(settings or {}), **(required or {})}
     values = dict(era.args)
     values["hf_model_dir"] = folders.hf_model_dir
     if era.combined_engine_dir:
         values["engine_dir"] = engine_dir or combined_engine_dir(folders)
     else:
         values.update(visual_engine_dir=folders.visual_engine_dir, llm_engine_dir=folders.llm_engine_dir)
-    for name, value in (settings or {}).items():
+    for name, value in settings.items():
         if name not in values:
             raise ValueError(MSG_UNKNOWN_SETTING.format(name=name, era=era.name, known=", ".join(sorted(values))))
         values[name] = value
