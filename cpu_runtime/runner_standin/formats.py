@@ -27,6 +27,8 @@ class FamilyFormat:
     max_patches: int = 0
     frames: int = 0                  # a video of this many frames (Video NeVA)
     image_marker: str = "<image>"    # how the figures show the picture's place (Phi-3's <|image_1|>)
+    token_label: str = "visual tokens"  # what the count is (mllama's: cross-attention positions, not prompt rows)
+    text_only: bool = False          # the runner answers without a picture (mllama: cross-attention skipped)
 
     def question_text(self, asked: str | None) -> str:
         if self.question == "fixed":
@@ -54,7 +56,7 @@ class FamilyFormat:
         frames = f", {self.frames} frames" if self.frames else ""
         shown = self.prompt if self.question == "kept" else self.prompt.replace("{question}", self.question_text(""))
         prompt = shown.replace(IMAGE, self.image_marker).replace("\n", "\\n")
-        count = f"one visual token per {self.patch} px patch" if self.patch else f"{tokens} visual tokens"
+        count = f"one visual token per {self.patch} px patch" if self.patch else f"{tokens} {self.token_label}"
         return f"{self.family} ({self.model_type}): '{prompt}'{size}{frames}, {count}"
 
 
@@ -72,4 +74,5 @@ def read_format(vision_dir: str | Path) -> FamilyFormat:
         default_question=str(raw.get("default_question", "")),
         image_size=tuple(int(v) for v in size) if size else None, tokens=int(raw.get("tokens") or 0),
         patch=int(raw.get("patch") or 0), max_patches=int(raw.get("max_patches") or 0),
-        frames=int(raw.get("frames") or 0), image_marker=str(raw.get("image_marker", "<image>")))
+        frames=int(raw.get("frames") or 0), image_marker=str(raw.get("image_marker", "<image>")),
+        token_label=str(raw.get("token_label", "visual tokens")), text_only=bool(raw.get("text_only", False)))

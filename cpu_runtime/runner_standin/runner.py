@@ -44,7 +44,8 @@ class StandInRunner:
         from PIL import Image
 
         if video_path:
-            return read_frames(video_path, self.format.frames or 8)
+            # the family's frame count, else the runner's args.video_num_frames (LLaVA-OneVision: run.py's 8)
+            return read_frames(video_path, self.format.frames or getattr(self.args, "video_num_frames", None) or 8)
         return Image.open(image_path).convert("RGB") if image_path else None
 
     def load_test_audio(self, audio_path):
@@ -60,6 +61,9 @@ class StandInRunner:
     def setup_inputs(self, input_text, raw_image, raw_audio=None):
         """(input_text, pre_prompt, post_prompt, image, decoder_input_ids, other_vision_inputs, other_audio_inputs,
         other_decoder_inputs), as the late runner returns them."""
+        if raw_image is None and self.format.text_only:  # mllama: the question alone, no picture in the prompt
+            self.last_visual_tokens = 0
+            return (input_text, *self.format.parts(input_text), None, None, {}, {}, {})
         if raw_image is None:
             video = " or a video" if self.format.frames else ""
             raise ValueError(MSG_NO_PICTURE.format(family=self.format.family, video=video))
@@ -72,7 +76,7 @@ class StandInRunner:
     def generate(self, pre_prompt, post_prompt, image, decoder_input_ids, max_new_tokens, other_vision_inputs={},  # noqa: B006
                  other_audio_inputs={}, other_decoder_inputs={}):  # noqa: B006 - the late runner's signature
         """[[text]] for batch slot 0, beam 0: the LLM's answer to the family's prompt with the picture's rows."""
-        rows = self.vision(image)
+        rows = self.vision(image) if image is not None else []
         encode = lambda text: self.tokenizer.encode(text, add_special_tokens=False) if text else []  # noqa: E731
         ids = self.chat_ids(encode(pre_prompt) + list(rows) + encode(post_prompt))
         sampling = {name: getattr(self.args, name) for name in ("temperature", "top_k", "top_p", "repetition_penalty")}

@@ -23,7 +23,7 @@ from setup.cpu.messages import MSG_NOT_RUNNER
 from setup.cpu.model import model_dir
 from setup.cpu.pacing import PacingSpec, add_pacing_model
 from setup.repo.runner_checks import recorded_model_types
-from setup.repo.writer import DeploymentConfig, RepoError, write_repository
+from setup.repo.writer import DeploymentConfig, RepoError, family_parameters, write_repository
 
 ENCODER_FAMILY = "cpu-ocr"  # perception and OCR settings of the encoder
 STANDIN_CLASS = "cpu_runner:MultimodalModelRunner"  # model_repo_templates/cpu_engine/multimodal_runner/1/cpu_runner.py
@@ -55,10 +55,9 @@ def build_twin_vision(family: str, hidden_size: int) -> Path:
 
 
 def runner_demo_config(family: str, engine: Path, vision: Path) -> DeploymentConfig:
-    triton = build_families()[family].triton
     parameters = {"runner_class": STANDIN_CLASS, "visual_engine_dir": str(vision), "llm_engine_dir": str(engine),
                   "hf_model_dir": str(model_dir()), "multimodal_family": family, "max_num_images": 1,
-                  "decoupled_mode": True, **(triton.get("parameters") or {})}
+                  "decoupled_mode": True, **family_parameters(build_families()[family])}
     return DeploymentConfig(template="multimodal_runner", engine="cpu", streaming=False, parameters=parameters)
 
 

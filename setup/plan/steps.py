@@ -16,8 +16,7 @@ from setup.plan.checks import MAIN_ENGINES, TRUE_WORDS, wants_paged_context
 from setup.plan.config import PlanConfig
 from setup.plan.scripts import ScriptFinder
 from setup.plan.types import Step
-from setup.repo.fill import placeholders
-from setup.repo.writer import load_template, template_defaults
+from setup.repo.writer import family_parameters, load_template, template_defaults
 
 STEP_WEIGHTS = {"download": 3.0, "check": 0.1, "convert": 2.0, "adapter": 0.1, "build": 5.0, "visual": 2.0, "lora": 0.5, "repository": 0.3, "launch": 1.0}
 DEFAULT_MM_POOL_BYTES = 300_000_000  # the backend doc's example pool for multimodal deployments
@@ -250,11 +249,7 @@ class StepBuilder:
         }
         if era.visual_engine_file != "model.engine":  # the runner's default name (facts §1)
             params["runner_settings"] = f"visual_engine_name={era.visual_engine_file}"
-        # the family's Triton parameters the runner model declares (mllama's image-view fact
-        # encoder_input_features_data_type is for the multimodal templates, not the runner)
-        template = load_template(self._template)
-        declared = set().union(*(placeholders(template.config_path(m).read_text()) for m in template.models))
-        params.update({k: v for k, v in (fam.triton.get("parameters") or {}).items() if k in declared})
+        params.update(family_parameters(fam))
         params.update({k: v for k, v in (c.triton or {}).items() if v not in (None, "")})
         return params
 

@@ -167,6 +167,22 @@ def template_defaults(name: str) -> dict[str, object]:
     return {k: v for k, v in load_template(name).defaults.items() if k in specs}
 
 
+def declared_parameters(name: str) -> set[str]:
+    """The parameters a template's model configs use (their ${...} placeholders)."""
+    template = load_template(name)
+    return set().union(*(placeholders(template.config_path(m).read_text()) for m in template.models))
+
+
+def family_parameters(family) -> dict[str, object]:
+    """A family's own Triton parameters; for the runner topology only those the runner model declares (mllama's
+    image-view fact encoder_input_features_data_type is for the multimodal templates, not the runner)."""
+    given = dict(family.triton.get("parameters") or {})
+    if family.triton.get("topology") != "runner":
+        return given
+    declared = declared_parameters(str(family.triton.get("template", "inflight_batcher_llm")))
+    return {k: v for k, v in given.items() if k in declared}
+
+
 def family_deployment(family_id: str) -> tuple[str, dict[str, object]]:
     """(template, parameters) a family's repository is written with: its template's defaults, then the family's
     own Triton parameters (what `repo --family` and the Build page start from)."""
@@ -182,7 +198,7 @@ def family_deployment(family_id: str) -> tuple[str, dict[str, object]]:
         raise RepoError(M.MSG_FAMILY_NOT_SERVED.format(family=family.name,
                                                        note=triton.get("refused") or triton.get("note", "")))
     template = str(triton.get("template", "inflight_batcher_llm"))
-    parameters = {**template_defaults(template), **(triton.get("parameters") or {})}
+    parameters = {**template_defaults(template), **family_parameters(family)}
     if family.is_multimodal:
         parameters["multimodal_family"] = family.id
     return template, parameters

@@ -1,5 +1,5 @@
-"""The runner twins end to end (`python -m app --demo --deployment <family>` for the ten families only TensorRT-LLM's
-run.py served): a real tritonserver with the multimodal_runner model, cpu_runtime's runner stand-in in place of
+"""The runner twins end to end (`python -m app --demo --deployment <family>` for the families the runner topology
+serves: the ten only TensorRT-LLM's run.py served, and Qwen2-VL, Mllama, LLaVA-OneVision): a real tritonserver with the multimodal_runner model, cpu_runtime's runner stand-in in place of
 MultimodalModelRunner (the CPU engine, the CPU image encoder), and the app's runner kind talking to it over gRPC.
 Families are grouped so one tritonserver serves several at once (one model per family, runner-<family>)."""
 
@@ -20,12 +20,14 @@ from tests.conftest import _serve_repository, _triton_or_fail
 pytestmark = pytest.mark.integration
 
 GROUPS = (("kosmos-2", "phi-3-vision", "fuyu", "blip2-t5"), ("cogvlm", "llava-next", "neva"),
-          ("nougat", "deplot", "video-neva"))
+          ("nougat", "deplot", "video-neva"), ("qwen2-vl", "mllama", "llava-onevision"))
 GREEDY = SamplingParams(max_tokens=48, top_k=1)
 # what shows in each twin's figures: the family's own format
 FORMATS = {"kosmos-2": "<grounding>", "phi-3-vision": "<|image_1|>", "fuyu": "per 30 px patch", "blip2-t5": "Question:",
            "cogvlm": "[INST]", "llava-next": "[INST]", "neva": "<extra_id_1>User", "nougat": "672x896 px",
-           "deplot": "Generate underlying data table", "video-neva": "12 frames"}
+           "deplot": "Generate underlying data table", "video-neva": "12 frames",
+           "qwen2-vl": "<|vision_start|><|image_pad|><|vision_end|>", "mllama": "<|image|>",
+           "llava-onevision": "<|im_start|>user <image>"}
 
 
 @pytest.fixture(scope="module")
@@ -93,3 +95,35 @@ def test_each_twin_answers_three_different_questions_about_one_photo(group_serve
             replies[question] = "".join(stream).strip()
         for question, accepted in QUESTIONS.items():
             assert words(replies[question]) & set(accepted), (family, question, replies)
+
+
+def test_the_late_only_twins_keep_their_runners_rules(group_served, chelsea, tmp_path):
+    """[V]: mllama answers a question without a picture (cross-attention skipped) and takes no LoRA task;
+    LLaVA-OneVision takes a video instead of an image (8 frames); Qwen2-VL needs a picture."""
+    import cv2
+    import numpy as np
+
+    families, endpoints = group_served
+    registry = AdapterRegistry(tmp_path / "adapters")
+    late = [f for f in families if f in ("qwen2-vl", "mllama", "llava-onevision")]
+    if not late:
+        pytest.skip("no late-only family in this group")
+    deployments = {f: RunnerDeployment(TritonChatClient(endpoints.grpc_url, model=model_name(f, several=True)),
+                                       registry) for f in late}
+    mllama = deployments["mllama"]
+    stream = mllama.open_reply(ReplyRequest(Conversation.asking("What is the capital of France?", []), GREEDY))
+    assert "paris" in "".join(stream).lower(), stream.text
+    assert not mllama.takes_lora() and mllama.adapter_names() == []
+    video = tmp_path / "chelsea.avi"
+    frame = cv2.cvtColor(np.asarray(Image.open(chelsea).convert("RGB")), cv2.COLOR_RGB2BGR)
+    writer = cv2.VideoWriter(str(video), cv2.VideoWriter_fourcc(*"MJPG"), 8, (frame.shape[1], frame.shape[0]))
+    for _ in range(16):
+        writer.write(frame)
+    writer.release()
+    onevision = deployments["llava-onevision"]
+    assert onevision.takes_video()
+    stream = onevision.open_reply(ReplyRequest(Conversation.asking("What animal is in this video?", [str(video)]),
+                                               GREEDY))
+    assert "cat" in "".join(stream).lower(), stream.text
+    with pytest.raises(Exception, match="The qwen2-vl twin needs a picture"):
+        list(deployments["qwen2-vl"].open_reply(ReplyRequest(Conversation.asking("Hello?", []), GREEDY)))

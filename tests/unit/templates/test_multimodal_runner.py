@@ -273,3 +273,31 @@ def test_bad_requests_get_a_sentence(folders):
     assert "is not an image PIL can read" in _ask(model, text_input="Hi", image_bytes=[b"nope"]).error
     model = _start(folders, MiddleRunner)
     assert "reads images, not videos" in _ask(model, text_input="Hi", video_bytes=b"V").error
+
+
+def test_a_late_only_family_refuses_another_eras_runner_at_start(folders):
+    """qwen2_vl, mllama and llava_onevision are recorded only in the late runner ([V]; [E] lacks them)."""
+    with pytest.raises(ValueError, match="is the middle runner, but qwen2-vl is served only by the late runner"):
+        _start(folders, MiddleRunner, runner_eras="late", multimodal_family="qwen2-vl")
+    model = _start(folders, LateRunner, runner_eras="late", multimodal_family="qwen2-vl")
+    assert model.era.name == "late"
+    model.finalize()
+
+
+def test_a_required_field_is_set_and_a_contradicting_setting_refused(folders):
+    """[V] forces session to cpp_llm_only for qwen2_vl: the model sets it and refuses runner_settings' other one."""
+    model = _start(folders, LateRunner, runner_required="session=cpp_llm_only", runner_settings="multi_block_mode=false")
+    assert model.runner.args.session == "cpp_llm_only" and model.runner.args.multi_block_mode is False
+    model.finalize()
+    with pytest.raises(ValueError, match=r"requires session=cpp_llm_only \(runner_required\), but runner_settings "
+                                         r"sets session=python"):
+        _start(folders, LateRunner, runner_required="session=cpp_llm_only", runner_settings="session=python")
+
+
+def test_takes_lora_false_refuses_a_lora_task_the_runner_would_drop(folders):
+    """[V, B]: the mllama path passes no lora_uids, so a task would be dropped silently; the model refuses it."""
+    model = _start(folders, LateRunner, takes_lora="false", multimodal_family="mllama")
+    error = _ask(model, text_input="Hi", lora_task_id=np.uint64(3)).error
+    assert "takes no LoRA task (takes_lora is false: mllama's path" in error and LateRunner.calls == []
+    model = _start(folders, LateRunner, takes_lora="false", multimodal_family="mllama")
+    assert _ask(model, text_input="Hi").error is None and LateRunner.calls[0][4]["lora_task_uids"] is None

@@ -86,9 +86,10 @@ def test_triton_support_depends_on_version():
     llava = get_family("llava-1.5")
     assert llava.triton_served(resolve_version("0.13")) and llava.triton_served(resolve_version("0.19.0"))
     assert not llava.triton_served(resolve_version("0.11"))
-    for refused in ("qwen2-vl", "mllama", "llava-onevision"):  # image bytes need a server-side processor
-        assert not get_family(refused).triton_served(resolve_version("1.2"))
-        assert "processor" in get_family(refused).triton["refused"]
+    for late in ("qwen2-vl", "mllama", "llava-onevision"):  # only the late runner [V] is recorded handling them
+        assert get_family(late).triton_served(resolve_version("1.2")) and get_family(late).triton["since"] == "1.0"
+        assert not get_family(late).triton_served(resolve_version("0.19"))
+        assert get_family(late).triton["parameters"]["runner_eras"] == "late"
     assert get_family("mllama").triton["parameters"]["encoder_input_features_data_type"] == "TYPE_BF16"
     for runner in ("cogvlm", "phi-3-vision", "llava-next", "nougat", "deplot", "blip2-t5"):  # run.py's runner
         assert get_family(runner).triton_served(resolve_version("0.19"))

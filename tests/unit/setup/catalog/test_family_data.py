@@ -39,8 +39,9 @@ def test_budget_families_keep_their_build_numbers():
     assert build_catalogue.get_family("llava-onevision").tokens_per_image == 7300
     mllama = build_catalogue.get_family("mllama")
     assert mllama.tokens_per_image == 6404 and mllama.visual["image_size"] == [560, 560]
-    parameters = list(mllama.triton["parameters"])
-    assert parameters == ["encoder_input_features_data_type", "cross_kv_cache_fraction"]
+    # the top-level image fact fills the build view's parameters, after the family's own (runner) ones
+    assert mllama.triton["parameters"] == {"runner_eras": "late", "takes_lora": False,
+                                           "encoder_input_features_data_type": "TYPE_BF16"}
 
 
 def test_views_do_not_share_mutable_state():

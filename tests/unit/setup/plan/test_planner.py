@@ -196,7 +196,11 @@ def test_mllama(tmp_path):
     assert value(build.argv, "--max_encoder_input_len") == "6404"
     assert value(build.argv, "--max_num_tokens") == "4096" and value(build.argv, "--max_seq_len") == "2048"
     assert "--max_multimodal_len" not in build.argv
-    assert not plan.deploy_steps() and "processor" in plan.triton_note  # refused up front, not at step 4
+    # only the late runner ([V], 1.x) is recorded handling mllama: before 1.0 the plan stops after the engines
+    assert not plan.deploy_steps() and "from backend 1.0; with 0.19" in plan.triton_note
+    served = plan_for(tmp_path / "1.0", "mllama", "1.0")
+    assert [s.id for s in served.deploy_steps()][-2:] == ["repository", "launch"]
+    assert "late runner only" in served.triton_note and "no LoRA" in served.triton_note
     assert M.MSG_FAMILY_TOO_NEW.format(family="Llama-3.2-Vision (mllama)", min_version="0.15", version="0.11") in \
         problems(tmp_path, family="mllama", checkpoint=str(tmp_path / "ckpt"), trtllm_version="0.11")
 

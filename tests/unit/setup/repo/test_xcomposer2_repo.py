@@ -247,9 +247,20 @@ def test_cli_writes_validates_and_dry_runs(tmp_path, capsys):
     assert "not its folder" in capsys.readouterr().err
 
 
-def test_family_deployment_refuses_unserved_families():
+def test_family_deployment_refuses_unserved_families(monkeypatch):
+    import setup.catalog.builds as builds
+    from setup.catalog.family_data import family_files
+
+    raw = family_files()["mllama"]
+    refused = builds._build_view({**raw, "build": {**raw["build"], "triton": {"refused": "no processor wiring"}}})
+    monkeypatch.setattr(builds, "families", lambda: {**builds.families.__wrapped__(builds.FAMILIES_DIR),
+                                                     "mllama": refused})
     with pytest.raises(RepoError, match=r"Llama-3.2-Vision \(mllama\) has no Triton repository"):
         family_deployment("mllama")
+    monkeypatch.undo()
+    assert family_deployment("mllama") == ("multimodal_runner", {**family_deployment("cogvlm")[1],
+                                                                  "runner_eras": "late", "takes_lora": False,
+                                                                  "multimodal_family": "mllama"})
     assert family_deployment("cogvlm")[0] == "multimodal_runner"
     with pytest.raises(RepoError, match="Unknown family"):
         family_deployment("nope")
