@@ -253,8 +253,8 @@ def test_family_deployment_refuses_unserved_families(monkeypatch):
 
     raw = family_files()["mllama"]
     refused = builds._build_view({**raw, "build": {**raw["build"], "triton": {"refused": "no processor wiring"}}})
-    monkeypatch.setattr(builds, "families", lambda: {**builds.families.__wrapped__(builds.FAMILIES_DIR),
-                                                     "mllama": refused})
+    known = dict(builds.families())
+    monkeypatch.setattr(builds, "families", lambda: {**known, "mllama": refused})
     with pytest.raises(RepoError, match=r"Llama-3.2-Vision \(mllama\) has no Triton repository"):
         family_deployment("mllama")
     monkeypatch.undo()
