@@ -71,10 +71,12 @@ class StandInRunner:
 
     def generate(self, pre_prompt, post_prompt, image, decoder_input_ids, max_new_tokens, other_vision_inputs={},  # noqa: B006
                  other_audio_inputs={}, other_decoder_inputs={}):  # noqa: B006 - the late runner's signature
-        """[[text]] for batch slot 0, beam 0: the LLM's answer to the family's prompt with the picture's rows."""
+        """[[text]] for batch slot 0, beam 0: the LLM's answer to the family's prompt with the picture's rows (the
+        prompt up to the family's answer cue, inside the CPU LLM's own chat template: chat_ids)."""
         rows = self.vision(image)
         encode = lambda text: self.tokenizer.encode(text, add_special_tokens=False) if text else []  # noqa: E731
-        ids = self.chat_ids(encode(pre_prompt) + list(rows) + encode(post_prompt))
+        cut = self.format.before_answer_cue
+        ids = self.chat_ids(encode(cut(pre_prompt)) + list(rows) + encode(cut(post_prompt)))
         sampling = {name: getattr(self.args, name) for name in ("temperature", "top_k", "top_p", "repetition_penalty")}
         return [[self.llm(ids, int(max_new_tokens), sampling).strip()] for _ in range(int(self.args.batch_size))]
 

@@ -63,8 +63,8 @@ class OpenedStream:
 
     opened: list = []
 
-    def __init__(self, url, info, inputs, stall_timeout):
-        self.url, self.info, self.inputs, self.stall_timeout = url, info, inputs, stall_timeout
+    def __init__(self, url, info, inputs, stall_timeout, notes=()):
+        self.url, self.info, self.inputs, self.stall_timeout, self.notes = url, info, inputs, stall_timeout, notes
         OpenedStream.opened.append(self)
 
 

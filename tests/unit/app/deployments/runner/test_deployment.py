@@ -13,9 +13,9 @@ from app.core.constants import WHOLE_REPLY_STALL_SECONDS
 from app.core.conversation import Conversation, Media, ReplyVersion, Turn
 from app.core.errors import InvalidRequest, TextOnlyDeployment
 from app.core.messages import MSG_TEXT_ONLY
-from app.core.sampling import SamplingParams
+from app.core.sampling import REPETITION_FOR_PENALTIES, SamplingParams
 from app.deployments.base import ReplyRequest
-from app.deployments.messages import MSG_RUNNER_IMAGES, MSG_RUNNER_NO_LORA
+from app.deployments.messages import MSG_RUNNER_IMAGES, MSG_RUNNER_NO_LORA, MSG_RUNNER_PENALTIES
 from app.deployments.runner.deployment import RunnerDeployment, last_user_text
 from tests.lora_helpers import TINY, write_peft
 from tests.unit.app.deployments.runner.conftest import ServedClient, sent_values, served_info
@@ -54,6 +54,22 @@ def test_the_request_carries_the_bare_question_the_picture_bytes_and_the_setting
     assert set(sent) == {"text_input", "image_bytes", "max_tokens", "temperature", "top_k", "top_p",
                          "repetition_penalty", "stop_words"}
     assert stream.stall_timeout >= WHOLE_REPLY_STALL_SECONDS  # the whole reply comes after one long silence
+
+
+def test_a_mild_repetition_penalty_stands_in_for_the_penalties_the_runner_cannot_read(tmp_path, opened):
+    """The chat's presence/frequency penalties keep greedy replies out of loops; the runner reads neither, so
+    with the repetition penalty left at 1 the runner kind sends REPETITION_FOR_PENALTIES and notes it."""
+    served = deployment(tmp_path)
+    served.open_reply(ReplyRequest(Conversation.asking("What colour is its fur?")))  # the chat's defaults
+    assert sent_values(opened[0].inputs)["repetition_penalty"] == [pytest.approx(REPETITION_FOR_PENALTIES)]
+    assert opened[0].notes == (MSG_RUNNER_PENALTIES.format(value=REPETITION_FOR_PENALTIES),)
+    served.open_reply(ReplyRequest(Conversation.asking("Hi"), SamplingParams(presence_penalty=0, frequency_penalty=0)))
+    assert sent_values(opened[1].inputs)["repetition_penalty"] == [1.0] and opened[1].notes == ()
+    served.open_reply(ReplyRequest(Conversation.asking("Hi"), SamplingParams(repetition_penalty=1.3)))
+    assert sent_values(opened[2].inputs)["repetition_penalty"] == [pytest.approx(1.3)] and opened[2].notes == ()
+    without = deployment(tmp_path, drop_inputs=("repetition_penalty",))
+    without.open_reply(ReplyRequest(Conversation.asking("Hi")))
+    assert opened[3].notes == ()  # nothing sent in their place: nothing to say
 
 
 def test_only_the_inputs_the_served_config_declares_are_sent(tmp_path, picture, opened):

@@ -15,7 +15,9 @@ from tritonclient.utils import serialize_byte_tensor
 from app.adapters.registry import AdapterRegistry
 from app.core.conversation import Conversation
 from app.core.errors import ChatError
+from app.core.sampling import REPETITION_FOR_PENALTIES, SamplingParams
 from app.deployments.base import ReplyRequest
+from app.deployments.messages import MSG_RUNNER_PENALTIES
 from app.deployments.runner.deployment import RunnerDeployment
 from app.triton.transport import drop_channel
 from tests.unit.app.deployments.runner.conftest import ServedClient, served_info
@@ -71,7 +73,8 @@ def test_a_whole_reply_comes_in_one_piece_with_its_figures(served):
     assert list(stream) == ["An image of a cat on a sofa."] and stream.text == "An image of a cat on a sofa."
     assert stream.details == FIGURES and stream.finish_reason == "stop"
     assert stream.details_line() == ("finished: stop · whole reply · runner era late · prompt: " +
-                                     FIGURES["prompt_format"])
+                                     FIGURES["prompt_format"] + " · " + MSG_RUNNER_PENALTIES.format(
+                                         value=REPETITION_FOR_PENALTIES))
     (request,) = model.requests
     assert request.model_name == "multimodal_runner"
 
@@ -96,9 +99,19 @@ def test_accumulated_text_yields_only_what_is_new(served):
 def test_a_reply_without_figures_has_an_empty_summary(served):
     model, deployment = served
     model.replies = [{"text_output": "A cat."}]
-    stream = deployment.open_reply(ReplyRequest(Conversation.asking("What is it?")))
+    no_penalties = SamplingParams(presence_penalty=0.0, frequency_penalty=0.0)
+    stream = deployment.open_reply(ReplyRequest(Conversation.asking("What is it?"), no_penalties))
     assert "".join(stream) == "A cat." and stream.details == {} and stream.details_line() == ""
     assert stream.finish_reason is None  # the model did not say why it ended
+
+
+def test_the_summary_says_when_a_repetition_penalty_stood_in_for_the_chats_penalties(served):
+    model, deployment = served
+    model.replies = [{"text_output": "A cat.", **FIGURES}]
+    stream = deployment.open_reply(ReplyRequest(Conversation.asking("What is it?")))  # the chat's penalties
+    "".join(stream)
+    note = MSG_RUNNER_PENALTIES.format(value=REPETITION_FOR_PENALTIES)
+    assert stream.notes == (note,) and stream.details_line().endswith(" · " + note)
 
 
 def test_the_models_error_reaches_the_chat_in_its_words(served):
