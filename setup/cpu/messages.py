@@ -2,3 +2,6 @@
 
 # runner_demo.py
 MSG_NOT_RUNNER = "'{family}' has no runner twin; the runner families are: {known}."
+
+# twins.py
+MSG_NO_TWIN = "{family} has no CPU twin yet; the families with one are: {known}."

@@ -133,7 +133,7 @@ def build(ctx: AppContext, service: BuildService | None = None, tabs: gr.Tabs | 
     resume.click(handlers.on_resume, [jobs, token], [jobs, summary, script, *all_inputs, family_info], **private)
     cancel.click(handlers.on_cancel, jobs, None, **private)
     deploy.click(handlers.on_deploy, jobs, server, **private)
-    demo.click(handlers.on_demo, [http_port, grpc_port], server, **private)
+    demo.click(handlers.on_demo, [family, http_port, grpc_port], server, **private)  # the chosen family's twin
     stop_server.click(handlers.on_stop, None, server, **private)
     timer = gr.Timer(POLL_SECONDS)
     timer.tick(handlers.on_tick, jobs, [status, log, deploy, server, jobs, open_chat], show_progress="hidden",
