@@ -12,7 +12,7 @@ from app.core.errors import InvalidRequest
 from app.core.sampling import SamplingParams
 from app.deployments.messages import MSG_UNKNOWN_ADAPTER
 
-__all__ = ["AdapterState", "Deployment", "DeploymentStatus", "Probe", "ReplyRequest", "ReplyStream",
+__all__ = ["AdapterState", "Deployment", "DeploymentStatus", "PlainAdapters", "Probe", "ReplyRequest", "ReplyStream",
            "SamplingParams", "check_adapter_name"]
 
 
@@ -33,6 +33,20 @@ class ReplyRequest:
     min_tokens: int = 0
     logprobs: bool = False  # ask the server for the generated tokens' log-probabilities (the adapter probe)
     continues: str = ""
+
+
+class PlainAdapters:
+    """The adapter answers of a deployment whose model has no adapter of its own (the engine topology overrides
+    them for families that have one): none is built in, any listed adapter can be picked, a text probe shows one."""
+
+    def built_in_adapter(self) -> str | None:
+        return None
+
+    def combines_adapters(self) -> bool:
+        return True
+
+    def probe_needs_image(self) -> bool:
+        return False
 
 
 @runtime_checkable

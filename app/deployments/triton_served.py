@@ -12,13 +12,13 @@ from dataclasses import replace
 from app.core.conversation import Conversation
 from app.core.errors import ChatError
 from app.core.sampling import SamplingParams
-from app.deployments.base import DeploymentStatus, Probe, ReplyRequest
+from app.deployments.base import DeploymentStatus, PlainAdapters, Probe, ReplyRequest
 from app.deployments.generation_defaults import read_generation_defaults
 from app.triton.client import TritonChatClient
 from app.triton.metrics import metrics_url_for
 
 
-class TritonServed:
+class TritonServed(PlainAdapters):
     """Base of the Triton deployment kinds; `server_note` tells them apart in the status line."""
 
     client: TritonChatClient
@@ -60,18 +60,6 @@ class TritonServed:
                 return {}
             self._sampling_defaults = read_generation_defaults(folder)
         return self._sampling_defaults
-
-    def built_in_adapter(self) -> str | None:
-        """None: no adapter is part of the model (the engine topology says otherwise for such families)."""
-        return None
-
-    def combines_adapters(self) -> bool:
-        """True: with no adapter of the model's own, any adapter can be picked."""
-        return True
-
-    def probe_needs_image(self) -> bool:
-        """False: a text probe shows an adapter (the engine topology says otherwise for image-only families)."""
-        return False
 
     def describe_images(self, files) -> list[dict] | None:
         """None: only the engine topology's image encoder can say what it found."""

@@ -4,6 +4,8 @@ The server stores none of it; an imported file is deleted as soon as it is read.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import gradio as gr
@@ -33,6 +35,8 @@ STORAGE_KEY = "triton-vlm-lora-conversations"
 # after the app restarts (a random one, Gradio's default, would lose them with every restart).
 STORAGE_SECRET = "triton-vlm-lora-conversations-v1"
 MAX_IMPORT_BYTES = 2 * 1024 * 1024
+
+
 def image_kept(path: str) -> bool:
     """An image of a kept conversation is shown again only while the server still has the upload."""
     return is_uploaded(path) and Path(path).is_file()
@@ -69,95 +73,119 @@ class HistoryPanel:
                                                    min_width=120)
         self.download = gr.Textbox(visible=False, elem_id="download-payload")
 
-    def _listed(self, store: dict) -> gr.Dropdown:
-        return gr.Dropdown(choices=chats.choices(store), value=store["current"])
-
-    def _busy(self, request: gr.Request) -> bool:
-        return self._ctx.outbox.busy(request.session_hash)
-
     def wire(self, app: gr.Blocks | None, conversation: gr.State, chatbot: gr.Chatbot, saved_after: list) -> None:
         """Restore on page load, save after each event in `saved_after`, and the list's own buttons. `conversation`
         holds the typed conversation the chat shows in `chatbot`."""
-        store, listed = self.store, self.chats
-        shown = [store, conversation, chatbot, listed]
-        unchanged = (gr.skip(),) * len(shown)
+        busy = self._ctx.outbox.busy
+        shown = [self.store, conversation, chatbot, self.chats]
 
-        def showing(kept: dict) -> tuple:
-            current = chats.current_conversation(kept)
-            return kept, current, chat_messages(current), self._listed(kept)
-
-        def restore(stored):
-            return showing(chats.normalise(stored, image_kept, conversation_of_messages))
-
-        def save(stored, current: Conversation):
-            kept = chats.save_current(chats.normalise(stored, image_kept, conversation_of_messages), current,
-                                      image_kept)
-            return kept, self._listed(kept)
-
-        def switch(stored, chosen, request: gr.Request):
-            kept = chats.normalise(stored, image_kept, conversation_of_messages)
-            if self._busy(request):
-                gr.Warning(MSG_BUSY_SWITCH)
-                return gr.skip(), gr.skip(), gr.skip(), self._listed(kept)
-            try:
-                kept = chats.switch(kept, chosen)
-            except ChatError as exc:
-                gr.Warning(str(exc))
-                return gr.skip(), gr.skip(), gr.skip(), self._listed(kept)
-            return showing(kept)
+        def switch(request: gr.Request, stored, chosen):
+            return on_switch(stored, chosen, busy(request.session_hash))
 
         def change(action):
-            def handler(stored, request: gr.Request):
-                if self._busy(request):
-                    gr.Warning(MSG_BUSY_SWITCH)
-                    return unchanged
-                return showing(action(chats.normalise(stored, image_kept, conversation_of_messages)))
+            def handler(request: gr.Request, stored):
+                return on_change(stored, action, busy(request.session_hash))
             return handler
 
-        def export(kind: str):
-            def handler(current: Conversation):
-                if not current:
-                    gr.Warning(MSG_NOTHING_TO_EXPORT)
-                    return ""
-                title = chats.title_of(current)
-                if kind == "json":
-                    text, suffix, mime = chats.export_json(current, title), "json", "application/json"
-                else:
-                    text, suffix, mime = chats.export_markdown(current, title, read_upload), "md", "text/markdown"
-                return download_payload(file_name(title, suffix), text, mime)
-            return handler
-
-        def import_file(upload, stored, request: gr.Request):
-            path = Path(upload if isinstance(upload, str) else getattr(upload, "name", "") or "")
-            try:
-                if self._busy(request):
-                    gr.Warning(MSG_BUSY_SWITCH)
-                    return unchanged
-                size = path.stat().st_size
-                if size > MAX_IMPORT_BYTES:
-                    gr.Warning(MSG_IMPORT_TOO_BIG.format(name=path.name, size=size, limit=MAX_IMPORT_BYTES))
-                    return unchanged
-                text = path.read_text(encoding="utf-8", errors="replace")
-                title, imported = chats.import_json(text, path.name, conversation_of_file)
-            except ChatError as exc:
-                gr.Warning(str(exc))
-                return unchanged
-            finally:
-                if is_uploaded(path):
-                    path.unlink(missing_ok=True)  # the conversation stays in the browser only
-            kept = chats.add_imported(chats.normalise(stored, image_kept, conversation_of_messages), title, imported)
-            gr.Info(MSG_IMPORTED.format(title=title, count=chats.turns_text(chats.turns_count(imported))))
-            return showing(kept)
+        def import_file(request: gr.Request, upload, stored):
+            return on_import(upload, stored, busy(request.session_hash))
 
         private = dict(api_visibility="private", show_progress="hidden")
         if app is not None:
-            app.load(restore, store, shown, **private)
+            app.load(on_restore, self.store, shown, **private)
         for event in saved_after:
-            event.then(save, [store, conversation], [store, listed], **private)
-        listed.input(switch, [store, listed], shown, **private)
-        self.new.click(change(chats.new_chat), store, shown, **private)
-        self.delete.click(change(chats.delete_current), store, shown, **private)
+            event.then(on_save, [self.store, conversation], [self.store, self.chats], **private)
+        self.chats.input(switch, [self.store, self.chats], shown, **private)
+        self.new.click(change(chats.new_chat), self.store, shown, **private)
+        self.delete.click(change(chats.delete_current), self.store, shown, **private)
         for button, kind in ((self.export_json, "json"), (self.export_markdown, "markdown")):
-            button.click(export(kind), conversation, self.download, **private).then(
+            button.click(partial(on_export, kind=kind), conversation, self.download, **private).then(
                 None, self.download, None, js=SAVE_PAYLOAD_JS, **private)
-        self.import_json.upload(import_file, [self.import_json, store], shown, **private)
+        self.import_json.upload(import_file, [self.import_json, self.store], shown, **private)
+
+
+# The handlers: each takes the browser's store (and the typed conversation) and returns what the panel shows
+# (store, conversation, chatbot messages, list), or gr.skip() for what stays. `busy`: a reply is streaming in this
+# session, so the shown conversation must not change under it.
+
+UNCHANGED = (gr.skip(),) * 4
+
+
+def kept_store(stored) -> dict:
+    """The browser's store made current: older layouts read, pictures the server no longer has dropped."""
+    return chats.normalise(stored, image_kept, conversation_of_messages)
+
+
+def listed(store: dict) -> gr.Dropdown:
+    return gr.Dropdown(choices=chats.choices(store), value=store["current"])
+
+
+def showing(kept: dict) -> tuple:
+    current = chats.current_conversation(kept)
+    return kept, current, chat_messages(current), listed(kept)
+
+
+def on_restore(stored) -> tuple:
+    return showing(kept_store(stored))
+
+
+def on_save(stored, current: Conversation) -> tuple:
+    kept = chats.save_current(kept_store(stored), current, image_kept)
+    return kept, listed(kept)
+
+
+def on_switch(stored, chosen: str, busy: bool) -> tuple:
+    kept = kept_store(stored)
+    if busy:
+        gr.Warning(MSG_BUSY_SWITCH)
+        return gr.skip(), gr.skip(), gr.skip(), listed(kept)
+    try:
+        return showing(chats.switch(kept, chosen))
+    except ChatError as exc:
+        gr.Warning(str(exc))
+        return gr.skip(), gr.skip(), gr.skip(), listed(kept)
+
+
+def on_change(stored, action: Callable[[dict], dict], busy: bool) -> tuple:
+    """New or Delete (`action`), refused while a reply streams."""
+    if busy:
+        gr.Warning(MSG_BUSY_SWITCH)
+        return UNCHANGED
+    return showing(action(kept_store(stored)))
+
+
+def on_export(current: Conversation, kind: str) -> str:
+    """The download payload (file name, text, type) of the conversation as JSON or Markdown; "" if it is empty."""
+    if not current:
+        gr.Warning(MSG_NOTHING_TO_EXPORT)
+        return ""
+    title = chats.title_of(current)
+    if kind == "json":
+        text, suffix, mime = chats.export_json(current, title), "json", "application/json"
+    else:
+        text, suffix, mime = chats.export_markdown(current, title, read_upload), "md", "text/markdown"
+    return download_payload(file_name(title, suffix), text, mime)
+
+
+def on_import(upload, stored, busy: bool) -> tuple:
+    """Add an exported conversation (JSON) and show it; the uploaded file is deleted once read."""
+    path = Path(upload if isinstance(upload, str) else getattr(upload, "name", "") or "")
+    try:
+        if busy:
+            gr.Warning(MSG_BUSY_SWITCH)
+            return UNCHANGED
+        size = path.stat().st_size
+        if size > MAX_IMPORT_BYTES:
+            gr.Warning(MSG_IMPORT_TOO_BIG.format(name=path.name, size=size, limit=MAX_IMPORT_BYTES))
+            return UNCHANGED
+        title, imported = chats.import_json(path.read_text(encoding="utf-8", errors="replace"), path.name,
+                                            conversation_of_file)
+    except ChatError as exc:
+        gr.Warning(str(exc))
+        return UNCHANGED
+    finally:
+        if is_uploaded(path):
+            path.unlink(missing_ok=True)  # the conversation stays in the browser only
+    kept = chats.add_imported(kept_store(stored), title, imported)
+    gr.Info(MSG_IMPORTED.format(title=title, count=chats.turns_text(chats.turns_count(imported))))
+    return showing(kept)

@@ -6,11 +6,10 @@ import html
 from dataclasses import replace
 
 from app.web.messages import MSG_RUNNING, MSG_STARTING
-from app.web.plan_view import PlanView, plan_view, problems_view
+from app.web.plan_view import PlanView, plan_view, problems_view, served_family_choices, typed_form
 from setup.catalog.llmapi_releases import LATEST, llmapi_releases
 from setup.launcher import LaunchOptions, check_ports_free, find_tritonserver, start_triton
 from setup.plan.llmapi import LlmApiPlan, LlmApiPlanConfig, make_llmapi_plan, write_llmapi_plan
-from setup.plan.serve_catalog import served_families
 from setup.plan.types import PlanError
 
 DEPLOYMENT = ("TensorRT-LLM 1.x, Triton llmapi", "llmapi")
@@ -28,19 +27,12 @@ def release_markdown(version: str) -> str:
     return f"**llmapi at TensorRT-LLM {release.key}:** {html.escape(release.summary(), quote=False)}"
 
 
-def family_choices() -> list[tuple[str, str]]:
-    fams = served_families().values()
-    return [(f.name, f.id) for f in fams if f.since] + [(f"{f.name} (not served)", f.id) for f in fams if not f.since]
+family_choices = served_family_choices
 
 
 def form_to_config(form: dict) -> LlmApiPlanConfig:
     """Widget values -> LlmApiPlanConfig (the TensorRT-LLM source tree field is the code folder)."""
-    values = {k: v for k, v in form.items() if v is not None and v != ""}
-    for name in INT_FIELDS:
-        if name in values:
-            values[name] = int(values[name])
-    if "kv_cache_fraction" in values:
-        values["kv_cache_fraction"] = float(values["kv_cache_fraction"])
+    values = typed_form(form, INT_FIELDS)
     if "trtllm_root" in values:
         values["code_dir"] = values.pop("trtllm_root")
     return LlmApiPlanConfig(**values)

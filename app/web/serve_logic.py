@@ -9,9 +9,9 @@ import threading
 from pathlib import Path
 
 from app.web.messages import MSG_NOT_INSTALLED, MSG_SERVE_LOGIC_RUNNING, MSG_STARTED
-from app.web.plan_view import PlanView, plan_view, problems_view
+from app.web.plan_view import PlanView, plan_view, problems_view, served_family_choices, typed_form
 from setup.plan.serve import ServeConfig, ServePlan, make_serve_plan, write_serve_files
-from setup.plan.serve_catalog import family_note, releases, served_families
+from setup.plan.serve_catalog import family_note, releases
 from setup.plan.types import PlanError
 
 DEPLOYMENTS = (("Engine path (TensorRT engines + Triton)", "engine"), ("TensorRT-LLM 1.x, trtllm-serve", "trtllm-serve"))
@@ -20,10 +20,7 @@ INT_FIELDS = ("tp", "pp", "max_batch_size", "max_num_tokens", "max_seq_len", "ma
               "max_cpu_loras", "port")
 
 
-def family_choices() -> list[tuple[str, str]]:
-    """Families trtllm-serve serves at some recorded release, then the others (their note says why not)."""
-    fams = served_families().values()
-    return ([(f.name, f.id) for f in fams if f.since] + [(f"{f.name} (not served)", f.id) for f in fams if not f.since])
+family_choices = served_family_choices
 
 
 def family_markdown(family_id: str, version: str) -> str:
@@ -32,12 +29,7 @@ def family_markdown(family_id: str, version: str) -> str:
 
 def form_to_config(form: dict) -> ServeConfig:
     """Widget values -> ServeConfig; empty values mean "trtllm-serve's default"."""
-    values = {k: v for k, v in form.items() if v is not None and v != ""}
-    for name in INT_FIELDS:
-        if name in values:
-            values[name] = int(values[name])
-    if "kv_cache_fraction" in values:
-        values["kv_cache_fraction"] = float(values["kv_cache_fraction"])
+    values = typed_form(form, INT_FIELDS)
     modules = values.pop("lora_target_modules", "")
     values["lora_target_modules"] = [m.strip() for m in str(modules).split(",") if m.strip()]
     return ServeConfig(**values)

@@ -16,7 +16,7 @@ from setup.catalog.checkpoint import scan_adapters
 from setup.catalog.llmapi_releases import LATEST, LlmApiModelRelease, resolve_llmapi_release
 from setup.plan.messages import MSG_CODE_LATER, MSG_FAMILY, MSG_NOT_SERVED
 from setup.plan.serve_catalog import ServedFamily, multimodal_options, served_families
-from setup.plan.types import PlanError
+from setup.plan.types import LlmApiKnobs, PlanError
 from setup.repo.llmapi import (
     LlmApiRepoConfig,
     check_config,
@@ -31,24 +31,10 @@ REPO_FOLDER = "llmapi_repo"
 
 
 @dataclass
-class LlmApiPlanConfig:
+class LlmApiPlanConfig(LlmApiKnobs):
     """What to serve through Triton's llmapi model and how; None leaves the LLM API's default."""
 
-    family: str = ""
-    checkpoint: str = ""
     trtllm_version: str = LATEST
-    out: str = ""
-    tp: int = 1
-    pp: int = 1
-    max_batch_size: int | None = None
-    max_num_tokens: int | None = None
-    max_seq_len: int | None = None
-    kv_cache_fraction: float | None = None
-    block_reuse: bool | None = None
-    lora_dir: str | None = None
-    max_lora_rank: int | None = None
-    max_loras: int | None = None
-    max_cpu_loras: int | None = None
     instances: int = 1
     gpu_device_ids: str | None = None
     code_dir: str | None = None

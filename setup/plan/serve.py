@@ -31,31 +31,17 @@ from setup.plan.serve_catalog import (
     resolve_release,
     served_families,
 )
-from setup.plan.types import PlanError
+from setup.plan.types import LlmApiKnobs, PlanError
 
 OPTIONS_FILE = "extra_llm_api_options.yaml"
 SCRIPT_FILE = "trtllm-serve.sh"
 
 
 @dataclass
-class ServeConfig:
+class ServeConfig(LlmApiKnobs):
     """What to serve and how. None means "trtllm-serve's own default" (the key is left out of the YAML)."""
 
-    family: str = ""
-    checkpoint: str = ""
     trtllm_version: str = "1.2"
-    out: str = ""
-    tp: int = 1
-    pp: int = 1
-    max_batch_size: int | None = None
-    max_num_tokens: int | None = None
-    max_seq_len: int | None = None
-    kv_cache_fraction: float | None = None
-    block_reuse: bool | None = None
-    lora_dir: str | None = None
-    max_lora_rank: int | None = None
-    max_loras: int | None = None
-    max_cpu_loras: int | None = None
     lora_target_modules: list[str] = field(default_factory=list)
     host: str = "127.0.0.1"
     port: int = 8000

@@ -1,4 +1,4 @@
-"""The plan's data: PlanError, Step (one argv with its inputs and outputs) and Plan (the ordered steps)."""
+"""The plan's data: LlmApiKnobs (the engine-free kinds' common arguments), PlanError, Step (one argv with its inputs and outputs) and Plan (the ordered steps)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,28 @@ from pathlib import Path
 
 from setup.catalog.builds import Family, TrtllmVersion
 from setup.plan.config import PlanConfig
+
+
+@dataclass
+class LlmApiKnobs:
+    """What an engine-free (LLM API) deployment serves and its LLM API arguments; None leaves the API's default.
+    The Triton llmapi plan and the trtllm-serve plan both start from these."""
+
+    family: str = ""
+    checkpoint: str = ""
+    trtllm_version: str = ""
+    out: str = ""
+    tp: int = 1
+    pp: int = 1
+    max_batch_size: int | None = None
+    max_num_tokens: int | None = None
+    max_seq_len: int | None = None
+    kv_cache_fraction: float | None = None
+    block_reuse: bool | None = None
+    lora_dir: str | None = None
+    max_lora_rank: int | None = None
+    max_loras: int | None = None
+    max_cpu_loras: int | None = None
 
 
 class PlanError(ValueError):

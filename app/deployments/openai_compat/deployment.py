@@ -21,7 +21,14 @@ from app.core.constants import STREAM_STALL_SECONDS
 from app.core.conversation import Conversation
 from app.core.errors import ChatError, ModelNotReady, ServerUnreachable
 from app.core.sampling import SamplingParams
-from app.deployments.base import AdapterState, DeploymentStatus, Probe, ReplyRequest, check_adapter_name
+from app.deployments.base import (
+    AdapterState,
+    DeploymentStatus,
+    PlainAdapters,
+    Probe,
+    ReplyRequest,
+    check_adapter_name,
+)
 from app.deployments.image_urls import check_image_count
 from app.deployments.messages import (
     CONTINUE_TURN,
@@ -59,7 +66,7 @@ class Listing:
     read_at: float
 
 
-class OpenAICompatDeployment:
+class OpenAICompatDeployment(PlainAdapters):
     """One OpenAI-compatible server and its base model (`model`, or the first listed model without a parent)."""
 
     kind = OPENAI_KIND
@@ -216,18 +223,6 @@ class OpenAICompatDeployment:
     def sampling_defaults(self) -> dict[str, float]:
         """{}: the OpenAI-compatible server applies its model's defaults itself (vLLM's --generation-config)."""
         return {}
-
-    def built_in_adapter(self) -> str | None:
-        """None: the served model's own adapters, if any, are the server's business."""
-        return None
-
-    def combines_adapters(self) -> bool:
-        """True: any adapter the server lists can be picked."""
-        return True
-
-    def probe_needs_image(self) -> bool:
-        """False: an OpenAI-compatible server's adapters are probed with text."""
-        return False
 
     def adapter_names(self) -> list[str]:
         if self.adapters_as() == "lora_request":

@@ -37,3 +37,91 @@ def test_a_markdown_export_reads_only_uploads_the_server_still_has(tmp_path, mon
     outside = tmp_path / "secret.png"
     outside.write_bytes(b"secret")
     assert read_upload(str(outside)) is None  # a path the browser made up is not read
+
+
+# The panel's handlers, called without a page: they take the browser's store and return what the panel shows.
+
+import json  # noqa: E402
+
+import gradio as gr  # noqa: E402
+import pytest  # noqa: E402
+
+from app.chat import history as chats  # noqa: E402
+from app.core.conversation import Conversation, ReplyVersion, Turn  # noqa: E402
+from app.web import history_panel as panel  # noqa: E402
+
+
+def answered(question: str = "What is in this picture?", reply: str = "A cat.") -> Conversation:
+    return Conversation.asking(question).with_turn(Turn.reply(ReplyVersion(text=reply)))
+
+
+def saved_store(conversation: Conversation) -> dict:
+    return panel.on_save(chats.empty_store(), conversation)[0]
+
+
+def test_a_saved_conversation_is_restored_with_its_list_entry():
+    store = saved_store(answered())
+    kept, current, messages, listed = panel.on_restore(store)
+    assert current == answered()
+    assert [m["content"] for m in messages if m["role"] == "user"] == ["What is in this picture?"]
+    assert [label for label, _ in listed.choices] == [f"{chats.title_of(answered())} · 1 turn"]
+
+
+def test_new_and_switch_change_what_is_shown_unless_a_reply_is_streaming():
+    store = saved_store(answered())
+    first = store["current"]
+    with pytest.warns(UserWarning, match="reply"):
+        assert panel.on_change(store, chats.new_chat, busy=True) == panel.UNCHANGED
+    kept, current, messages, _ = panel.on_change(store, chats.new_chat, busy=False)
+    assert kept["current"] != first and not current and messages == []
+    shown = panel.on_switch(kept, first, busy=False)
+    assert shown[0]["current"] == first and shown[1] == answered()
+    with pytest.warns(UserWarning, match="press Stop before switching"):
+        refused = panel.on_switch(kept, first, busy=True)
+    assert refused[:3] == (gr.skip(),) * 3 and refused[3].value == kept["current"]
+
+
+def test_switching_to_a_conversation_that_is_gone_keeps_the_current_one():
+    store = saved_store(answered())
+    with pytest.warns(UserWarning, match="no longer in this browser"):
+        shown = panel.on_switch(store, "no-such-chat", busy=False)
+    assert shown[:3] == (gr.skip(),) * 3 and shown[3].value == store["current"]
+
+
+def test_exports_name_the_file_after_the_title_and_an_empty_conversation_exports_nothing():
+    with pytest.warns(UserWarning, match="nothing to export"):
+        assert panel.on_export(Conversation(), "json") == ""
+    payload = json.loads(panel.on_export(answered(), "json"))
+    assert payload["name"] == "what-is-in-this-picture.json" and payload["type"] == "application/json"
+    assert chats.import_json(payload["text"])[1] == answered()
+    markdown = json.loads(panel.on_export(answered(), "markdown"))
+    assert markdown["type"] == "text/markdown" and "A cat." in markdown["text"]
+
+
+def test_an_import_adds_the_conversation_and_deletes_the_upload(tmp_path, monkeypatch):
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path / "uploads"))
+    upload = tmp_path / "uploads" / "abc" / "chat.json"
+    upload.parent.mkdir(parents=True)
+    upload.write_text(chats.export_json(answered(), "Cat"))
+    kept, current, _, listed = panel.on_import(str(upload), chats.empty_store(), busy=False)
+    assert current == answered() and "Cat · 1 turn" in [label for label, _ in listed.choices]
+    assert not upload.exists()
+
+
+def test_an_import_that_is_too_big_or_not_an_export_changes_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path / "uploads"))
+    folder = tmp_path / "uploads" / "abc"
+    folder.mkdir(parents=True)
+    big = folder / "big.json"
+    big.write_bytes(b" " * (panel.MAX_IMPORT_BYTES + 1))
+    with pytest.warns(UserWarning, match="may be at most 2,097,152 bytes"):
+        assert panel.on_import(str(big), chats.empty_store(), busy=False) == panel.UNCHANGED
+    broken = folder / "broken.json"
+    broken.write_text("{not json")
+    with pytest.warns(UserWarning, match="broken.json is not a conversation file"):
+        assert panel.on_import(str(broken), chats.empty_store(), busy=False) == panel.UNCHANGED
+    assert not big.exists() and not broken.exists()
+    waiting = folder / "waiting.json"
+    waiting.write_text(chats.export_json(answered()))
+    with pytest.warns(UserWarning, match="press Stop before switching"):
+        assert panel.on_import(str(waiting), chats.empty_store(), busy=True) == panel.UNCHANGED
