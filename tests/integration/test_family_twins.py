@@ -75,3 +75,20 @@ def test_each_twin_answers_in_its_family_format_or_refuses_an_image_when_text_on
     assert len(seen) == 1 and f"Family format: {family}:" in seen[0], (family, seen)
     for part in FORMATS[family]:
         assert part in seen[0], (family, part, seen[0])
+
+
+def test_each_image_twin_answers_three_different_questions_about_one_photo(twin_served, chelsea):
+    """The follow-up questions a new user asks (tests/integration/test_twin_answers.py's), with the chat's default
+    settings, each reply answering its own question."""
+    from tests.integration.test_twin_answers import ANSWER_TOKENS, QUESTIONS, words
+
+    family, deployment = twin_served
+    if family not in FORMATS:
+        pytest.skip(f"{family} is a text family: its image refusal is checked above")
+    replies = {}
+    for question in QUESTIONS:
+        stream = deployment.open_reply(ReplyRequest(Conversation.asking(question, [chelsea]),
+                                                    SamplingParams(max_tokens=ANSWER_TOKENS)))
+        replies[question] = "".join(stream).strip()
+    for question, accepted in QUESTIONS.items():
+        assert words(replies[question]) & set(accepted), (family, question, replies)
