@@ -47,17 +47,28 @@ class Bar:
 
 @dataclass(frozen=True)
 class Axis:
-    """value = offset + slope * y (y in pixels, down), and how many decimals its tick step deserves."""
+    """value = offset + slope * y (y in pixels, down), and the tick step between labels."""
 
     offset: float
     slope: float
-    decimals: int
+    step: float
 
     def value(self, y: float) -> float:
         return self.offset + self.slope * y
 
     def text(self, value: float) -> str:
-        shown = f"{value:.{self.decimals}f}"
+        """The value as a reading of the chart: snapped to a tenth of the tick step when that is within a pixel,
+        else to the precision one pixel gives; no trailing zeros."""
+        fine = self.step / 10
+        pixel = abs(self.slope)
+        snapped = round(value / fine) * fine if fine > 0 else value
+        if abs(snapped - value) <= pixel:
+            value, decimals = snapped, _decimals(fine)
+        else:
+            decimals = _decimals(pixel)
+        shown = f"{value:.{decimals}f}"
+        if "." in shown:
+            shown = shown.rstrip("0").rstrip(".")
         return "0" if float(shown) == 0 else shown
 
 
@@ -91,8 +102,13 @@ def number(text: str) -> float | None:
     return float(cleaned.replace(",", "").replace("%", "").lstrip("$€£").replace("-$", "-"))
 
 
-def _decimals(step: float) -> int:
-    return max(0, math.ceil(-math.log10(step)) + 1) if step > 0 else 2
+def _decimals(size: float) -> int:
+    """Decimals that show steps of this size (2.5 -> 1, 0.25 -> 2, 25 -> 0; one pixel's 0.33 -> 1)."""
+    if size <= 0:
+        return 2
+    written = f"{size:.2g}"
+    exact = "e" not in written and abs(float(written) - size) < 1e-9
+    return len(written.partition(".")[2]) if exact else max(0, math.ceil(-math.log10(size)))
 
 
 def calibrate(ticks: list[TextBox], base: float | None = None) -> Axis | None:
@@ -109,7 +125,7 @@ def calibrate(ticks: list[TextBox], base: float | None = None) -> Axis | None:
     step = float(median(steps)) if len(steps) else abs(float(values[0]))
     if base is not None and abs(offset + slope * base) < step / 2:
         offset = -slope * base  # zero exactly at the bars' base
-    return Axis(float(offset), float(slope), _decimals(step))
+    return Axis(float(offset), float(slope), step)
 
 
 def _label(bar: Bar, boxes: list[TextBox], base: float, reach: float) -> TextBox | None:

@@ -163,5 +163,5 @@ def starts_with_mark(ink, gaps: list[tuple[int, int]], height: float) -> bool:
     if rows.size == 0:
         return False
     tall, wide = rows[-1] - rows[0] + 1, cols[-1] - cols[0] + 1
-    return tall <= 0.45 * height and wide <= 0.8 * height and rows[0] > 0.15 * height and \
-        rows[-1] < ink.shape[0] - 0.15 * height
+    return bool(tall <= 0.45 * height and wide <= 0.8 * height and rows[0] > 0.15 * height
+                and rows[-1] < ink.shape[0] - 0.15 * height)
