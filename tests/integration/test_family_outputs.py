@@ -111,3 +111,37 @@ def test_video_neva_twin_says_the_ball_is_red_and_moves_right(served, tmp_path):
     frames = [line for line in text.splitlines() if line[:1].isdigit()]
     assert len(frames) == 12, text  # the family's frame count (video-neva.yaml runner_format frames)
     assert all("red" in line for line in frames), text
+
+
+@pytest.fixture(scope="module")
+def deplot_app_url(served):
+    """The web app against the Deplot twin, as `python -m app --demo --deployment deplot` serves it (the runner
+    kind), here one model of the shared server."""
+    from app.chat.context import AppConfig, AppContext
+    from app.web.ui import launch
+    from tests.conftest import free_port
+
+    port = free_port()
+    ctx = AppContext(AppConfig(triton_url=served.grpc_url, port=port, demo=True, deployment="runner",
+                               model=model_name("deplot", several=True)))
+    blocks = launch(ctx, prevent_thread_lock=True)
+    yield f"http://127.0.0.1:{port}/"
+    blocks.close()
+
+
+def test_the_openai_route_returns_deplots_table_for_a_chart_sent_as_a_data_url(deplot_app_url):
+    import base64
+    import io
+
+    import httpx
+
+    buffer = io.BytesIO()
+    bar_chart().save(buffer, format="PNG")
+    url = "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
+    reply = httpx.post(deplot_app_url + "v1/chat/completions", timeout=120, json={
+        "max_tokens": 512, "temperature": 0, "messages": [{"role": "user", "content": [
+            {"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": "Read the chart."}]}]})
+    assert reply.status_code == 200, reply.text
+    table = parse_deplot(reply.json()["choices"][0]["message"]["content"])
+    assert table.title == CHART_TITLE, reply.text
+    assert [(row[0], cell_number(row[1])) for row in table.rows] == [(label, value) for label, value, _ in CHART_BARS]
