@@ -19,6 +19,7 @@ PHOTO_MIN_SCORE = 0.85   # and on photos (stray shapes read as text score lower)
 MAX_TEXT_REGIONS = 5
 RESPACE_SCORE_DROP = 0.05  # a second reading may score this much lower and still be taken
 BACKGROUND_DIFFERENCE = 60
+MAIN_OBJECT_CONFIDENCE = 0.3  # the classifier's (group's) confidence below which the main object is not named
 
 
 class TwinOutputs:
@@ -137,12 +138,22 @@ class TwinOutputs:
         return found
 
     def main_object(self, rgb: np.ndarray) -> Grounded | None:
-        """The classifier's best label, boxed by the region unlike the picture's border (the whole picture when
-        that region is most of it, as in a photo)."""
-        labels = self.classifier().top(rgb, 1, 0.1)
+        """What the classifier is fairly sure of (a group of close labels, "a cat", counted together), boxed by
+        the region unlike the picture's border (the whole picture when that is most of it, as in a photo);
+        None when it is unsure."""
+        labels = self.classifier().top(rgb, 3, 0.05)
         if not labels:
             return None
-        return Grounded(f"a {labels[0].name}", (foreground_box(rgb),))
+        group = labels[0].group
+        confidence = sum(label.confidence for label in labels if group and label.group == group) if group \
+            else labels[0].confidence
+        if confidence < MAIN_OBJECT_CONFIDENCE:
+            return None
+        return Grounded(article(group or labels[0].name), (foreground_box(rgb),))
+
+
+def article(name: str) -> str:
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 def unmarked(text: str) -> str:

@@ -50,3 +50,16 @@ def test_the_astronauts_face_is_grounded():
 
     text = TwinOutputs("grounding")([Image.fromarray(data.astronaut())], "<grounding>An image of")
     assert text.startswith("An image of<phrase>") and "<phrase> a face</phrase><object><patch_index_" in text
+
+
+def test_text_in_a_picture_is_grounded_where_it_is():
+    from PIL import ImageDraw, ImageFont
+
+    from app.outputs.grounding import parse_grounding
+
+    image = Image.new("RGB", (512, 512), "white")
+    ImageDraw.Draw(image).text((280, 380), "EXIT", fill="black", font=ImageFont.load_default(64))
+    grounding = parse_grounding(TwinOutputs("grounding")([image], "<grounding>An image of"))
+    (phrase,) = [p for p in grounding.phrases if p.text == 'the text "EXIT"']
+    left, top, right, bottom = phrase.boxes[0].pixels(512, 512)
+    assert 260 <= left <= 300 and 370 <= top <= 410 and right >= 380 and bottom <= 470, (left, top, right, bottom)
