@@ -26,6 +26,7 @@ SATURATION = 60          # max - min channel above this: a coloured pixel
 COLOUR_STEP = 48         # colours are grouped in steps of this many levels per channel
 MIN_SHARE = 0.0015       # a bar covers at least this share of the picture
 MIN_FILL = 0.85          # and fills this share of its bounding box
+BASE_SLACK = 3           # pixels a bar's bottom may be off the bars' common base
 HEADER = ("Label", "Value")
 NUMBER = re.compile(r"^[-+−]?[$€£]?\d[\d,]*(\.\d+)?%?$|^[-+−]?[$€£]?\.\d+%?$")
 
@@ -139,6 +140,7 @@ def chart_rows(rgb: np.ndarray, boxes: list[TextBox]) -> tuple[str, tuple[str, s
     if not bars:
         return None
     base = float(median(b.y1 for b in bars))
+    bars = [b for b in bars if abs(b.y1 - base) <= BASE_SLACK]  # a legend's swatches stand apart from the base
     left = min(b.x0 for b in bars)
     top = min(b.y0 for b in bars)
     ticks = [b for b in boxes if b.x1 <= left + 2 and number(b.text) is not None]

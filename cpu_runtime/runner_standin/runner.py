@@ -52,7 +52,7 @@ class StandInRunner:
         from PIL import Image
 
         if video_path:
-            return read_frames(video_path, self.format.frames or 8)
+            return read_frames(video_path, self.format.video_frames())
         return Image.open(image_path).convert("RGB") if image_path else None
 
     def load_test_audio(self, audio_path):
@@ -110,7 +110,8 @@ class StandInRunner:
 
 
 def read_frames(path, count: int) -> list:
-    """`count` frames of the video at `path`, evenly spaced, as RGB PIL images (OpenCV reads MP4, WebM, GIF...)."""
+    """`count` frames of the video at `path`, evenly spaced (-1: all), as RGB PIL images (OpenCV reads MP4, WebM,
+    GIF...)."""
     import cv2
     from PIL import Image
 
@@ -126,5 +127,6 @@ def read_frames(path, count: int) -> list:
         capture.release()
     if not frames:
         raise ValueError("The video has no frames OpenCV can read (MP4, WebM or GIF).")
+    count = len(frames) if count < 0 else count  # -1: every frame (video-neva's num_frames)
     picks = [frames[round(i * (len(frames) - 1) / max(1, count - 1))] for i in range(min(count, len(frames)))]
     return [Image.fromarray(cv2.cvtColor(f, cv2.COLOR_BGR2RGB)) for f in picks]

@@ -71,3 +71,9 @@ def test_an_axis_needs_two_heights_and_values_growing_upwards():
 
 def test_a_picture_without_bars_says_so():
     assert deplot_table(np.full((100, 100, 3), 255, np.uint8), []) == MSG_NO_BARS
+
+
+def test_a_legend_swatch_off_the_base_is_no_bar():
+    rgb = chart((50, 60), ((220, 50, 50), (50, 160, 60)))
+    rgb[30:55, 500:525] = (220, 50, 50)  # a legend's swatch, above the plot
+    assert [row[1] for row in parse_deplot(deplot_table(rgb, ticks())).rows] == ["50", "60"]
