@@ -119,7 +119,11 @@ def calibrate(ticks: list[TextBox], base: float | None = None) -> Axis | None:
     if len({y for y, _ in points}) < 2:
         return None
     ys, values = np.array([p[0] for p in points]), np.array([p[1] for p in points])
-    slope, offset = np.polyfit(ys, values, 1)
+    # Theil-Sen: the median of the pairwise slopes, so one label boxed with a stray line does not tilt the axis
+    pairs = [(values[j] - values[i]) / (ys[j] - ys[i]) for i in range(len(ys)) for j in range(i + 1, len(ys))
+             if ys[j] != ys[i]]
+    slope = float(np.median(pairs))
+    offset = float(np.median(values - slope * ys))
     if slope >= 0:  # values must grow upwards
         return None
     steps = np.diff(np.sort(np.unique(values)))
@@ -130,7 +134,8 @@ def calibrate(ticks: list[TextBox], base: float | None = None) -> Axis | None:
 
 
 def _label(bar: Bar, boxes: list[TextBox], base: float, reach: float) -> TextBox | None:
-    under = [b for b in boxes if b.y0 >= base - 2 and abs(b.centre_x - bar.centre_x) <= reach and number(b.text) is None]
+    """The text nearest under the bar (years and other numbers too: the ticks are left of the plot)."""
+    under = [b for b in boxes if b.y0 >= base - 2 and abs(b.centre_x - bar.centre_x) <= reach]
     return min(under, key=lambda b: b.y0) if under else None
 
 
@@ -150,7 +155,7 @@ def chart_rows(rgb: np.ndarray, boxes: list[TextBox]) -> tuple[str, tuple[str, s
     reach = float(median(widths)) / 2 + (max(0.0, float(median(gaps))) / 2 if gaps else float(median(widths)))
     used, rows = set(), []
     for number_, bar in enumerate(bars, 1):
-        label = _label(bar, boxes, base, reach)
+        label = _label(bar, [b for b in boxes if b.x1 > left + 2], base, reach)
         if label is not None:
             used.add(label)
         value = axis.text(axis.value(bar.y0)) if axis else f"{(base - bar.y0):.0f}px"

@@ -91,6 +91,29 @@ def group_lines(boxes: list[TextBox]) -> list[Line]:
 INK_CONTRAST = 60  # a pixel this far from its box's median grey level is ink
 
 
+EDGE_LINE = 0.9   # an inked column (row) at the box's edge covering this share of its height (width) is a line
+
+
+def without_edge_lines(ink):
+    """The [h, w] ink mask without the lines OCR boxed along with the text at its edges (a chart's axis beside
+    its tick labels, a rule under a heading): edge columns or rows inked across nearly the whole box."""
+    ink = ink.copy()
+    if ink.size == 0:
+        return ink
+    height, width = ink.shape
+    for columns in (range(width), range(width - 1, -1, -1)):
+        for column in columns:
+            if ink[:, column].mean() < EDGE_LINE:
+                break
+            ink[:, column] = False
+    for rows in (range(height), range(height - 1, -1, -1)):
+        for row in rows:
+            if ink[row].mean() < EDGE_LINE:
+                break
+            ink[row] = False
+    return ink
+
+
 def tighten(boxes: list[TextBox], grey) -> list[TextBox]:
     """Each box shrunk to the ink inside it ([H, W] uint8 grey picture): OCR pads its boxes, which hides the
     difference in size between a heading and body text."""
@@ -103,6 +126,7 @@ def tighten(boxes: list[TextBox], grey) -> list[TextBox]:
         x1, y1 = min(width, int(np.ceil(box.x1))), min(height, int(np.ceil(box.y1)))
         crop = grey[y0:y1, x0:x1].astype(np.int16)
         ink = np.abs(crop - np.median(crop)) > INK_CONTRAST if crop.size else crop.astype(bool)
+        ink = without_edge_lines(ink)
         rows, cols = np.flatnonzero(ink.any(axis=1)), np.flatnonzero(ink.any(axis=0))
         if rows.size == 0:
             out.append(box)

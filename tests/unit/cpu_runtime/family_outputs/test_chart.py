@@ -77,3 +77,11 @@ def test_a_legend_swatch_off_the_base_is_no_bar():
     rgb = chart((50, 60), ((220, 50, 50), (50, 160, 60)))
     rgb[30:55, 500:525] = (220, 50, 50)  # a legend's swatch, above the plot
     assert [row[1] for row in parse_deplot(deplot_table(rgb, ticks())).rows] == ["50", "60"]
+
+
+def test_one_stray_tick_box_does_not_tilt_the_axis_and_year_labels_are_labels():
+    rgb = chart((50, 60), ((220, 50, 50), (50, 160, 60)))
+    boxes = ticks()
+    boxes[-1] = TextBox(40, TOP - 20, 70, TOP + 6, "100")  # boxed together with the axis line's top
+    rows = parse_deplot(deplot_table(rgb, [*boxes, *labels(("2019", "2020"))])).rows
+    assert rows == (("2019", "50"), ("2020", "60"))

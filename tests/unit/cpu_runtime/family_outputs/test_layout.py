@@ -45,3 +45,13 @@ def test_a_leading_dash_is_a_mark_and_a_leading_letter_is_not():
         crop = grey[rows[0]:rows[-1] + 1]
         ink = np.abs(crop.astype(int) - 255) > 60
         assert starts_with_mark(ink, word_gaps(ink.any(axis=0), crop.shape[0]), crop.shape[0]) is marked, text
+
+
+def test_a_line_at_the_box_edge_is_not_ink_of_the_text():
+    from cpu_runtime.family_outputs.layout import without_edge_lines
+
+    ink = np.zeros((20, 30), bool)
+    ink[8:12, 5:20] = True   # the text
+    ink[:, 29] = True        # an axis line along the box's right edge
+    cleaned = without_edge_lines(ink)
+    assert not cleaned[:, 29].any() and cleaned[8:12, 5:20].all()
