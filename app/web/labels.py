@@ -49,6 +49,9 @@ KEEP_PICTURES_LABEL = "Keep the whole conversation after a new picture"
 KEEP_PICTURES_INFO = ("Off: a message with a new picture starts what the model sees (earlier turns stay on screen), "
                       "so its reply is about that picture alone. On: the model also sees the turns before it, for "
                       "models that can hold several pictures' conversations.")
+PDF_PAGES_LABEL = "PDF pages"
+PDF_PAGES_INFO = ("Pages of an attached PDF sent as pictures, such as 1-3,5 or 4- (empty: every page, up to the "
+                  "limit). Videos are sampled to the model's frame count.")
 SEED_INFO = "Empty: a new seed for each reply. A number: the same seed and settings give the same reply."
 SEED_PLACEHOLDER = "new each reply"
 

@@ -86,7 +86,7 @@ BAD = [
     (body(messages="hi"), "messages must be a non-empty list"),
     (body(messages=[{"role": "tool", "content": "x"}]), "messages[0].role must be system, user or assistant"),
     (body(messages=[{"role": "user", "content": 5}]), "messages[0].content must be text or a list"),
-    (body(messages=[{"role": "user", "content": [{"type": "input_audio"}]}]), "only text and image_url parts"),
+    (body(messages=[{"role": "user", "content": [{"type": "input_audio"}]}]), "only text, image_url and video_url parts"),
     (body(messages=[{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://x/y.png"}}]}]),
      "the app does not fetch remote files"),
     (body(messages=[{"role": "user", "content": [{"type": "image_url", "image_url": "data:image/png;base64,@@"}]}]),
