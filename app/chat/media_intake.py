@@ -47,8 +47,11 @@ def file_kind(head: bytes) -> str:
 def _read_head(source: str | bytes) -> bytes:
     if isinstance(source, bytes):
         return source[:_HEAD]
-    with open(source, "rb") as handle:
-        return handle.read(_HEAD)
+    try:
+        with open(source, "rb") as handle:
+            return handle.read(_HEAD)
+    except OSError:  # a file that cannot be read: the picture check names the problem
+        return b""
 
 
 def _is_still_gif(source: str | bytes) -> bool:
