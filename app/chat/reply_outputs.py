@@ -65,6 +65,11 @@ def parse_reply(text: str, family: str | None = None, picture: str | bytes | Non
     return None
 
 
+def outputs_kind(outputs: ReplyOutputs) -> str:
+    """"table", "grounding" or "markdown": what a saved conversation records, to parse the reply again."""
+    return "table" if outputs.table is not None else "grounding" if outputs.grounding is not None else "markdown"
+
+
 def as_fields(outputs: ReplyOutputs | None) -> dict:
     """The structured fields an API returns: `table` {title, header, rows, csv}, `grounding` {text, phrases:
     [{text, start, end, boxes: [[x1, y1, x2, y2], ...]}]} (boxes normalised to the picture, 0..1), `markdown`."""

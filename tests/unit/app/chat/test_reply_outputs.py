@@ -54,3 +54,27 @@ def test_prose_stays_prose(prose):
 
 def test_markup_without_objects_is_prose():
     assert parse_reply("<patch_index_0001> stray token and nothing grounded") is None
+
+
+def test_a_saved_conversation_keeps_its_frames_and_parses_its_replies_again(tmp_path, monkeypatch):
+    from app.chat.history import conversation_dict, conversation_of, kept_pictures
+    from app.chat.media_intake import media_for
+    from app.core.conversation import Conversation, ReplyVersion, Turn
+    from tests.media import ball_video
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path / "uploads"))
+    video = media_for(str(ball_video(tmp_path / "ball.gif", frames=10)))
+    grounded = FACTS["kosmos2"]["documented_example"]["text"]
+    page = "Only words of a page."
+    conversation = Conversation((
+        Turn.user("Where?", (video,)), Turn.reply(ReplyVersion(grounded, outputs=parse_reply(grounded))),
+        Turn.user("Read"), Turn.reply(ReplyVersion(page, outputs=parse_reply(page, family="nougat"))),
+        Turn.user("Hi"), Turn.reply(ReplyVersion("Hello.")),
+    ))
+    back = conversation_of(conversation_dict(conversation))
+    assert back.turns[0].media[0].frames == video.frames and back.turns[0].media[0].detail == video.detail
+    assert back.turns[1].current.outputs.grounding == parse_reply(grounded).grounding
+    assert back.turns[1].current.outputs.picture == video.frames[-1]  # the boxes go on the message's last picture
+    assert back.turns[3].current.outputs.markdown == page  # a Nougat page stays one without its family
+    assert back.turns[5].current.outputs is None
+    gone = kept_pictures(back, lambda path: False)
+    assert gone.turns[0].media[0].frames == () and gone.turns[0].media[0].name == "ball.gif"
