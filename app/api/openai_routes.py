@@ -42,9 +42,8 @@ from app.api.openai_schema import (
 )
 from app.api.stream_pump import DeltaPump
 from app.chat.context import AppContext
-from app.chat.media_intake import media_for
 from app.chat.reply_outputs import parse_reply
-from app.chat.turns import open_stream, served_family, takes_video, validate_user_text
+from app.chat.turns import check_new_turn, open_stream, served_family, validate_user_text
 from app.core.constants import API_MAX_BODY_BYTES
 from app.core.conversation import VIDEO, Conversation
 from app.core.errors import (
@@ -198,14 +197,10 @@ class OpenAIApi:
         the served family's frame count, checked against every limit first)."""
         last = chat.conversation.turns[-1]
         validate_user_text(last.text)
-        unread = [m for m in last.media if m.kind == VIDEO and not m.frames and m.data is not None]
-        if unread:
-            media = tuple(media_for(m.data, name=m.name, family=served_family(self.ctx),
-                                    takes_video=takes_video(self.ctx)) if m in unread else m for m in last.media)
+        if any(m.kind == VIDEO and not m.frames for m in last.media):
+            media = check_new_turn(self.ctx, last.text, last.media)
             turns = (*chat.conversation.turns[:-1], replace(last, media=media))
             chat = replace(chat, conversation=Conversation(turns))
-            pictures = [p for m in media for p in m.pictures]
-            self.ctx.deployment.check_images(pictures, last.text)
         return open_stream(self.ctx, chat.conversation, chat.params, chat.system_prompt, chat.adapter,
                            stop=chat.stop, min_tokens=chat.min_tokens)
 

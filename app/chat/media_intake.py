@@ -91,13 +91,17 @@ def _key(source: str | bytes, extra: str) -> str:
     return digest.hexdigest()[:24]
 
 
-def video_media(source: str | bytes, name: str, frame_count: int, takes_video: bool = False) -> Media:
-    """A video sampled to `frame_count` frames (InvalidVideo for one over a limit)."""
+def video_media(source: str | bytes, name: str, frame_count: int, takes_video: bool = False,
+                fitted: bool = False) -> Media:
+    """A video sampled to `frame_count` frames (InvalidVideo for one over a limit); `fitted`: fewer frames than
+    the family takes, as many as the deployment takes pictures in one message (said in `detail`)."""
     video = sample_video(source, frame_count, name=name)
     frames = _save(video.frames, _key(source, f"video/{frame_count}"), "frame")
     info = video.info
     length = f"{info.seconds:.1f} s, " if info.seconds is not None else ""
     how = "sent as the model's video input" if takes_video else f"sent as {len(frames)} pictures"
+    if fitted:
+        how += " (as many as the deployment takes in one message)"
     detail = f"{info.format} video ({length}{info.frame_count} frames): {len(frames)} frames sampled evenly, {how}"
     path, data = (None, source) if isinstance(source, bytes) else (str(source), None)
     return Media(name=name, path=path, data=data, kind=VIDEO, frames=frames, labels=tuple(time_labels(video)),
@@ -116,12 +120,14 @@ def pdf_media(source: str | bytes, name: str, pages: str | None = None) -> Media
 
 
 def media_for(source: str | bytes, name: str | None = None, family: str | None = None, takes_video: bool = False,
-              pages: str | None = None) -> Media:
-    """One uploaded file as media: a picture (unchanged), a video's sampled frames, a PDF's pages."""
+              pages: str | None = None, frame_count: int | None = None) -> Media:
+    """One uploaded file as media: a picture (unchanged), a video's sampled frames (the family's count, or
+    `frame_count` to fit a deployment that takes fewer pictures), a PDF's pages."""
     name = name or (Path(source).name if isinstance(source, str) else "the upload")
     kind = file_kind(_read_head(source))
     if kind == PDF:
         return pdf_media(source, name, pages)
     if kind == VIDEO and not (video_format(_read_head(source)) == "GIF" and _is_still_gif(source)):
-        return video_media(source, name, family_video_frames(family), takes_video)
+        fitted = frame_count is not None and frame_count < family_video_frames(family)
+        return video_media(source, name, frame_count if fitted else family_video_frames(family), takes_video, fitted)
     return Media(name=name, path=source, kind=IMAGE) if isinstance(source, str) else Media(name=name, data=source)

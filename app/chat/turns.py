@@ -28,8 +28,8 @@ from app.core.constants import (
     MAX_CONVERSATION_MESSAGES,
     MAX_PROMPT_CHARS,
 )
-from app.core.conversation import ContextPolicy, Conversation, Media, ReplyVersion, Turn
-from app.core.errors import ChatError, InvalidRequest
+from app.core.conversation import VIDEO, ContextPolicy, Conversation, Media, ReplyVersion, Turn
+from app.core.errors import ChatError, InvalidRequest, TooManyImages
 from app.core.messages import MSG_CONVERSATION_TOO_LONG, MSG_CONVERSATION_TOO_MANY_MESSAGES, MSG_STOPPED
 from app.core.sampling import SamplingParams
 from app.deployments.base import ReplyRequest, check_adapter_name
@@ -63,11 +63,46 @@ def takes_video(ctx: AppContext) -> bool:
     return bool(declared()) if callable(declared) else False
 
 
-def message_media(ctx: AppContext, files: Sequence[str | bytes], pages: str | None = None) -> tuple[Media, ...]:
-    """The files of a message as media: videos sampled to the served family's frame count, PDFs rendered (the
-    page range `pages`, else every page up to the limit); InvalidImage (a video or PDF over a limit) first."""
+def message_media(ctx: AppContext, files: Sequence[str | bytes | Media], pages: str | None = None,
+                  frame_count: int | None = None) -> tuple[Media, ...]:
+    """The files of a message as media: videos sampled to the served family's frame count (or `frame_count`),
+    PDFs rendered (the page range `pages`, else every page up to the limit); media already read stays, a video
+    not read yet (an API's video part) is read. InvalidImage (a video or PDF over a limit) first."""
     family, video = served_family(ctx), takes_video(ctx)
-    return tuple(media_for(file, family=family, takes_video=video, pages=pages) for file in files or ())
+
+    def read(item: str | bytes | Media) -> Media:
+        if isinstance(item, Media):
+            if item.kind != VIDEO or item.frames or item.source is None:
+                return item
+            return media_for(item.source, name=item.name, family=family, takes_video=video, frame_count=frame_count)
+        return media_for(item, family=family, takes_video=video, pages=pages, frame_count=frame_count)
+    return tuple(read(item) for item in files or ())
+
+
+def check_new_turn(ctx: AppContext, text: str, files: Sequence[str | bytes | Media] | None,
+                   pages: str | None = None) -> tuple[Media, ...]:
+    """Refuse a message before it enters the conversation: bad text, a video or PDF over a limit, pictures a
+    deployment cannot take. The message's media (read once: a video sampled, a PDF rendered); a video sent as
+    frames to a deployment that takes fewer pictures is sampled to as many as fit."""
+    validate_user_text(text)
+    media = message_media(ctx, files or (), pages)
+    try:
+        check_pictures(ctx, media, text)
+    except TooManyImages as exc:
+        videos = [m for m in media if m.kind == VIDEO and not m.as_video and m.source is not None]
+        room = (exc.limit or 0) - sum(len(m.pictures) for m in media if m not in videos)
+        if not videos or exc.limit is None or room < len(videos):
+            raise
+        media = message_media(ctx, [Media(m.name, m.path, m.data, VIDEO) if m in videos else m for m in media],
+                              pages, frame_count=room // len(videos))
+        check_pictures(ctx, media, text)
+    return media
+
+
+def check_pictures(ctx: AppContext, media: Sequence[Media], text: str) -> None:
+    pictures = [picture for item in media for picture in item.pictures]
+    if pictures:
+        ctx.deployment.check_images(pictures, text)  # raises with the specific message
 
 
 def media_figures(figures: str, conversation: Conversation) -> str:
@@ -75,19 +110,6 @@ def media_figures(figures: str, conversation: Conversation) -> str:
     frames): 12 frames sampled evenly, sent as 12 pictures")."""
     details = [m.detail for turn in conversation.turns if not turn.is_reply for m in turn.media if m.detail]
     return " · ".join([figures, *details[-2:]]) if details else figures
-
-
-def check_new_turn(ctx: AppContext, text: str, files: Sequence[str | bytes | Media] | None,
-                   pages: str | None = None) -> tuple[Media, ...]:
-    """Refuse a message before it enters the conversation: bad text, a video or PDF over a limit, pictures a
-    deployment cannot take. The message's media (read once: a video sampled, a PDF rendered)."""
-    validate_user_text(text)
-    media = tuple(f for f in files or () if isinstance(f, Media)) + \
-        message_media(ctx, [f for f in files or () if not isinstance(f, Media)], pages)
-    pictures = [picture for item in media for picture in item.pictures]
-    if pictures:
-        ctx.deployment.check_images(pictures, text)  # raises with the specific message
-    return media
 
 
 def without_last_reply(conversation: Conversation) -> Conversation:

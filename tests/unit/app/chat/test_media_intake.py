@@ -76,3 +76,26 @@ def test_limits_refuse_with_a_sentence(tmp_path):
         media_for(str(long_video))
     with pytest.raises(InvalidDocument, match="not a page range"):
         media_for(pdf_of_pages([page_with_heading("A")]), name="a.pdf", pages="two")
+
+
+def test_a_video_is_sampled_to_as_many_frames_as_the_deployment_takes(tmp_path, monkeypatch):
+    """The OpenAI-compatible kind takes 8 pictures a message (no server asked): Video NeVA's 12 frames become 7
+    next to one picture, said in what was sent; a message with no room for one frame is refused as before."""
+    from dataclasses import replace
+
+    from app.adapters.registry import AdapterRegistry
+    from app.chat.context import AppConfig, AppContext
+    from app.chat.turns import check_new_turn
+    from app.core.errors import TooManyImages
+    from app.deployments.openai_compat.deployment import OpenAICompatDeployment
+    ctx = AppContext(AppConfig(triton_url="127.0.0.1:1"))
+    ctx.deployment = OpenAICompatDeployment("http://127.0.0.1:9", AdapterRegistry(tmp_path / "adapters"))
+    monkeypatch.setattr(OpenAICompatDeployment, "family", "video-neva", raising=False)
+    video = str(ball_video(tmp_path / "ball.gif", frames=30))
+    picture = str(shape_picture(tmp_path / "circle.png"))
+    picture_media, video_media = check_new_turn(ctx, "What moves?", [picture, video])
+    assert len(video_media.frames) == 7 and "(as many as the deployment takes in one message)" in video_media.detail
+    assert picture_media.pictures == (picture,)
+    with pytest.raises(TooManyImages, match="at most 8 image"):
+        check_new_turn(ctx, "What moves?", [picture] * 8 + [video])
+    assert replace(video_media, frames=()).pictures == ()
