@@ -64,7 +64,7 @@ EXPORT_JSON, EXPORT_MARKDOWN, IMPORT_JSON = "Export JSON", "Export Markdown", "I
 # Compare tab
 COMPARE_INTRO = ("One prompt, streamed at the same time through each chosen model/adapter; an image, when given, "
                  "goes to every column.")
-COMPARE_IMAGE_LABEL = "Images (optional)"
+COMPARE_IMAGE_LABEL = "Images or a video (optional)"
 COMPARE_IMAGE_HEIGHT = 120
 COMPARE_NONE = "(none)"
 COMPARE_UNUSED = "not used: pick a model or adapter above"
