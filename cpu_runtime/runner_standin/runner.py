@@ -26,6 +26,8 @@ class StandInRunner:
         self.model_type = self.format.model_type
         self.llm, self.tokenizer = self.load_llm(engine / "llm")
         self.vision = self.load_vision(engine / "vision")
+        self.output = self.load_output(engine / "vision") if self.format.twin_output else None
+        self._raw: list = []
         self.prompt_format = self.format.describe(self.format.visual_tokens(*(self.format.image_size or (0, 0))))
         self.last_visual_tokens = 0
 
@@ -36,6 +38,12 @@ class StandInRunner:
 
     def load_vision(self, folder: Path):
         """see(list of RGB PIL images) -> token ids of what they show."""
+        raise NotImplementedError
+
+    def load_output(self, folder: Path):
+        """output(list of RGB PIL images as sent, prompt text) -> the family's own reply (its format's
+        twin_output: Nougat's markdown, Deplot's table, Kosmos-2's grounded text, Video NeVA's frames), or None
+        when the LLM answers instead."""
         raise NotImplementedError
 
     # ---- the runner's methods ---------------------------------------------------------------------------
@@ -64,6 +72,7 @@ class StandInRunner:
             video = " or a video" if self.format.frames else ""
             raise ValueError(MSG_NO_PICTURE.format(family=self.format.family, video=video))
         pre_prompt, post_prompt = self.format.parts(input_text)
+        self._raw = list(raw_image) if isinstance(raw_image, list | tuple) else [raw_image]
         image = self._prepared(raw_image)
         width, height = image[0].size
         self.last_visual_tokens = self.format.visual_tokens(height, width)
@@ -71,7 +80,11 @@ class StandInRunner:
 
     def generate(self, pre_prompt, post_prompt, image, decoder_input_ids, max_new_tokens, other_vision_inputs={},  # noqa: B006
                  other_audio_inputs={}, other_decoder_inputs={}):  # noqa: B006 - the late runner's signature
-        """[[text]] for batch slot 0, beam 0: the LLM's answer to the family's prompt with the picture's rows."""
+        """[[text]] for batch slot 0, beam 0: the LLM's answer to the family's prompt with the picture's rows, or
+        the family's own output (twin_output) from the pictures as sent."""
+        text = self.output(self._raw or list(image), pre_prompt + post_prompt) if self.output is not None else None
+        if text is not None:
+            return [[text] for _ in range(int(self.args.batch_size))]
         rows = self.vision(image)
         encode = lambda text: self.tokenizer.encode(text, add_special_tokens=False) if text else []  # noqa: E731
         ids = self.chat_ids(encode(pre_prompt) + list(rows) + encode(post_prompt))
