@@ -106,10 +106,14 @@ def check_pictures(ctx: AppContext, media: Sequence[Media], text: str) -> None:
 
 
 def media_figures(figures: str, conversation: Conversation) -> str:
-    """The figures line with how the message's videos and PDFs went to the model ("MP4 video (2.0 s, 48
+    """The figures line with how the new message's videos and PDFs went to the model ("GIF video (3.0 s, 30
     frames): 12 frames sampled evenly, sent as 12 pictures")."""
-    details = [m.detail for turn in conversation.turns if not turn.is_reply for m in turn.media if m.detail]
-    return " · ".join([figures, *details[-2:]]) if details else figures
+    details: list[str] = []
+    for turn in reversed(conversation.turns):
+        if turn.is_reply:
+            break
+        details[:0] = [m.detail for m in turn.media if m.detail]
+    return " · ".join([figures, *details]) if details else figures
 
 
 def without_last_reply(conversation: Conversation) -> Conversation:

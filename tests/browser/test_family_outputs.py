@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 
+import pytest
 from PIL import Image
 from skimage import data as skimage_data
 
@@ -15,6 +16,7 @@ from app.chat.history import FORMAT, VERSION
 from app.chat.media_intake import upload_root
 from app.outputs.grounding import grounded_phrase
 from app.outputs.grounding_picture import phrase_colour
+from setup.cpu.runner_demo import model_name, write_runner_demo_repository
 from tests.browser.chat_helpers import (
     ask,
     bot_texts,
@@ -24,21 +26,23 @@ from tests.browser.chat_helpers import (
     user_texts,
     wait_until,
 )
+from tests.conftest import _serve_repository, _triton_or_fail, app_tab, free_port
+from tests.family_media import CHART_BARS, CHART_TITLE, PAGE_HEADING, bar_chart, document_page
 from tests.media import ball_video, page_with_heading, pdf_of_pages
 
 CHART = "TITLE | Sales <0x0A> Year | Sales <0x0A> 2021 | 12 <0x0A> 2022 | 30"
 PAGE = "# Results\n\nThe method works on small pages.\n\n- fast\n- small"
 
 
-def attach(page, path, question: str) -> str:
+def attach(page, path, question: str, timeout: float = 240) -> str:
     """Attach a file, ask, and return the settled reply."""
     replies = len(bot_texts(page))
     page.set_input_files("#chat-input input[type=file]", str(path))
     wait_until(lambda: "Uploading" not in page.locator("#chat-input").inner_text() and
                page.locator("#chat-input .thumbnail-item, #chat-input img").count() > 0, what="the upload")
     ask(page, question)
-    wait_until(lambda: len(bot_texts(page)) > replies, timeout=240, what="the reply to start")
-    return settled_reply(page, timeout=240)
+    wait_until(lambda: len(bot_texts(page)) > replies, timeout=timeout, what="the reply to start")
+    return settled_reply(page, quiet=30, timeout=timeout)
 
 
 def user_pictures(page) -> list[str]:
@@ -113,3 +117,87 @@ def test_table_boxes_and_markdown_replies_render(page, tmp_path):
     wait_until(lambda: code.count() == 1 and code.is_visible(), what="the markdown source")
     assert "# Results" in code.inner_text() and "- fast" in code.inner_text()
     shutil.rmtree(folder, ignore_errors=True)
+
+
+# ---- through the families' CPU twins (`python -m app --demo --deployment <family>`: the runner kind) ------------
+TWINS = ("nougat", "deplot", "kosmos-2", "video-neva")
+TWIN_REPLY_SECONDS = 300  # a twin's whole reply at once on a loaded 2-core machine
+
+
+@pytest.fixture(scope="module")
+def twins(tmp_path_factory, cpu_model_dir):
+    """One tritonserver with the four twins as runner-<family> models."""
+    tmp = tmp_path_factory.mktemp("family-twins")
+    endpoints = _triton_or_fail(lambda: _serve_repository(
+        tmp, write_runner_demo_repository(tmp / "repo", TWINS, log=lambda *_: None)))
+    yield endpoints
+    endpoints.process.stop()
+
+
+@pytest.fixture
+def twin_page(request, twins, browser_context):
+    """A tab on the app served as the runner kind against one twin (the family the test names)."""
+    from app.chat.context import AppConfig, AppContext
+    from app.web.ui import launch
+
+    family = request.param
+    port = free_port()
+    ctx = AppContext(AppConfig(triton_url=twins.grpc_url, port=port, demo=True, deployment="runner",
+                               model=model_name(family, several=True)))
+    blocks = launch(ctx, prevent_thread_lock=True)
+    try:
+        with app_tab(browser_context, (ctx, f"http://127.0.0.1:{port}/"), timeout_ms=60_000) as page:
+            yield page
+    finally:
+        blocks.close()
+
+
+def twin_reply(page, path, question: str) -> str:
+    return attach(page, path, question, timeout=TWIN_REPLY_SECONDS)
+
+
+@pytest.mark.parametrize("twin_page", ["deplot"], indirect=True)
+def test_the_deplot_twin_answers_a_chart_with_a_table_of_its_values(twin_page, tmp_path):
+    chart = tmp_path / "chart.png"
+    bar_chart().save(chart)
+    twin_reply(twin_page, chart, "Generate underlying data table of the figure below:")
+    table = twin_page.locator("#chatbot .message.bot table")
+    wait_until(lambda: table.count() == 1, what="the table")
+    cells = table.locator("td").all_inner_texts()
+    assert [cells[i] for i in range(0, len(cells), 2)] == [label for label, _, _ in CHART_BARS], cells
+    for (label, value, _), shown in zip(CHART_BARS, cells[1::2], strict=True):
+        assert abs(float(shown) - value) <= 2.0, (label, value, shown)
+    assert twin_page.locator("#chatbot .message.bot", has_text=".csv").count() >= 1
+    assert CHART_TITLE in twin_page.locator("#chatbot .message.bot").first.inner_text()
+
+
+@pytest.mark.parametrize("twin_page", ["nougat"], indirect=True)
+def test_the_nougat_twin_answers_a_pdf_page_with_markdown_and_its_heading(twin_page, tmp_path):
+    pdf = tmp_path / "report.pdf"
+    pdf.write_bytes(pdf_of_pages([document_page()]))
+    twin_reply(twin_page, pdf, "Convert this page to markdown.")
+    heading = twin_page.locator("#chatbot .message.bot h1")
+    wait_until(lambda: heading.count() == 1, what="the heading")
+    assert heading.inner_text() == PAGE_HEADING
+    assert twin_page.locator("#chatbot .message.bot details.copy-markdown").count() == 1
+
+
+@pytest.mark.parametrize("twin_page", ["kosmos-2"], indirect=True)
+def test_the_kosmos2_twin_boxes_the_astronauts_face(twin_page, tmp_path):
+    astronaut = tmp_path / "astronaut.png"
+    Image.fromarray(skimage_data.astronaut()).save(astronaut)
+    twin_reply(twin_page, astronaut, "Describe this picture.")
+    face = twin_page.locator("#chatbot mark.grounded-phrase", has_text="a face")
+    wait_until(lambda: face.count() == 1, what="the grounded face")
+    assert not any("patch_index" in text for text in bot_texts(twin_page))
+    drawn = twin_page.locator("#chatbot .message.bot img").first
+    wait_until(lambda: drawn.evaluate("i => i.complete && i.naturalWidth") == 512, what="the picture with its boxes")
+
+
+@pytest.mark.parametrize("twin_page", ["video-neva"], indirect=True)
+def test_the_video_neva_twin_says_the_ball_is_red(twin_page, tmp_path):
+    video = ball_video(tmp_path / "ball.gif", frames=30)
+    reply = twin_reply(twin_page, video, "What happens in this video?")
+    wait_until(lambda: any("frames.png" in src for src in user_pictures(twin_page)), what="the strip")
+    assert "red" in reply.splitlines()[0].lower(), reply
+    assert "12 frames sampled evenly, sent as the model's video input" in reply.splitlines()[-1], reply
