@@ -83,7 +83,10 @@ class StandInRunner:
         """[[text]] for batch slot 0, beam 0: the LLM's answer to the family's prompt with the picture's rows, or
         the family's own output (twin_output) from the pictures as sent."""
         text = self.output(self._raw or list(image), pre_prompt + post_prompt) if self.output is not None else None
-        if text is not None:
+        if text is not None:  # bounded like a generation: at most max_new_tokens of the tokenizer's tokens
+            ids = self.tokenizer.encode(text, add_special_tokens=False)
+            if len(ids) > int(max_new_tokens):
+                text = self.tokenizer.decode(ids[:int(max_new_tokens)])
             return [[text] for _ in range(int(self.args.batch_size))]
         rows = self.vision(image)
         encode = lambda text: self.tokenizer.encode(text, add_special_tokens=False) if text else []  # noqa: E731
