@@ -45,6 +45,7 @@ def test_the_families_with_a_twin_come_from_the_data():
     assert {"cpu-ocr", "internlm-xcomposer2", "kosmos-2", "fuyu", "video-neva"} <= set(twins)
     assert twins["kosmos-2"].kind == "runner" and twins["kosmos-2"].demo == "kosmos-2"
     assert twins["cpu-ocr"].demo == "engine" and twins["internlm-xcomposer2"].demo == "xcomposer2"
+    assert twins["llava-1.5"].kind == "engine" and twins["llava-1.5"].demo == "llava-1.5"  # a template twin
     assert twins["internlm-xcomposer2"].model_adapter  # the twin's Partial LoRA, from xcomposer2_demo.yaml
 
 
@@ -59,8 +60,8 @@ def test_every_twin_is_one_the_command_line_starts():
 def test_a_family_without_a_twin_gets_a_sentence_naming_those_with_one(tmp_path):
     handlers = _handlers(tmp_path)
     with pytest.raises(gr.Error) as refused:
-        handlers.on_demo("llava-1.5", 8000, 8001, _admin())
-    assert str(refused.value.message) == MSG_NO_TWIN.format(family="llava-1.5", known=", ".join(sorted(cpu_twins())))
+        handlers.on_demo("no-such-family", 8000, 8001, _admin())
+    assert refused.value.message == MSG_NO_TWIN.format(family="no-such-family", known=", ".join(sorted(cpu_twins())))
     assert handlers.service.deployment.state == "stopped"  # nothing started
 
 
@@ -114,8 +115,8 @@ def test_the_api_starts_the_twin_and_reports_its_state(tmp_path, taken_port):
     assert result["family"] == "fuyu" and result["state"] == "failed" and result["grpc_url"] is None
     assert f"port {taken_port}" in result["message"]
     with pytest.raises(gr.Error) as refused:
-        api.build_demo("gpt", 8000, 8001, 0, _admin())
-    assert "gpt has no CPU twin yet" in refused.value.message
+        api.build_demo("no-such-family", 8000, 8001, 0, _admin())
+    assert "no-such-family has no CPU twin yet" in refused.value.message
 
 
 def test_the_chat_retargets_with_the_twins_kind_model_and_adapters(tmp_path):
