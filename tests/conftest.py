@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.server_groups import TestNeeds, group_summary, server_groups
+from tests.server_scheduling import write_groups
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -116,6 +117,7 @@ def pytest_addoption(parser) -> None:
                           "each holds")
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist adds the group to each test id, and before -m deselects
 def pytest_collection_modifyitems(config, items) -> None:
     """Markers by folder: tests/integration/* are `integration`, tests/browser/* also `browser`; each server and
     browser test gets the `xdist_group` of the servers it shares (tests/server_groups.py), so that a parallel
@@ -131,8 +133,20 @@ def pytest_collection_modifyitems(config, items) -> None:
     for item in items:
         if item.nodeid in groups:
             item.add_marker(pytest.mark.xdist_group(groups[item.nodeid]))
+    if hasattr(config, "workerinput") and config.getvalue("loadgroup"):
+        write_groups(Path(os.environ[RUN_TMP_ENV]), groups)
     if config.getoption("server_groups") and not hasattr(config, "workerinput"):
         config._server_groups = groups
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadgroup` by the groups the workers wrote (tests/server_scheduling.py says why)."""
+    if config.getvalue("dist") == "loadgroup":
+        from tests.server_scheduling import ServerGroupScheduling
+
+        return ServerGroupScheduling(config, log, folder=Path(os.environ[RUN_TMP_ENV]))
+    return None
 
 
 def pytest_collection_finish(session) -> None:

@@ -2,7 +2,7 @@
 
 Each worker is a pytest session of its own, so a session fixture starts once per worker that uses it. A test gets
 an `xdist_group` named for the servers it shares, so that every test of a shared server runs on one worker and
-the server still starts once:
+the server still starts once (tests/server_scheduling.py hands the groups to xdist):
 
 - the tests of one module stay together (module fixtures start one server for the module);
 - the tests that use one of `ONE_WORKER`'s fixtures stay together, with every module they are in (the servers
