@@ -27,6 +27,13 @@ class FamilyFormat:
     max_patches: int = 0
     frames: int = 0                  # a video of this many frames (Video NeVA)
     image_marker: str = "<image>"    # how the figures show the picture's place (Phi-3's <|image_1|>)
+    twin_output: str = ""            # the family's own output the twin gives instead of chat (markdown, ...)
+    num_frames: int = 0              # builder_config.num_frames, what video-neva's runner reads (-1: all frames)
+
+    def video_frames(self) -> int:
+        """How many frames of a video the runner reads: the visual config's num_frames, else the family's
+        frame count, else 8 (llava-onevision's video_num_frames default)."""
+        return self.num_frames or self.frames or 8
 
     def question_text(self, asked: str | None) -> str:
         if self.question == "fixed":
@@ -72,4 +79,6 @@ def read_format(vision_dir: str | Path) -> FamilyFormat:
         default_question=str(raw.get("default_question", "")),
         image_size=tuple(int(v) for v in size) if size else None, tokens=int(raw.get("tokens") or 0),
         patch=int(raw.get("patch") or 0), max_patches=int(raw.get("max_patches") or 0),
-        frames=int(raw.get("frames") or 0), image_marker=str(raw.get("image_marker", "<image>")))
+        frames=int(raw.get("frames") or 0), image_marker=str(raw.get("image_marker", "<image>")),
+        twin_output=str(raw.get("twin_output", "")),
+        num_frames=int(config["builder_config"].get("num_frames") or 0))

@@ -34,6 +34,11 @@ class RunnerStream(TokenStream):
         return " · ".join(parts)
 
     @property
+    def whole_reply(self) -> bool:
+        """The runner sent its reply at once (the recorded runners cannot stream)."""
+        return self.details.get("reply_mode") == "whole reply"
+
+    @property
     def finish_reason(self) -> str | None:
         reason = self.details.get("finish_reason")
         return None if self.cancelled or not reason else reason
