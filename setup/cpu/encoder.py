@@ -52,7 +52,7 @@ def build_cpu_encoder(family: Family, max_num_images: int, hidden_size: int, roo
         "perception": family.extra.get("perception", {}),
         **({"twin": dict(twin)} if twin else {}),
     }
-    tmp = out / "config.json.tmp"
+    tmp = out / f"config.json.{os.getpid()}.tmp"  # its own: several processes may write it at once
     tmp.write_text(json.dumps(config, indent=2) + "\n")
     tmp.replace(out / "config.json")
     return out
