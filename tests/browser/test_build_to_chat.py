@@ -6,9 +6,8 @@ from PIL import Image
 from app.chat.context import AppConfig, AppContext
 from app.deployments.runner.deployment import RunnerDeployment
 from app.web.build_logic import family_choices
+from app.web.pages.build import twin_of
 from app.web.ui import build_app
-from setup.cpu.messages import MSG_NO_TWIN
-from setup.cpu.twins import cpu_twins
 from tests.browser.chat_helpers import ask_about_image
 from tests.conftest import free_port, grant_access
 
@@ -31,8 +30,7 @@ def pick_family(page, name: str) -> None:
 
 
 def test_launch_the_chosen_familys_twin_from_the_build_page_then_chat(browser_context, fresh_app, tmp_path):
-    """A family without a twin (while there is one) gets the sentence naming those with one; Kosmos-2 picked, the
-    button starts its runner twin (not the cpu-ocr demo), the page says so, and the chat (the runner kind) answers
+    """The CPU twin offered follows the form's family; Kosmos-2 picked, the button starts its runner twin (not the cpu-ocr demo), the page says so, and the chat (the runner kind) answers
     an image question."""
     from skimage import data
 
@@ -50,12 +48,9 @@ def test_launch_the_chosen_familys_twin_from_the_build_page_then_chat(browser_co
         http, grpc = free_port(), free_port()
         page.locator("#build-http-port input").fill(str(http))
         page.locator("#build-grpc-port input").fill(str(grpc))
-        lacking = [(name, family) for name, family in family_choices() if family not in cpu_twins()]
-        if lacking:  # a family of the form with no twin yet: the sentence naming those with one
-            pick_family(page, lacking[0][0])
-            page.click("#build-cpu-demo")
-            page.wait_for_selector(f"text={MSG_NO_TWIN.format(family=lacking[0][1], known=', '.join(sorted(cpu_twins())))}")
+        assert page.input_value("#build-cpu-twin input") == twin_of(family_choices()[0][1])  # the first family's
         pick_family(page, "Kosmos-2")
+        page.wait_for_function("document.querySelector('#build-cpu-twin input').value === 'kosmos-2'")
         page.click("#build-cpu-demo")
         page.wait_for_function("document.querySelector('#build-server').innerText.includes('CPU twin of kosmos-2')")
         page.wait_for_selector("#build-open-chat", state="visible", timeout=400_000)

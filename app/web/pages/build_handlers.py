@@ -159,8 +159,8 @@ class BuildHandlers:
         return self.service.deployment.message
 
     def on_demo(self, family, http_port, grpc_port, request: gr.Request):
-        """Start the CPU twin of the family chosen in the form (the cpu-ocr demo, the XComposer2 twin or a runner
-        twin); the chat then talks to it with the deployment kind and model it needs."""
+        """Start the CPU twin chosen beside the button (it follows the form's family; any twin, the cpu-ocr demo
+        too); the chat then talks to it with the deployment kind and model it needs."""
         require_access(self.ctx, request)
         self.start_twin(family, http_port, grpc_port)
         return self.service.deployment.message
