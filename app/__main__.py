@@ -29,6 +29,7 @@ from setup.cli_types import (
     positive_int,
     raise_interrupt,
 )
+from setup.cpu.family_twins import template_twins
 from setup.cpu.runner_demo import runner_families
 from setup.workspace import WorkspaceError, check_root
 
@@ -37,6 +38,8 @@ XCOMPOSER2_DEMO = "xcomposer2"  # --demo --deployment: the InternLM-XComposer2 t
 # --demo --deployment <family>: the runner twin of a family only TensorRT-LLM's run.py served (the runner kind)
 RUNNER_TWINS = runner_families()  # from the family files (triton.topology: runner)
 RUNNER_MODEL = "multimodal_runner"
+# --demo --deployment <family>: the twin of a family the backend's own templates serve (the engine kind)
+TEMPLATE_TWINS = template_twins()  # from the family files (triton.template: multimodal or inflight_batcher_llm)
 
 
 def _workspace_root(text: str) -> str:
@@ -86,11 +89,13 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--openai", type=http_url, metavar="URL", help=HELP["openai_url"])
     parser.add_argument("--api-key-file", type=_readable_file, metavar="FILE", help=HELP["api_key_file"])
     parser.add_argument("--adapters-as", choices=ADAPTERS_AS, help=HELP["adapters_as"])
-    parser.add_argument("--deployment", choices=(*DEPLOYMENTS, XCOMPOSER2_DEMO, *RUNNER_TWINS),
+    parser.add_argument("--deployment", choices=(*DEPLOYMENTS, XCOMPOSER2_DEMO, *RUNNER_TWINS, *TEMPLATE_TWINS),
                         default=AppConfig.deployment,
                         help=HELP["deployment"] + " With --demo: which CPU demo repository to serve (default engine; "
                         f"{XCOMPOSER2_DEMO}: the InternLM-XComposer2 topology's CPU twin, served as the engine kind; "
-                        "a family name such as kosmos-2: that family's runner twin, served as the runner kind).")
+                        "a family name such as kosmos-2: that family's runner twin, served as the runner kind; "
+                        "such as llava-1.5 or llama: that family's twin in its own template, served as the engine "
+                        "kind).")
     parser.add_argument("--model-adapter", metavar="NAME", help=HELP["model_adapter"])
     parser.add_argument("--server-adapters-dir", metavar="FOLDER", help=HELP["server_adapters_dir"])
     parser.add_argument("--port", type=port_number, default=AppConfig.port, help=HELP["port"] + " (default 7860)")
@@ -150,6 +155,9 @@ def main(argv: list[str] | None = None) -> int:
                      "served family) with --model-adapter NAME")
     if args.deployment in RUNNER_TWINS and not args.demo:
         parser.error(f"--deployment {args.deployment} is a CPU twin; against a server use --deployment runner")
+    if args.deployment in TEMPLATE_TWINS and not args.demo:
+        parser.error(f"--deployment {args.deployment} is a CPU twin; against a server use --deployment engine (it "
+                     "reads the served family)")
     if args.server_adapters_dir and args.deployment != "llmapi":
         parser.error("--server-adapters-dir is where an llmapi model reads adapters; use it with --deployment llmapi")
     signal.signal(signal.SIGTERM, raise_interrupt)
@@ -192,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
                            system_prompt=args.system_prompt, max_file_size=args.max_file_size, demo=args.demo,
                            auth=args.auth_file, metrics_url=metrics_url, workspace=tuple(args.workspace or ()),
                            allowed_hosts=args.allowed_hosts,
-                           deployment="engine" if args.deployment == XCOMPOSER2_DEMO else
+                           deployment="engine" if args.deployment in (XCOMPOSER2_DEMO, *TEMPLATE_TWINS) else
                            "runner" if twin_runner else args.deployment,
                            server_adapters_dir=args.server_adapters_dir, **openai, **twin)
         from app.web.ui import launch

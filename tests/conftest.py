@@ -20,6 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.server_groups import TestNeeds, group_summary, server_groups
+from tests.server_scheduling import write_groups
+
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -85,12 +88,21 @@ def stop_in_background(stop: Callable[[], object], what: str) -> None:
 
 
 def pytest_sessionfinish(session, exitstatus) -> None:
-    """Wait for the servers still stopping; a stop that failed fails the run."""
+    """Wait for the servers still stopping; a stop that failed fails the run (a worker of a parallel run hands its
+    failed stops to the controller, which names them)."""
     while _STOPPING:
         _STOPPING.pop().join()
-    if _STOP_ERRORS:
+    if hasattr(session.config, "workeroutput"):
+        session.config.workeroutput["stop_errors"] = list(_STOP_ERRORS)
+    elif _STOP_ERRORS:
         session.config.get_terminal_writer().line("Servers that did not stop cleanly: " + "; ".join(_STOP_ERRORS))
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    """A pytest-xdist worker finished: keep the stops that failed on it."""
+    _STOP_ERRORS.extend(getattr(node, "workeroutput", {}).get("stop_errors", []))
 
 
 def pytest_unconfigure(config) -> None:
@@ -99,12 +111,53 @@ def pytest_unconfigure(config) -> None:
         shutil.rmtree(os.environ.pop(RUN_TMP_ENV), ignore_errors=True)
 
 
-def pytest_collection_modifyitems(items) -> None:
-    """Markers by folder: tests/integration/* are `integration`, tests/browser/* also `browser`."""
+def pytest_addoption(parser) -> None:
+    parser.addoption("--server-groups", action="store_true",
+                     help="list the xdist groups of the collected tests (tests/server_groups.py) and which tests "
+                          "each holds")
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist adds the group to each test id, and before -m deselects
+def pytest_collection_modifyitems(config, items) -> None:
+    """Markers by folder: tests/integration/* are `integration`, tests/browser/* also `browser`; each server and
+    browser test gets the `xdist_group` of the servers it shares (tests/server_groups.py), so that a parallel
+    pass (`--dist loadgroup`) runs every test of a shared server on one worker."""
+    needs = []
     for item in items:
         parts = Path(str(item.fspath)).resolve().relative_to(TESTS).parts
         for marker in FOLDER_MARKERS.get(parts[0], ()):
             item.add_marker(marker)
+        if parts[0] in FOLDER_MARKERS:
+            needs.append(TestNeeds(item.nodeid, str(Path("tests", *parts)), frozenset(item.fixturenames)))
+    groups = server_groups(needs)
+    for item in items:
+        if item.nodeid in groups:
+            item.add_marker(pytest.mark.xdist_group(groups[item.nodeid]))
+    if hasattr(config, "workerinput") and config.getvalue("loadgroup"):
+        write_groups(Path(os.environ[RUN_TMP_ENV]), groups)
+    if config.getoption("server_groups") and not hasattr(config, "workerinput"):
+        config._server_groups = groups
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadgroup` by the groups the workers wrote (tests/server_scheduling.py says why)."""
+    if config.getvalue("dist") == "loadgroup":
+        from tests.server_scheduling import ServerGroupScheduling
+
+        return ServerGroupScheduling(config, log, folder=Path(os.environ[RUN_TMP_ENV]))
+    return None
+
+
+def pytest_collection_finish(session) -> None:
+    """With --server-groups: the groups of the selected tests, one line each."""
+    groups = getattr(session.config, "_server_groups", None)
+    if groups is not None:
+        selected = {item.nodeid for item in session.items}
+        writer = session.config.get_terminal_writer()
+        writer.line("Server pass groups (xdist_group: tests, by module):")
+        for line in group_summary({k: v for k, v in groups.items() if k in selected}):
+            writer.line("  " + line)
 
 
 DEMO_PACING_RATE = 40.0  # the demo servers in tests carry the pacing model too (`--pacing-rate`)

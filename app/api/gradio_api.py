@@ -15,9 +15,10 @@ from app.api.messages import MSG_API_CANNOT_DESCRIBE, MSG_API_NO_IMAGES
 from app.chat.compare import DEFAULT_MAX_TOKENS, CompareRun, column_names
 from app.chat.context import AppContext
 from app.chat.messages import BASE_MODEL_WORDS
+from app.chat.reply_outputs import as_fields, parse_reply
 from app.chat.sampling import panel_sampling, require_text, sampling_params
 from app.chat.throttle import throttled
-from app.chat.turns import check_new_turn, open_stream, validate_user_text
+from app.chat.turns import add_user_message, check_new_turn, open_stream, served_family, validate_user_text
 from app.core.conversation import Conversation
 from app.core.errors import ChatError, InvalidRequest
 from app.core.sampling import SAMPLING_LIMITS
@@ -50,19 +51,21 @@ def uploaded_paths(files: list | None) -> list[str]:
 
 
 def register(ctx: AppContext) -> None:
-    """Add the `generate`, `compare` and `what_the_model_saw` endpoints to the current Blocks."""
+    """Add the `generate`, `reply_outputs`, `compare` and `what_the_model_saw` endpoints to the current Blocks."""
 
     def generate(text: str, max_tokens: int = D["max_tokens"], temperature: float = D["temperature"],
                  top_p: float = D["top_p"], top_k: int = D["top_k"], seed: int = D["seed"],
                  repetition_penalty: float = D["repetition_penalty"], system_prompt: str = "",
                  adapter: str = "", images: list[FileData] | None = None, decoding: str = "",
                  presence_penalty: float = D["presence_penalty"],
-                 frequency_penalty: float = D["frequency_penalty"]) -> Iterator[str]:
+                 frequency_penalty: float = D["frequency_penalty"], pdf_pages: str = "") -> Iterator[str]:
         """Stream the reply to one user message; each update is the whole reply so far.
 
         `presence_penalty` / `frequency_penalty` (OpenAI's meaning, generated tokens only) discourage repeats.
         `adapter` names a LoRA adapter of the adapters folder; empty for the base model.
-        `images` are image files sent with the message (up to the deployment's max_num_images).
+        `images` are files sent with the message: pictures, videos (MP4, WebM, GIF: sampled to the served family's
+        frame count) and PDFs (rendered to page images; `pdf_pages` picks pages such as "1-3,5").
+        `reply_outputs` turns the finished text into the chart table, boxes or markdown page it holds.
         `decoding` is the chat panel's choice: "greedy" (top-k and top-p ignored) or "sample" (always samples;
         top-k 0 or 1 and top-p 0 mean no limit; `seed` as given, so the same seed gives the same reply). Empty:
         top_k / top_p decide as the server does, greedy unless top_k > 1 or top_p > 0 (so callers that send no
@@ -76,10 +79,10 @@ def register(ctx: AppContext) -> None:
                           frequency_penalty=frequency_penalty)
             params = panel_sampling(decoding, **values) if decoding else sampling_params(**values)
             paths = uploaded_paths(images)
-            if paths:
-                check_new_turn(ctx, text, paths)
+            media = check_new_turn(ctx, text, paths, pdf_pages or None) if paths else ()
             chosen = None if not adapter or adapter == BASE_MODEL_WORDS else adapter  # callers may name the label
-            stream = open_stream(ctx, Conversation.asking(text, paths or ()), params, system_prompt or None, chosen)
+            stream = open_stream(ctx, add_user_message(Conversation(), text, media), params, system_prompt or None,
+                                 chosen)
             yield from throttled(stream, lambda: stream.text.lstrip())
         except ChatError as exc:
             raise gr.Error(str(exc), print_exception=False) from None
@@ -130,6 +133,18 @@ def register(ctx: AppContext) -> None:
         except ChatError as exc:
             raise gr.Error(str(exc), print_exception=False) from None
 
+    def reply_outputs(text: str) -> dict:
+        """What a reply's raw text (from `generate` or `compare`) holds besides prose, as the chat renders it:
+        {"text": the raw text, "table": {title, header, rows, csv} for Deplot's linearised table, "grounding":
+        {text, phrases: [{text, start, end, boxes: [[x1, y1, x2, y2]]}]} for Kosmos-2's patch-index markup
+        (boxes normalised to the picture), "markdown": a Nougat page}; only the fields that apply."""
+        try:
+            raw = require_text(text)
+        except ChatError as exc:
+            raise gr.Error(str(exc), print_exception=False) from None
+        return {"text": raw, **as_fields(parse_reply(raw, served_family(ctx)))}
+
     gr.api(generate, api_name="generate")
+    gr.api(reply_outputs, api_name="reply_outputs")
     gr.api(compare, api_name="compare")
     gr.api(what_the_model_saw, api_name="what_the_model_saw")

@@ -6,7 +6,10 @@ MSG_API_BODY_TOO_LARGE = "The request body is larger than {limit_mb:.0f} MB."
 MSG_API_NO_MESSAGES = "messages must be a non-empty list of {role, content} objects."
 MSG_API_BAD_ROLE = "messages[{index}].role must be system, user or assistant, got {role!r}."
 MSG_API_BAD_CONTENT = "messages[{index}].content must be text or a list of text and image_url parts."
-MSG_API_BAD_PART = "messages[{index}].content[{part}] is a {kind!r} part; only text and image_url parts are read."
+MSG_API_BAD_PART = ("messages[{index}].content[{part}] is a {kind!r} part; only text, image_url and video_url parts "
+                    "are read.")
+MSG_API_REMOTE_VIDEO = ("messages[{index}]: send videos inline as data:video/mp4;base64,... (or video/webm, image/gif) "
+                        "URLs in a video_url part; this server fetches no URL.")
 MSG_API_REMOTE_IMAGE = ("messages[{index}]: send images inline as data:image/...;base64,... URLs; "
                         "the app does not fetch remote files.")
 MSG_API_BAD_BASE64 = "messages[{index}]: the image's data URL does not hold valid base64."

@@ -17,6 +17,7 @@ import functools
 import logging
 import secrets
 import threading
+from dataclasses import replace
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
@@ -41,8 +42,10 @@ from app.api.openai_schema import (
 )
 from app.api.stream_pump import DeltaPump
 from app.chat.context import AppContext
-from app.chat.turns import open_stream, validate_user_text
+from app.chat.reply_outputs import parse_reply
+from app.chat.turns import check_new_turn, open_stream, served_family, validate_user_text
 from app.core.constants import API_MAX_BODY_BYTES
+from app.core.conversation import VIDEO, Conversation
 from app.core.errors import (
     ChatError,
     InputTooLong,
@@ -181,11 +184,23 @@ class OpenAIApi:
             stream.cancel()  # no-op when finished; frees the server if this handler is cancelled
         if pump.error is not None:
             return error_response(_as_chat_error(pump.error))
-        return JSONResponse(completion_body(chat.model, text, _finish_reason(stream, chat), stream.chunks))
+        outputs = await loop.run_in_executor(None, self._outputs, chat, text)
+        return JSONResponse(completion_body(chat.model, text, _finish_reason(stream, chat), stream.chunks, outputs))
+
+    def _outputs(self, chat: ChatRequest, text: str):
+        """Worker thread: the reply parsed (a chart's table, grounded boxes, a markdown page), None for prose."""
+        pictures = chat.conversation.current_images()
+        return parse_reply(text, served_family(self.ctx), pictures[-1] if pictures else None) if text else None
 
     def _open(self, chat: ChatRequest):
-        """Worker thread: the chat panel's path from request to an open server stream."""
-        validate_user_text(chat.conversation.turns[-1].text)
+        """Worker thread: the chat panel's path from request to an open server stream (a video part sampled to
+        the served family's frame count, checked against every limit first)."""
+        last = chat.conversation.turns[-1]
+        validate_user_text(last.text)
+        if any(m.kind == VIDEO and not m.frames for m in last.media):
+            media = check_new_turn(self.ctx, last.text, last.media)
+            turns = (*chat.conversation.turns[:-1], replace(last, media=media))
+            chat = replace(chat, conversation=Conversation(turns))
         return open_stream(self.ctx, chat.conversation, chat.params, chat.system_prompt, chat.adapter,
                            stop=chat.stop, min_tokens=chat.min_tokens)
 
@@ -203,6 +218,7 @@ class OpenAIApi:
 
     async def _chunks(self, writer: ChunkWriter, chat: ChatRequest, stream, pump: DeltaPump):
         started = False
+        said: list[str] = []
         yield writer.role()
         async for text in pump.texts():
             if not started:  # replies start after the template's "assistant" header: drop its spaces
@@ -210,12 +226,15 @@ class OpenAIApi:
                 started = bool(text)
                 if not started:
                     continue
+            said.append(text)
             yield writer.text(text)
         if pump.error is not None:
             exc = _as_chat_error(pump.error)
             yield writer.error(str(exc), error_kind(exc))
         else:
-            yield writer.finish(_finish_reason(stream, chat))
+            outputs = await asyncio.get_running_loop().run_in_executor(None, self._outputs, chat,
+                                                                       "".join(said).strip())
+            yield writer.finish(_finish_reason(stream, chat), outputs)
             if chat.include_usage:
                 yield writer.usage(stream.chunks)
         yield writer.done()

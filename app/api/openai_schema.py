@@ -37,11 +37,13 @@ from app.api.messages import (
     MSG_API_NO_MESSAGES,
     MSG_API_NOT_AN_OBJECT,
     MSG_API_REMOTE_IMAGE,
+    MSG_API_REMOTE_VIDEO,
     MSG_API_STOP,
     MSG_API_STREAM_OPTIONS,
     MSG_API_TOO_DEEP,
 )
 from app.chat.messages import BASE_MODEL_WORDS
+from app.chat.reply_outputs import ReplyOutputs, as_fields
 from app.chat.sampling import sampling_params
 from app.core.constants import (
     API_MAX_MODEL_CHARS,
@@ -51,8 +53,9 @@ from app.core.constants import (
     MAX_CONVERSATION_MESSAGES,
     MAX_IMAGE_BYTES,
     MAX_JSON_DEPTH,
+    MAX_VIDEO_BYTES,
 )
-from app.core.conversation import Conversation, Media, ReplyVersion, Turn
+from app.core.conversation import IMAGE, VIDEO, Conversation, Media, ReplyVersion, Turn
 from app.core.errors import InvalidImage, InvalidRequest
 from app.core.messages import (
     MSG_CONVERSATION_TOO_LONG,
@@ -61,10 +64,13 @@ from app.core.messages import (
     MSG_INVALID_TEXT,
 )
 from app.core.sampling import SAMPLING_LIMITS, SamplingParams
+from app.vision.messages import MSG_VIDEO_TOO_LARGE_BYTES
 
 ROLES = ("system", "user", "assistant")
 DATA_URL = re.compile(r"data:image/[A-Za-z0-9.+-]+;base64,(?P<data>.*)", re.S)
+VIDEO_DATA_URL = re.compile(r"data:(?:video/[A-Za-z0-9.+-]+|image/gif);base64,(?P<data>.*)", re.S)
 SURROGATE = re.compile("[\ud800-\udfff]")  # a lone surrogate: text with no UTF-8 form
+OUTPUTS_FIELD = "outputs"  # extension on the reply's message (and the last streamed delta); OpenAI clients ignore it
 OPENAI_DEFAULTS = {"temperature": 1.0, "top_p": 1.0}
 _MB = 1024 * 1024
 
@@ -93,14 +99,18 @@ def _flag(body: dict, name: str) -> bool:
     return value
 
 
-def _image_bytes(url: object, index: int, decode: bool = True) -> bytes:
+def _image_bytes(url: object, index: int, decode: bool = True, video: bool = False) -> bytes:
     if isinstance(url, dict):
         url = url.get("url")
-    match = DATA_URL.fullmatch(url.strip()) if isinstance(url, str) else None
+    match = (VIDEO_DATA_URL if video else DATA_URL).fullmatch(url.strip()) if isinstance(url, str) else None
     if match is None:
-        raise InvalidRequest(MSG_API_REMOTE_IMAGE.format(index=index))
+        raise InvalidRequest((MSG_API_REMOTE_VIDEO if video else MSG_API_REMOTE_IMAGE).format(index=index))
     data = match.group("data")
-    if len(data) * 3 // 4 > MAX_IMAGE_BYTES + 3:  # refuse before decoding
+    if video and len(data) * 3 // 4 > MAX_VIDEO_BYTES + 3:
+        raise InvalidImage(MSG_VIDEO_TOO_LARGE_BYTES.format(name=f"messages[{index}]'s video",
+                                                            size_mb=len(data) * 3 / 4 / _MB,
+                                                            limit_mb=MAX_VIDEO_BYTES / _MB))
+    if not video and len(data) * 3 // 4 > MAX_IMAGE_BYTES + 3:  # refuse before decoding
         raise InvalidImage(MSG_IMAGE_TOO_LARGE_BYTES.format(name=f"messages[{index}]'s image",
                                                             size_mb=len(data) * 3 / 4 / _MB,
                                                             limit_mb=MAX_IMAGE_BYTES / _MB))
@@ -112,9 +122,9 @@ def _image_bytes(url: object, index: int, decode: bool = True) -> bytes:
         raise InvalidRequest(MSG_API_BAD_BASE64.format(index=index)) from None
 
 
-def _content(message: dict, index: int, decode: bool = True) -> tuple[str, list[bytes]]:
-    """Text and image bytes of one message's content (a string or a list of parts); images are decoded
-    only with `decode`."""
+def _content(message: dict, index: int, decode: bool = True) -> tuple[str, list[tuple[str, bytes]]]:
+    """Text and (kind, bytes) of the images and videos of one message's content (a string or a list of parts);
+    they are decoded only with `decode`."""
     content = message.get("content")
     if content is None or isinstance(content, str):
         return content or "", []
@@ -126,7 +136,9 @@ def _content(message: dict, index: int, decode: bool = True) -> tuple[str, list[
         if kind == "text" and isinstance(part.get("text"), str):
             texts.append(part["text"])
         elif kind == "image_url":
-            images.append(_image_bytes(part.get("image_url"), index, decode))
+            images.append((IMAGE, _image_bytes(part.get("image_url"), index, decode)))
+        elif kind == "video_url":  # as vLLM takes it: {"type": "video_url", "video_url": {"url": "data:video/..."}}
+            images.append((VIDEO, _image_bytes(part.get("video_url"), index, decode, video=True)))
         else:
             raise InvalidRequest(MSG_API_BAD_PART.format(index=index, part=number, kind=kind))
     return "\n".join(texts), images
@@ -171,8 +183,10 @@ def _conversation(messages: object) -> tuple[Conversation, str | None]:
         elif role == "assistant":
             turns.append(Turn.reply(ReplyVersion(text)))
         else:  # an earlier message's images are checked, then named only (not decoded, not sent)
-            media = (Media.of(image) if index == last else Media(name=f"image {number}")
-                     for number, image in enumerate(images, 1))
+            # a video is read (sampled to the served family's frame count) when the request is opened
+            media = ((Media(name=f"video {number}", data=data, kind=VIDEO) if kind == VIDEO else Media.of(data))
+                     if index == last else Media(name=f"{kind} {number}", kind=kind)
+                     for number, (kind, data) in enumerate(images, 1))
             turns.append(Turn.user(text, tuple(media)))
     if messages[-1].get("role") != "user":
         raise InvalidRequest(MSG_API_LAST_NOT_USER)
@@ -318,8 +332,10 @@ class ChunkWriter:
     def text(self, delta: str) -> str:
         return self._text_head + json.dumps(delta) + self._text_tail
 
-    def finish(self, reason: str) -> str:
-        return self._event({}, reason)
+    def finish(self, reason: str, outputs: ReplyOutputs | None = None) -> str:
+        """The last choice chunk; its delta carries `outputs` (the extension field) when the reply was parsed."""
+        fields = as_fields(outputs)
+        return self._event({OUTPUTS_FIELD: fields} if fields else {}, reason)
 
     def usage(self, completion_tokens: int) -> str:
         """The last chunk when the caller asked for stream_options.include_usage (no choices)."""
@@ -342,12 +358,18 @@ def usage_body(completion_tokens: int) -> dict:
     return {"completion_tokens": completion_tokens}
 
 
-def completion_body(model: str, text: str, reason: str, completion_tokens: int) -> dict:
-    """A whole (non-streamed) chat.completion."""
+def completion_body(model: str, text: str, reason: str, completion_tokens: int,
+                    outputs: ReplyOutputs | None = None) -> dict:
+    """A whole (non-streamed) chat.completion; the message carries `outputs` (the extension field: a chart's
+    table, grounded boxes, a markdown page) when the reply was parsed into one."""
+    message = {"role": "assistant", "content": text}
+    fields = as_fields(outputs)
+    if fields:
+        message[OUTPUTS_FIELD] = fields
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": reason}],
+        "choices": [{"index": 0, "message": message, "finish_reason": reason}],
         "usage": usage_body(completion_tokens),
     }
 

@@ -101,7 +101,7 @@ class CompareRun:
         """`adapters`: one entry per column, None for the base model; `images`: files sent with the prompt to
         every column (checked as the chat checks a message's images); `continues`: per column, the start of its
         reply the model goes on with ("" for a fresh reply), shown before what it adds."""
-        check_new_turn(ctx, prompt, images)  # the text, and the images as this deployment takes them
+        media = check_new_turn(ctx, prompt, images)  # the text, and the files as this deployment takes them
         chosen = [a or None for a in adapters]
         if not chosen:
             raise InvalidRequest(MSG_COMPARE_NO_COLUMNS)
@@ -111,7 +111,7 @@ class CompareRun:
         self.columns = list(dict.fromkeys(chosen))
         self._starts = [starts[name] for name in self.columns]  # a column named twice: its first start
         self._kind = ctx.deployment.kind
-        asked = add_user_message(Conversation(), prompt, images)  # the text and its images
+        asked = add_user_message(Conversation(), prompt, media)  # the text and its media (a video's frames...)
         self._started = time.monotonic()
         self._streams = []
         try:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from app.adapters.registry import DEFAULT_ADAPTERS_DIR, AdapterRegistry
@@ -121,8 +121,15 @@ class AppContext:
         self.access = AccessPolicy(host=config.host, port=config.port, logins=bool(config.auth),
                                    workspace=Workspace.from_paths(config.workspace))
 
-    def retarget(self, triton_url: str) -> None:
-        """Point the chat at another Triton server (e.g. one the Build page just launched)."""
+    def retarget(self, triton_url: str, **changes) -> None:
+        """Point the chat at another Triton server (e.g. one the Build page just launched); `changes`: AppConfig
+        fields that server needs (its deployment kind, model, the model's own adapter and adapters folder)."""
         with self._lock:
+            if changes:
+                self.config = replace(self.config, **changes)
+                if Path(self.config.adapters_dir) != Path(self.adapters.folder):
+                    self.adapters = AdapterRegistry(Path(self.config.adapters_dir), engine_dir=self.adapters.engine_dir)
+                    self.adapter_checks = AdapterChecks(self.adapters.training_pairs,
+                                                        replies_in_flight=self.live.in_progress)
             self.deployment = connect(self.config, self.adapters, triton_url=triton_url)
         self.adapters.forget_server_state()

@@ -1,4 +1,5 @@
-"""The figures shown under a reply: tokens, tokens per second, time to first token, model and deployment."""
+"""The figures shown under a reply: tokens, tokens per second, time to first token, model, deployment and what the
+kind itself reports."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ class ReplyFigures:
     lora_bytes: int = 0  # bytes of LoRA inputs the request sent (task id, and weights + config on first use)
     lora_weights: bool = False  # the weights went with it (else the task id alone)
     sent_adapter: str | None = None  # the adapter the request carried (the model's own one, when it has one)
+    details: str = ""  # the kind's own figures (the runner's finish, reply mode and family format; llmapi's KV cache)
+    whole_reply: bool = False  # the server sent the reply at once (the runner topology): no token count to show
 
     @property
     def tokens_per_second(self) -> float | None:
@@ -36,7 +39,14 @@ def measure(stream, started: float, ended: float | None = None) -> ReplyFigures:
                         lora_bytes=lora_bytes if isinstance(lora_bytes, int) else 0,
                         lora_weights=getattr(stream, "weights_sent", False) is True,
                         sent_adapter=getattr(stream, "adapter", None) if isinstance(getattr(stream, "adapter", None), str)
-                        else None)
+                        else None, details=stream_details(stream), whole_reply=getattr(stream, "whole_reply", False) is True)
+
+
+def stream_details(stream) -> str:
+    """The kind's own figures line, where its stream has one."""
+    line = getattr(stream, "details_line", None)
+    details = line() if callable(line) else ""
+    return details if isinstance(details, str) else ""
 
 
 def size_text(count: int) -> str:
@@ -56,11 +66,14 @@ def lora_text(figures: ReplyFigures) -> str:
 
 def figures_text(figures: ReplyFigures, adapter: str | None, kind: str) -> str:
     """One quiet line, e.g. '42 tokens · 27.1 tokens/s · first token 0.12 s · base model · Triton engine topology'."""
-    parts = [f"{figures.tokens} token{'' if figures.tokens == 1 else 's'}"]
-    if figures.tokens_per_second is not None:
-        parts.append(f"{figures.tokens_per_second:.1f} tokens/s")
-    if figures.first_token is not None:
-        parts.append(f"first token {figures.first_token:.2f} s")
-    parts += [adapter or figures.sent_adapter or BASE_MODEL_WORDS, lora_text(figures), kind]
+    if figures.whole_reply:  # one piece: a token count and speed would be wrong; the details say "whole reply"
+        parts = [f"{figures.seconds:.2f} s"]
+    else:
+        parts = [f"{figures.tokens} token{'' if figures.tokens == 1 else 's'}"]
+        if figures.tokens_per_second is not None:
+            parts.append(f"{figures.tokens_per_second:.1f} tokens/s")
+        if figures.first_token is not None:
+            parts.append(f"first token {figures.first_token:.2f} s")
+    parts += [adapter or figures.sent_adapter or BASE_MODEL_WORDS, lora_text(figures), kind, figures.details]
     return " · ".join(p for p in parts if p)
 

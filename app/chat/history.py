@@ -22,7 +22,7 @@ import mimetypes
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, replace
 
 from app.chat.messages import (
     MSG_CUT,
@@ -31,6 +31,7 @@ from app.chat.messages import (
     MSG_IMPORT_NOT_JSON,
     MSG_IMPORT_SHAPE,
 )
+from app.chat.reply_outputs import MARKDOWN_FAMILIES, ReplyOutputs, outputs_kind, parse_reply
 from app.core.constants import MAX_CONVERSATION_CHARS, MAX_CONVERSATION_MESSAGES
 from app.core.conversation import ASSISTANT, ROLES, USER, Conversation, Media, ReplyVersion, Turn
 from app.core.errors import InvalidRequest
@@ -57,14 +58,22 @@ def _version_dict(version: ReplyVersion) -> dict:
     return {"text": version.text, "adapter": version.adapter,
             "sampling": asdict(version.sampling) if version.sampling else None, "figures": version.figures,
             "saw": [list(lines) for lines in version.saw], "context": list(version.context),
-            "cut_at": version.cut_at, "stopped": version.stopped, "note": version.note}
+            "cut_at": version.cut_at, "stopped": version.stopped, "note": version.note,
+            **({"parsed": outputs_kind(version.outputs)} if isinstance(version.outputs, ReplyOutputs) else {})}
+
+
+def _media_dict(media: Media, paths: bool) -> dict:
+    out = {"kind": media.kind, "name": media.name, **({"path": media.path} if paths and media.path else {})}
+    if media.frames and paths and all(isinstance(f, str) for f in media.frames):
+        out.update(frames=list(media.frames), labels=list(media.labels), detail=media.detail, as_video=media.as_video)
+    return out
 
 
 def turn_dict(turn: Turn, paths: bool = True) -> dict:
     """A turn as plain JSON values (`paths`: with each picture's upload path)."""
     if turn.is_reply:
         return {"role": ASSISTANT, "shown": turn.shown, "versions": [_version_dict(v) for v in turn.versions]}
-    media = [{"kind": m.kind, "name": m.name, **({"path": m.path} if paths and m.path else {})} for m in turn.media]
+    media = [_media_dict(m, paths) for m in turn.media]
     return {"role": USER, "text": turn.text, "media": media}
 
 
@@ -112,9 +121,30 @@ def reply_of(raw: object) -> Turn:
 def _media_of(raw: object) -> Media:
     if not isinstance(raw, dict) or not isinstance(raw.get("name", ""), str):
         raise ValueError("a picture is {kind, name}")
-    path = raw.get("path")
+    path, frames, labels = raw.get("path"), raw.get("frames") or [], raw.get("labels") or []
+    if not isinstance(frames, list) or not all(isinstance(f, str) for f in frames) or not isinstance(labels, list):
+        raise ValueError("a video's or PDF's frames are a list of paths")
     return Media(name=raw.get("name", ""), path=path if isinstance(path, str) and path else None,
-                 kind=str(raw.get("kind") or "image"))
+                 kind=str(raw.get("kind") or "image"), frames=tuple(frames), labels=tuple(map(str, labels)),
+                 detail=str(raw.get("detail") or ""), as_video=raw.get("as_video") is True)
+
+
+def with_outputs(turns: list[Turn], raws: list[dict]) -> list[Turn]:
+    """Replies whose saved version was parsed (a table, boxes, a markdown page) parsed again from their text, the
+    boxes on the picture of the message they answer."""
+    out: list[Turn] = []
+    picture = None
+    for turn, raw in zip(turns, raws, strict=True):
+        if not turn.is_reply:
+            picture = turn.images[-1] if turn.images else picture
+            out.append(turn)
+            continue
+        kinds = [v.get("parsed") if isinstance(v, dict) else None for v in raw["versions"]][-len(turn.versions):]
+        versions = tuple(replace(v, outputs=parse_reply(v.text, MARKDOWN_FAMILIES[0] if kind == "markdown" else None,
+                                                        picture)) if kind else v
+                         for v, kind in zip(turn.versions, kinds, strict=True))
+        out.append(Turn(ASSISTANT, versions=versions, shown=turn.shown))
+    return out
 
 
 def turn_of(raw: object) -> Turn:
@@ -135,12 +165,13 @@ def conversation_of(raw: object) -> Conversation:
     if not isinstance(turns, list):
         raise ValueError("it holds no list of turns")
     out = []
-    for number, turn in enumerate(turns[-MAX_CONVERSATION_MESSAGES:], start=1):
+    kept = turns[-MAX_CONVERSATION_MESSAGES:]
+    for number, turn in enumerate(kept, start=1):
         try:
             out.append(turn_of(turn))
         except ValueError as exc:
             raise ValueError(f"turn {number} is damaged ({exc})") from None
-    return Conversation(tuple(out))
+    return Conversation(tuple(with_outputs(out, kept)))
 
 
 # ---- the list kept in the browser --------------------------------------------------------------------------------
@@ -179,7 +210,14 @@ def kept_pictures(conversation: Conversation, image_kept: Callable[[str], bool])
             return turn
         return Turn.user(turn.text, tuple(m if not m.path or image_kept(m.path) else Media(m.name, kind=m.kind)
                                           for m in turn.media))
-    return Conversation(tuple(media(turn) for turn in conversation.turns[-MAX_CONVERSATION_MESSAGES:]))
+
+    def frames(turn: Turn) -> Turn:  # a video or PDF whose frames are gone is named only
+        if not any(m.frames and not all(image_kept(f) for f in m.frames if isinstance(f, str)) for m in turn.media):
+            return turn
+        return Turn.user(turn.text, tuple(m if not m.frames or all(image_kept(f) for f in m.frames if isinstance(
+            f, str)) else Media(m.name, kind=m.kind) for m in turn.media))
+    return Conversation(tuple(frames(media(turn)) if not turn.is_reply else turn
+                              for turn in conversation.turns[-MAX_CONVERSATION_MESSAGES:]))
 
 
 def _stored_conversation(chat: dict, image_kept: Callable[[str], bool], older: OlderReader) -> Conversation:

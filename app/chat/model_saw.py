@@ -38,6 +38,8 @@ def report_lines(report: dict) -> list[str]:
     lines.append(f"Text: {report['text']}" if report.get("text") else "Text: none found")
     if report.get("description"):
         lines.append(f"Given to the model as: “{report['description']}”")
+    if report.get("format"):  # a family twin's encoder: the family format it applied
+        lines.append(f"Family format: {report['format']}")
     return lines
 
 

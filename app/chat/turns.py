@@ -6,12 +6,13 @@ base model (the "base model" label is the web layer's)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from app.chat.adapter_check import Verdict, reply_shows_adapter
 from app.chat.context import AppContext
 from app.chat.figures import figures_text, measure
+from app.chat.media_intake import media_for
 from app.chat.messages import (
     MSG_EMPTY_PROMPT,
     MSG_NO_REGENERATE,
@@ -20,14 +21,15 @@ from app.chat.messages import (
     MSG_PROMPT_TOO_LONG,
 )
 from app.chat.model_saw import image_reports, saw_lines
+from app.chat.reply_outputs import parse_reply
 from app.chat.throttle import throttled
 from app.core.constants import (
     MAX_CONVERSATION_CHARS,
     MAX_CONVERSATION_MESSAGES,
     MAX_PROMPT_CHARS,
 )
-from app.core.conversation import ContextPolicy, Conversation, Media, ReplyVersion, Turn
-from app.core.errors import ChatError, InvalidRequest
+from app.core.conversation import VIDEO, ContextPolicy, Conversation, Media, ReplyVersion, Turn
+from app.core.errors import ChatError, InvalidRequest, TooManyImages
 from app.core.messages import MSG_CONVERSATION_TOO_LONG, MSG_CONVERSATION_TOO_MANY_MESSAGES, MSG_STOPPED
 from app.core.sampling import SamplingParams
 from app.deployments.base import ReplyRequest, check_adapter_name
@@ -42,16 +44,76 @@ def validate_user_text(text: str) -> str:
     return text
 
 
-def add_user_message(conversation: Conversation, text: str, files: list[str] | tuple[str, ...] | None) -> Conversation:
-    """The conversation with the person's new message and its image files; InvalidRequest for bad text."""
-    return conversation.with_turn(Turn.user(validate_user_text(text), tuple(Media.of(path) for path in files or ())))
+def add_user_message(conversation: Conversation, text: str, files: Sequence[str | Media] | None) -> Conversation:
+    """The conversation with the person's new message and its files (paths, or media already read by
+    `message_media`); InvalidRequest for bad text."""
+    media = tuple(item if isinstance(item, Media) else Media.of(item) for item in files or ())
+    return conversation.with_turn(Turn.user(validate_user_text(text), media))
 
 
-def check_new_turn(ctx: AppContext, text: str, files: list[str] | None) -> None:
-    """Refuse a message before it enters the conversation: bad text, images a deployment cannot take."""
+def served_family(ctx: AppContext) -> str | None:
+    """The family the deployment names (the runner topology's `multimodal_family`), None when it names none."""
+    family = getattr(ctx.deployment, "family", None)
+    return family if isinstance(family, str) and family else None
+
+
+def takes_video(ctx: AppContext) -> bool:
+    """Whether the served model declares a video input (the runner topology's `takes_video`)."""
+    declared = getattr(ctx.deployment, "takes_video", None)
+    return bool(declared()) if callable(declared) else False
+
+
+def message_media(ctx: AppContext, files: Sequence[str | bytes | Media], pages: str | None = None,
+                  frame_count: int | None = None) -> tuple[Media, ...]:
+    """The files of a message as media: videos sampled to the served family's frame count (or `frame_count`),
+    PDFs rendered (the page range `pages`, else every page up to the limit); media already read stays, a video
+    not read yet (an API's video part) is read. InvalidImage (a video or PDF over a limit) first."""
+    family, video = served_family(ctx), takes_video(ctx)
+
+    def read(item: str | bytes | Media) -> Media:
+        if isinstance(item, Media):
+            if item.kind != VIDEO or item.frames or item.source is None:
+                return item
+            return media_for(item.source, name=item.name, family=family, takes_video=video, frame_count=frame_count)
+        return media_for(item, family=family, takes_video=video, pages=pages, frame_count=frame_count)
+    return tuple(read(item) for item in files or ())
+
+
+def check_new_turn(ctx: AppContext, text: str, files: Sequence[str | bytes | Media] | None,
+                   pages: str | None = None) -> tuple[Media, ...]:
+    """Refuse a message before it enters the conversation: bad text, a video or PDF over a limit, pictures a
+    deployment cannot take. The message's media (read once: a video sampled, a PDF rendered); a video sent as
+    frames to a deployment that takes fewer pictures is sampled to as many as fit."""
     validate_user_text(text)
-    if files:
-        ctx.deployment.check_images(files, text)  # raises with the specific message
+    media = message_media(ctx, files or (), pages)
+    try:
+        check_pictures(ctx, media, text)
+    except TooManyImages as exc:
+        videos = [m for m in media if m.kind == VIDEO and not m.as_video and m.source is not None]
+        room = (exc.limit or 0) - sum(len(m.pictures) for m in media if m not in videos)
+        if not videos or exc.limit is None or room < len(videos):
+            raise
+        media = message_media(ctx, [Media(m.name, m.path, m.data, VIDEO) if m in videos else m for m in media],
+                              pages, frame_count=room // len(videos))
+        check_pictures(ctx, media, text)
+    return media
+
+
+def check_pictures(ctx: AppContext, media: Sequence[Media], text: str) -> None:
+    pictures = [picture for item in media for picture in item.pictures]
+    if pictures:
+        ctx.deployment.check_images(pictures, text)  # raises with the specific message
+
+
+def media_figures(figures: str, conversation: Conversation) -> str:
+    """The figures line with how the new message's videos and PDFs went to the model ("GIF video (3.0 s, 30
+    frames): 12 frames sampled evenly, sent as 12 pictures")."""
+    details: list[str] = []
+    for turn in reversed(conversation.turns):
+        if turn.is_reply:
+            break
+        details[:0] = [m.detail for m in turn.media if m.detail]
+    return " · ".join([figures, *details]) if details else figures
 
 
 def without_last_reply(conversation: Conversation) -> Conversation:
@@ -187,9 +249,12 @@ def _streamed(ctx: AppContext, session: str, conversation: Conversation, recipe:
             yield ReplyUpdate(conversation, text)
         words = (start + stream.text).strip() if start else stream.text.strip()
         prompt = conversation.last_user_text()
+        pictures = context.conversation.current_images()
         version = ReplyVersion(
             text=words or MSG_NO_TEXT_REPLY, adapter=adapter, sampling=params, stopped=stream.cancelled,
-            figures=figures_text(measure(stream, started), adapter, ctx.deployment.kind),
+            figures=media_figures(figures_text(measure(stream, started), adapter, ctx.deployment.kind),
+                                  context.conversation),
+            outputs=parse_reply(words, served_family(ctx), pictures[-1] if pictures else None) if words else None,
             saw=saw_lines(image_reports(stream)), context=context.places,
             note=check_note(ctx, adapter, prompt, words, wait=0.0),
             cut_at=int(params.max_tokens) if stream.finish_reason == "length" and not stream.cancelled else None)

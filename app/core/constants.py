@@ -43,6 +43,7 @@ MAX_VIDEO_SECONDS = 120.0
 MAX_VIDEO_FRAMES = 3_600  # frames in the file (a minute at 60 fps); only the sampled ones are kept
 MAX_VIDEO_FRAME_PIXELS = 1920 * 1080
 MAX_SAMPLED_FRAMES = 32  # TensorRT-LLM's run.py takes --video_num_frames up to 32
+DEFAULT_VIDEO_FRAMES = 8  # frames sampled for a family whose file names no frame count (the CPU twins describe each)
 GIF_DEFAULT_DELAY_MS = 100  # a GIF frame delay under 20 ms plays at 100 ms in browsers; counted so here
 
 # PDF intake (app/vision/documents.py): pages rendered to images with pdfium.

@@ -14,7 +14,8 @@ from app.core.sampling import SamplingParams
 
 USER, ASSISTANT = "user", "assistant"
 ROLES = (USER, ASSISTANT)
-IMAGE = "image"
+IMAGE, VIDEO, PDF = "image", "video", "pdf"
+MEDIA_KINDS = (IMAGE, VIDEO, PDF)
 MAX_VERSIONS = 20  # Regenerate beyond this drops the oldest
 
 
@@ -27,6 +28,12 @@ class Media:
     path: str | None = None
     data: bytes | None = field(default=None, repr=False)
     kind: str = IMAGE
+    # A video or a PDF: the sampled frames / rendered pages (PNG paths or bytes) that the model is sent as
+    # pictures, each with its label ("1.5 s", "page 2"); `detail` says what was taken ("12 of 240 frames").
+    frames: tuple[str | bytes, ...] = field(default=(), repr=False)
+    labels: tuple[str, ...] = ()
+    detail: str = ""
+    as_video: bool = False  # the whole video file is sent (the model's video input), not its frames
 
     @classmethod
     def of(cls, source: str | Path | bytes) -> Media:
@@ -39,6 +46,13 @@ class Media:
     def source(self) -> str | bytes | None:
         """What a deployment reads: the path or the bytes, None when the file is gone."""
         return self.path if self.path is not None else self.data
+
+    @property
+    def pictures(self) -> tuple[str | bytes, ...]:
+        """The pictures a deployment is sent for this file: an image itself, a video's frames, a PDF's pages."""
+        if self.kind == IMAGE or self.as_video:
+            return (self.source,) if self.source is not None else ()
+        return self.frames
 
 
 @dataclass(frozen=True)
@@ -54,6 +68,9 @@ class ReplyVersion:
     cut_at: int | None = None  # the max-new-tokens limit that ended it, None when it ended otherwise
     stopped: bool = False  # the person pressed Stop
     note: str = ""  # a warning said under the text (an error, an adapter that seems not applied)
+    # What the reply's text was parsed into (app.chat.reply_outputs.ReplyOutputs: a chart's table, grounded
+    # boxes, a markdown page); None when it is plain prose. Typed there: app.core cannot import app.outputs.
+    outputs: object = None
 
 
 @dataclass(frozen=True)
@@ -104,13 +121,13 @@ class Turn:
 
     @property
     def images(self) -> tuple[str | bytes, ...]:
-        """The images a deployment can read (paths or bytes; gone ones left out)."""
-        return tuple(m.source for m in self.media if m.kind == IMAGE and m.source is not None)
+        """The images a deployment can read (paths or bytes; a video's frames, a PDF's pages; gone ones left out)."""
+        return tuple(picture for m in self.media for picture in m.pictures)
 
     @property
     def has_pictures(self) -> bool:
-        """A message that came with pictures (even ones the server no longer has)."""
-        return any(m.kind == IMAGE for m in self.media)
+        """A message that came with pictures, a video or a PDF (even ones the server no longer has)."""
+        return bool(self.media)
 
     def added(self, version: ReplyVersion) -> Turn:
         """This reply with a new version (a regenerated reply), shown."""

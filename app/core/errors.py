@@ -89,7 +89,11 @@ class InvalidImage(ChatError):
 
 
 class TooManyImages(InvalidImage):
-    pass
+    """More pictures than the deployment takes in one message; `limit` is how many it takes (None: not said)."""
+
+    def __init__(self, message: str, limit: int | None = None):
+        super().__init__(message)
+        self.limit = limit
 
 
 class InvalidVideo(InvalidImage):

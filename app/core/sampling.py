@@ -22,6 +22,14 @@ SAMPLING_LIMITS = {
     "seed": (0, 0, 2**63 - 1),
 }
 
+# TensorRT-LLM's MultimodalModelRunner hands its LLM only top_k, top_p, temperature and repetition_penalty (facts:
+# multimodal_runner_facts.md §1, the runner's generate): the presence and frequency penalties above cannot reach
+# it. When a request sets them and leaves its repetition penalty at 1, the runner kind sends this repetition
+# penalty in their place and says so in the reply's figures. It counts the prompt too, so it stays mild: 1.2 kept
+# the greedy runner twins from naming the colours their picture's description gave, 1.05 kept them out of loops
+# on the three questions of tests/integration/test_runner_twins.py.
+REPETITION_FOR_PENALTIES = 1.05
+
 
 @dataclass(frozen=True)
 class SamplingParams:

@@ -30,4 +30,4 @@ def image_data_url(source: str | bytes) -> str:
 def check_image_count(count: int) -> None:
     """TooManyImages when one message would carry more than MAX_IMAGES."""
     if count > MAX_IMAGES:
-        raise TooManyImages(MSG_TOO_MANY_IMAGES.format(limit=MAX_IMAGES, count=count))
+        raise TooManyImages(MSG_TOO_MANY_IMAGES.format(limit=MAX_IMAGES, count=count), limit=MAX_IMAGES)

@@ -55,5 +55,7 @@ MSG_OWN_ADAPTER_MISSING = ("{family} needs its own adapter '{own}' on every requ
                            "adapter of that name. Add it on the Adapters tab (or start with another --model-adapter).")
 RUNNER_KIND = "Triton runner topology (TensorRT-LLM's MultimodalModelRunner)"
 MSG_RUNNER_IMAGES = "{family} takes {limit} picture(s) per message through the runner; this message has {count}."
+MSG_RUNNER_PENALTIES = ("TensorRT-LLM's runner reads no presence or frequency penalty: repetition penalty {value} "
+                        "sent in their place")
 MSG_RUNNER_NO_LORA = ("Model '{model}' (the runner topology) takes no adapter: TensorRT-LLM's runner for this family "
                       "has no LoRA task input.")

@@ -95,11 +95,11 @@ def _tensor_for(images: list[Image.Image], support: ImageSupport) -> object:
     if support.input_name == "image_bytes_input":
         arrays = [preprocess_image(im, spec) if spec else np.asarray(im, dtype=np.uint8) for im in images]
         if len({a.shape for a in arrays}) > 1:  # one tensor: sizes must agree, so one image per message
-            raise TooManyImages(MSG_TOO_MANY_IMAGES.format(limit=1, count=len(images)))
+            raise TooManyImages(MSG_TOO_MANY_IMAGES.format(limit=1, count=len(images)), limit=1)
         return np.stack(arrays)[None]
     # image_url_input: one data URL per request
     if len(images) > 1:
-        raise TooManyImages(MSG_TOO_MANY_IMAGES.format(limit=1, count=len(images)))
+        raise TooManyImages(MSG_TOO_MANY_IMAGES.format(limit=1, count=len(images)), limit=1)
     buffer = io.BytesIO()
     images[0].save(buffer, format="PNG")
     return [f"data:image/png;base64,{base64.b64encode(buffer.getvalue()).decode('ascii')}"]
@@ -119,7 +119,8 @@ def prepare_images(paths: Sequence[str | Path | bytes], info: ModelInfo, text: s
     if support is None:
         raise TextOnlyDeployment(MSG_TEXT_ONLY)
     if len(paths) > support.max_num_images:
-        raise TooManyImages(MSG_TOO_MANY_IMAGES.format(limit=support.max_num_images, count=len(paths)))
+        raise TooManyImages(MSG_TOO_MANY_IMAGES.format(limit=support.max_num_images, count=len(paths)),
+                            limit=support.max_num_images)
     spec = support.family.preprocess
     draft = max(spec.width, spec.height) if spec is not None and spec.draft_decode else None
     images = [load_image(path, limits=limits or ImageLimits(), draft_side=draft) for path in paths]

@@ -273,6 +273,8 @@ class LaunchedTriton:
         self.process = None
         self.state = "stopped"
         self.message = ""
+        self.serving = ""  # what the ready message adds (which family's CPU twin)
+        self.chat: dict = {}  # the AppConfig fields the chat needs to talk to it (its deployment kind, model)
         self._lock = threading.Lock()
         self._generation = 0  # bumped by stop(): a start begun before it is stale
 
@@ -288,17 +290,20 @@ class LaunchedTriton:
             stale = generation != self._generation
             if not stale:
                 self.process = process
-                self.state, self.message = "ready", f"Triton ready (gRPC 127.0.0.1:{process.opts.grpc_port})."
+                self.state = "ready"
+                self.message = f"Triton ready (gRPC 127.0.0.1:{process.opts.grpc_port})." + self.serving
         if stale:
             process.stop()
 
-    def start(self, prepare) -> bool:
+    def start(self, prepare, starting: str = "", serving: str = "", chat: dict | None = None) -> bool:
         """Run `prepare()` (returns a ready TritonProcess) in the background; False if one is running
-        (or still stopping: its ports are not free yet)."""
+        (or still stopping: its ports are not free yet). `starting` and `serving` are added to the starting and
+        ready messages; `chat`: the AppConfig fields the chat needs for this server (none: the app's own)."""
         with self._lock:
             if self.state in ("starting", "stopping") or (self.process is not None and self.process.is_running()):
                 return False
-            self.state, self.message = "starting", "Starting Triton..."
+            self.serving, self.chat = serving, dict(chat or {})
+            self.state, self.message = "starting", f"Starting Triton{starting}..."
             threading.Thread(target=self._start, args=(prepare, self._generation), daemon=True).start()
             return True
 

@@ -9,8 +9,12 @@ from html import escape
 
 from app.chat.messages import MSG_CUT, MSG_IMAGE_NOT_KEPT
 from app.chat.outbox import Queued
-from app.core.conversation import Conversation, ReplyVersion, Turn
+from app.chat.reply_outputs import ReplyOutputs
+from app.core.conversation import IMAGE, Conversation, Media, ReplyVersion, Turn
 from app.core.messages import MSG_STOPPED
+from app.outputs.chart_table import table_markdown
+from app.outputs.grounding_picture import phrase_colour, phrase_label
+from app.web.media_view import csv_file, grounded_file, strip_file
 from app.web.messages import MSG_SENT_ALL, MSG_SENT_SOME
 
 PENDING_PREFIX = "*waiting to be sent:* "  # marks a queued message in the shown conversation
@@ -59,26 +63,79 @@ def saw_block(images: tuple[tuple[str, ...], ...], context: str = "") -> str:
     return MODEL_SAW.format(items="".join(parts))
 
 
+COPY_MARKDOWN = ('\n\n<details class="copy-markdown"><summary>Copy as markdown</summary>\n\n'
+                 '~~~~markdown\n{text}\n~~~~\n\n</details>')  # the code block's copy button copies the page
+PHRASE = '<mark class="grounded-phrase" data-box="{index}" title="box: {label}" style="background:{colour}55;' \
+         'border-bottom:2px solid {colour}">{text}</mark>'
+
+
+def grounded_words(outputs: ReplyOutputs) -> str:
+    """The grounded reply's clean text, each phrase marked in its box's colour (named after the box's label)."""
+    grounding = outputs.grounding
+    text, out, at = grounding.text, [], 0
+    for index, phrase in enumerate(grounding.phrases):
+        if phrase.start < at or not phrase.named:
+            continue
+        colour = phrase_colour(index)
+        out += [escape(text[at:phrase.start], quote=False),
+                PHRASE.format(index=index, label=escape(phrase_label(phrase, index)), colour=colour,
+                              text=escape(text[phrase.start:phrase.end], quote=False))]
+        at = phrase.end
+    return "".join(out) + escape(text[at:], quote=False)
+
+
+def output_words(version: ReplyVersion) -> str:
+    """A reply's words as its parsed outputs show them: the table, the marked clean text, the markdown page with
+    its copy block; the raw words for prose."""
+    outputs = version.outputs
+    if not isinstance(outputs, ReplyOutputs):
+        return version.text
+    if outputs.table is not None:
+        return table_markdown(outputs.table)
+    if outputs.grounding is not None:
+        return grounded_words(outputs)
+    if outputs.markdown is not None:
+        return outputs.markdown + COPY_MARKDOWN.format(text=outputs.markdown.replace("~~~~", "~~~ ~"))
+    return version.text
+
+
 def reply_content(version: ReplyVersion, before: tuple[Turn, ...] = ()) -> str:
-    """A reply version as the chat shows it: the words, "(stopped)", a note, the cut mark, what the model saw
-    (folded) and the figures line."""
-    words = (version.text + (" " + MSG_STOPPED if version.stopped else "")).strip()
+    """A reply version as the chat shows it: the words (a table, grounded text or a markdown page where the reply
+    was parsed into one), "(stopped)", a note, the cut mark, what the model saw (folded) and the figures line."""
+    words = (output_words(version) + (" " + MSG_STOPPED if version.stopped else "")).strip()
     cut = "*" + MSG_CUT.format(limit=version.cut_at) + "*" if version.cut_at else ""
     text = "\n\n".join(part for part in (words, version.note, cut) if part)  # an error with no words is its note
     text += saw_block(version.saw, context_line(version, before))
     return text + (REPLY_FIGURES.format(figures=escape(version.figures, quote=False)) if version.figures else "")
 
 
+def output_files(version: ReplyVersion) -> list[dict]:
+    """The files under a parsed reply: the picture with its boxes, the table's CSV."""
+    outputs = version.outputs
+    if not isinstance(outputs, ReplyOutputs):
+        return []
+    files = [grounded_file(outputs), csv_file(outputs)]
+    return [{"role": "assistant", "content": {"path": path}} for path in files if path]
+
+
+def media_messages(media: Media) -> list[dict]:
+    """A person's file as Chatbot messages: a picture; a video's or PDF's strip of frames and what was sent."""
+    if media.kind != IMAGE:
+        strip = strip_file(media)
+        caption = f"{media.name}: {media.detail}" if media.detail else media.name
+        return ([{"role": "user", "content": {"path": strip}}] if strip else []) + \
+            [{"role": "user", "content": f'<small class="media-detail">{escape(caption, quote=False)}</small>'}]
+    if media.path:
+        return [{"role": "user", "content": {"path": media.path}}]
+    return [{"role": "user", "content": MSG_IMAGE_NOT_KEPT.format(name=media.name)}]
+
+
 def turn_messages(turn: Turn, before: tuple[Turn, ...] = ()) -> list[dict]:
-    """One turn as Chatbot messages: a person's pictures (a gone one named) then the text; a reply as one."""
+    """One turn as Chatbot messages: a person's files (a gone picture named) then the text; a reply, then the
+    files its outputs give (the picture with boxes, the CSV)."""
     if turn.is_reply:
-        return [{"role": "assistant", "content": reply_content(turn.current, before)}]
-    out: list[dict] = []
-    for media in turn.media:
-        if media.path:
-            out.append({"role": "user", "content": {"path": media.path}})
-        else:
-            out.append({"role": "user", "content": MSG_IMAGE_NOT_KEPT.format(name=media.name)})
+        return [{"role": "assistant", "content": reply_content(turn.current, before)}, *output_files(turn.current)]
+    out = [message for media in turn.media for message in media_messages(media)]
     return out + ([{"role": "user", "content": turn.text}] if turn.text else [])
 
 

@@ -49,6 +49,9 @@ KEEP_PICTURES_LABEL = "Keep the whole conversation after a new picture"
 KEEP_PICTURES_INFO = ("Off: a message with a new picture starts what the model sees (earlier turns stay on screen), "
                       "so its reply is about that picture alone. On: the model also sees the turns before it, for "
                       "models that can hold several pictures' conversations.")
+PDF_PAGES_LABEL = "PDF pages"
+PDF_PAGES_INFO = ("Pages of an attached PDF sent as pictures, such as 1-3,5 or 4- (empty: every page, up to the "
+                  "limit). Videos are sampled to the model's frame count.")
 SEED_INFO = "Empty: a new seed for each reply. A number: the same seed and settings give the same reply."
 SEED_PLACEHOLDER = "new each reply"
 
@@ -61,7 +64,7 @@ EXPORT_JSON, EXPORT_MARKDOWN, IMPORT_JSON = "Export JSON", "Export Markdown", "I
 # Compare tab
 COMPARE_INTRO = ("One prompt, streamed at the same time through each chosen model/adapter; an image, when given, "
                  "goes to every column.")
-COMPARE_IMAGE_LABEL = "Images (optional)"
+COMPARE_IMAGE_LABEL = "Images or a video (optional)"
 COMPARE_IMAGE_HEIGHT = 120
 COMPARE_NONE = "(none)"
 COMPARE_UNUSED = "not used: pick a model or adapter above"

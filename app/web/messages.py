@@ -12,6 +12,9 @@ MSG_JOB_UNREAD = ("Nobody read this job's result within {seconds:.0f} s of submi
                   "Read GET /gradio_api/call/<api>/<event_id> right after the POST (gradio_client does).")
 MSG_BUILD_SERVER_RUNNING = "A server started from this page is already running; stop it first."
 MSG_BUILD_NO_SERVER = "No server started from this page is ready."
+MSG_TWIN_SERVING = (" Serving the CPU twin of {family}; \"Chat with this server\" talks to it (from the command line: "
+                    "`python -m app --demo --deployment {demo}`).")
+MSG_TWIN_STARTING = " (the CPU twin of {family})"
 
 # build_logic.py
 MSG_DISABLED = ("The Build page is disabled: the app listens on {host}, not only on this machine, and no "

@@ -16,14 +16,16 @@ from pathlib import Path
 import numpy as np
 
 EMBEDDING_KEYS = ("model.embed_tokens.weight", "embed_tokens.weight", "transformer.wte.weight")
+ZERO_ROW = -1  # a block's id for an all-zero row (a family twin's padding, `twin.padding: zero_rows_first`)
 
 
 def load_encoder_config(folder):
-    """config.json of the CPU encoder folder (builder_config + ocr settings)."""
+    """config.json of the CPU encoder folder (builder_config + ocr settings). A family twin's folder records that
+    family's model type and says so in its `twin` section."""
     path = Path(folder) / "config.json"
     config = json.loads(path.read_text())
     builder = config.get("builder_config", {})
-    if builder.get("model_type") != "cpu-ocr":
+    if builder.get("model_type") != "cpu-ocr" and not config.get("twin"):
         raise RuntimeError(f"{path} does not describe a cpu-ocr encoder (model_type {builder.get('model_type')}).")
     return config
 
@@ -111,6 +113,9 @@ class OcrEncoder:
             ocr_engine = TextReader()
         self.ocr = ocr_engine
         self.memo = ImageMemo()
+        # zero_rows_first (family twins with hundreds of rows per image): the block is zero rows, then the text;
+        # SmolLM2-135M answers nothing after ~500 newline rows, while zero rows before the text leave it answering
+        self.zero_rows_first = (self.config.get("twin") or {}).get("padding") == "zero_rows_first"
 
     def _ids(self, text):
         return self.tokenizer.encode(text, add_special_tokens=False) if text else []
@@ -123,10 +128,13 @@ class OcrEncoder:
         return " ".join(w for w in words if w)
 
     def fit_block(self, ids, close_ids):
-        """`ids` made exactly `tokens` long: cut before `close_ids` (kept, so the bracket still closes) or padded."""
+        """`ids` made exactly `tokens` long: cut before `close_ids` (kept, so the bracket still closes) or padded
+        (pad_text after it, or ZERO_ROW before it for zero_rows_first)."""
         if len(ids) > self.tokens:
             keep = max(0, self.tokens - len(close_ids))
             ids = ids[:keep] + close_ids[: self.tokens - keep]
+        if self.zero_rows_first:
+            return [ZERO_ROW] * (self.tokens - len(ids)) + ids
         return ids + [self.pad_id] * (self.tokens - len(ids))
 
     def text_ids(self, text):
@@ -161,5 +169,7 @@ class OcrEncoder:
                 pixels, lambda p=pixels: self.see(to_bgr_uint8(p, self.mean, self.std, self.rescale)))
             texts.append(seen)
             ids += self.block_ids(seen, number if several else None)
-        table = self.embeddings[np.asarray(ids, dtype=np.int64)] if ids else np.zeros((0, self.hidden), np.float32)
+        ids = np.asarray(ids, dtype=np.int64)
+        table = self.embeddings[np.maximum(ids, 0)] if ids.size else np.zeros((0, self.hidden), np.float32)
+        table[ids == ZERO_ROW] = 0.0
         return table.astype(np.float16), texts

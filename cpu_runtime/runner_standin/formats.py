@@ -1,7 +1,7 @@
 """A family's format as TensorRT-LLM's runner applies it, read from the stand-in visual folder's config.json
 (`runner_format`, written by setup/cpu/runner_demo.py from the family file): the text the question is wrapped in,
 where the picture goes, the image size and the family's visual token count (fixed, Fuyu's 30-pixel patches,
-Deplot's flattened patches, Video NeVA's frames)."""
+Deplot's flattened patches, Video NeVA's frames), and where the family's own assistant turn starts (answer_cue)."""
 
 from __future__ import annotations
 
@@ -27,8 +27,16 @@ class FamilyFormat:
     max_patches: int = 0
     frames: int = 0                  # a video of this many frames (Video NeVA)
     image_marker: str = "<image>"    # how the figures show the picture's place (Phi-3's <|image_1|>)
+    answer_cue: str = ""             # where the family's own assistant turn starts (its LLM answers after it)
+    twin_output: str = ""            # the family's own output the twin gives instead of chat (markdown, ...)
+    num_frames: int = 0              # builder_config.num_frames, what video-neva's runner reads (-1: all frames)
     token_label: str = "visual tokens"  # what the count is (mllama's: cross-attention positions, not prompt rows)
     text_only: bool = False          # the runner answers without a picture (mllama: cross-attention skipped)
+
+    def video_frames(self) -> int:
+        """How many frames of a video the runner reads: the visual config's num_frames, else the family's
+        frame count, else 8 (llava-onevision's video_num_frames default)."""
+        return self.num_frames or self.frames or 8
 
     def question_text(self, asked: str | None) -> str:
         if self.question == "fixed":
@@ -42,6 +50,12 @@ class FamilyFormat:
         text = self.prompt.replace("{question}", self.question_text(asked))
         before, _, after = text.partition(IMAGE)
         return before, after
+
+    def before_answer_cue(self, text: str | None) -> str:
+        """`text` up to the family's answer cue: the CPU LLM answers after its own chat template's cue, so the
+        family's (its assistant marker, NeVA's SteerLM attributes) is not given to it; the whole text without one."""
+        text = text or ""
+        return text.partition(self.answer_cue)[0] if self.answer_cue else text
 
     def visual_tokens(self, height: int, width: int) -> int:
         """The family's visual token count for a picture of this size (what its vision tower would give)."""
@@ -75,4 +89,7 @@ def read_format(vision_dir: str | Path) -> FamilyFormat:
         image_size=tuple(int(v) for v in size) if size else None, tokens=int(raw.get("tokens") or 0),
         patch=int(raw.get("patch") or 0), max_patches=int(raw.get("max_patches") or 0),
         frames=int(raw.get("frames") or 0), image_marker=str(raw.get("image_marker", "<image>")),
+        answer_cue=str(raw.get("answer_cue", "")),
+        twin_output=str(raw.get("twin_output", "")),
+        num_frames=int(config["builder_config"].get("num_frames") or 0),
         token_label=str(raw.get("token_label", "visual tokens")), text_only=bool(raw.get("text_only", False)))

@@ -26,6 +26,8 @@ class StandInRunner:
         self.model_type = self.format.model_type
         self.llm, self.tokenizer = self.load_llm(engine / "llm")
         self.vision = self.load_vision(engine / "vision")
+        self.output = self.load_output(engine / "vision") if self.format.twin_output else None
+        self._raw: list = []
         self.prompt_format = self.format.describe(self.format.visual_tokens(*(self.format.image_size or (0, 0))))
         self.last_visual_tokens = 0
 
@@ -38,6 +40,12 @@ class StandInRunner:
         """see(list of RGB PIL images) -> token ids of what they show."""
         raise NotImplementedError
 
+    def load_output(self, folder: Path):
+        """output(list of RGB PIL images as sent, prompt text) -> the family's own reply (its format's
+        twin_output: Nougat's markdown, Deplot's table, Kosmos-2's grounded text, Video NeVA's frames), or None
+        when the LLM answers instead."""
+        raise NotImplementedError
+
     # ---- the runner's methods ---------------------------------------------------------------------------
     def load_test_data(self, image_path=None, video_path=None):
         """A picture from a path: the image, or a video's frames (evenly sampled to the family's frame count)."""
@@ -45,7 +53,9 @@ class StandInRunner:
 
         if video_path:
             # the family's frame count, else the runner's args.video_num_frames (LLaVA-OneVision: run.py's 8)
-            return read_frames(video_path, self.format.frames or getattr(self.args, "video_num_frames", None) or 8)
+            own = self.format.num_frames or self.format.frames
+            asked = getattr(self.args, "video_num_frames", None)
+            return read_frames(video_path, own or asked or self.format.video_frames())
         return Image.open(image_path).convert("RGB") if image_path else None
 
     def load_test_audio(self, audio_path):
@@ -68,6 +78,7 @@ class StandInRunner:
             video = " or a video" if self.format.frames else ""
             raise ValueError(MSG_NO_PICTURE.format(family=self.format.family, video=video))
         pre_prompt, post_prompt = self.format.parts(input_text)
+        self._raw = list(raw_image) if isinstance(raw_image, list | tuple) else [raw_image]
         image = self._prepared(raw_image)
         width, height = image[0].size
         self.last_visual_tokens = self.format.visual_tokens(height, width)
@@ -75,10 +86,19 @@ class StandInRunner:
 
     def generate(self, pre_prompt, post_prompt, image, decoder_input_ids, max_new_tokens, other_vision_inputs={},  # noqa: B006
                  other_audio_inputs={}, other_decoder_inputs={}):  # noqa: B006 - the late runner's signature
-        """[[text]] for batch slot 0, beam 0: the LLM's answer to the family's prompt with the picture's rows."""
+        """[[text]] for batch slot 0, beam 0: the LLM's answer to the family's prompt with the picture's rows (the
+        prompt up to the family's answer cue, inside the CPU LLM's own chat template: chat_ids), or the family's own
+        output (twin_output) from the pictures as sent."""
+        text = self.output(self._raw or list(image), pre_prompt + post_prompt) if self.output is not None else None
+        if text is not None:  # bounded like a generation: at most max_new_tokens of the tokenizer's tokens
+            ids = self.tokenizer.encode(text, add_special_tokens=False)
+            if len(ids) > int(max_new_tokens):
+                text = self.tokenizer.decode(ids[:int(max_new_tokens)])
+            return [[text] for _ in range(int(self.args.batch_size))]
         rows = self.vision(image) if image is not None else []
         encode = lambda text: self.tokenizer.encode(text, add_special_tokens=False) if text else []  # noqa: E731
-        ids = self.chat_ids(encode(pre_prompt) + list(rows) + encode(post_prompt))
+        cut = self.format.before_answer_cue
+        ids = self.chat_ids(encode(cut(pre_prompt)) + list(rows) + encode(cut(post_prompt)))
         sampling = {name: getattr(self.args, name) for name in ("temperature", "top_k", "top_p", "repetition_penalty")}
         return [[self.llm(ids, int(max_new_tokens), sampling).strip()] for _ in range(int(self.args.batch_size))]
 
@@ -101,7 +121,8 @@ class StandInRunner:
 
 
 def read_frames(path, count: int) -> list:
-    """`count` frames of the video at `path`, evenly spaced, as RGB PIL images (OpenCV reads MP4, WebM, GIF...)."""
+    """`count` frames of the video at `path`, evenly spaced (-1: all), as RGB PIL images (OpenCV reads MP4, WebM,
+    GIF...)."""
     import cv2
     from PIL import Image
 
@@ -117,5 +138,6 @@ def read_frames(path, count: int) -> list:
         capture.release()
     if not frames:
         raise ValueError("The video has no frames OpenCV can read (MP4, WebM or GIF).")
+    count = len(frames) if count < 0 else count  # -1: every frame (video-neva's num_frames)
     picks = [frames[round(i * (len(frames) - 1) / max(1, count - 1))] for i in range(min(count, len(frames)))]
     return [Image.fromarray(cv2.cvtColor(f, cv2.COLOR_BGR2RGB)) for f in picks]

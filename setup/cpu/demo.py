@@ -14,6 +14,7 @@ from pathlib import Path
 from setup.catalog.families import get_family
 from setup.cpu.encoder import build_cpu_encoder
 from setup.cpu.engine import CpuEngineSpec, build_cpu_engine
+from setup.cpu.family_twins import template_twins, write_family_twin_repository
 from setup.cpu.llmapi_demo import write_llmapi_demo_repository
 from setup.cpu.model import model_dir
 from setup.cpu.pacing import PacingSpec, add_pacing_model
@@ -86,7 +87,8 @@ def start_demo_triton(http_port: int = 8000, grpc_port: int = 8001, metrics_port
 
     The ports are checked first (LaunchError naming a taken one; `port_flag` is the advice). Without
     `repo`, the demo repository (with the pacing model when `pacing_rate` is given) is written into
-    this instance's own folder, which stop() removes. `deployment` picks the demo kind (DEPLOYMENTS) or names a runner family (its runner twin).
+    this instance's own folder, which stop() removes. `deployment` picks the demo kind (DEPLOYMENTS) or names a
+    family (its runner twin, or its template twin: setup/cpu/family_twins.py).
     """
     options = LaunchOptions(model_repo=Path(repo or "."), http_port=http_port, grpc_port=grpc_port,
                             metrics_port=metrics_port, cpu_only=True, extra_args=DEMO_EXIT_TIMEOUT)
@@ -97,6 +99,8 @@ def start_demo_triton(http_port: int = 8000, grpc_port: int = 8001, metrics_port
             folder = claim_instance_folder(demo_instances_dir(), f"{http_port}-{grpc_port}-{metrics_port}")
             if deployment in runner_families():  # a family only run.py served: its runner twin
                 repo = write_runner_demo_repository(folder.path / "repo", deployment, log=log, pacing_rate=pacing_rate)
+            elif deployment in template_twins():  # a family the backend's own templates serve: its twin
+                repo = write_family_twin_repository(folder.path / "repo", deployment, log=log, pacing_rate=pacing_rate)
             else:
                 writer = {"llmapi": write_llmapi_demo_repository,
                           "xcomposer2": write_xcomposer2_demo_repository}.get(deployment, write_demo_repository)

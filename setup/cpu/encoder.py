@@ -25,9 +25,10 @@ def encoder_dir(root: Path | None = None, folder: str = ENCODER_FOLDER) -> Path:
 
 
 def build_cpu_encoder(family: Family, max_num_images: int, hidden_size: int, root: Path | None = None,
-                      folder: str = ENCODER_FOLDER) -> Path:
+                      folder: str = ENCODER_FOLDER, twin: dict | None = None) -> Path:
     """Write the encoder folder's config.json for `family` (the cpu-ocr entry, or one with its pixels replaced by
-    another family's); return the folder."""
+    another family's); return the folder. `twin` ({family, format}): the encoder is a family twin's, recorded
+    under that family's model type, and its reports name the format."""
     spec = family.preprocess
     if spec is None or not family.visual_tokens_per_image:
         raise ValueError(f"{family.name} has no pixel preprocessing or token count; it cannot drive the CPU encoder.")
@@ -49,8 +50,9 @@ def build_cpu_encoder(family: Family, max_num_images: int, hidden_size: int, roo
         },
         "ocr": family.extra.get("ocr", {}),
         "perception": family.extra.get("perception", {}),
+        **({"twin": dict(twin)} if twin else {}),
     }
-    tmp = out / "config.json.tmp"
+    tmp = out / f"config.json.{os.getpid()}.tmp"  # its own: several processes may write it at once
     tmp.write_text(json.dumps(config, indent=2) + "\n")
     tmp.replace(out / "config.json")
     return out

@@ -76,7 +76,7 @@ def build_cpu_engine(spec: CpuEngineSpec = CpuEngineSpec(), root: Path | None = 
             "plugin_config": {"lora_plugin": "float16"},
         },
     }
-    tmp = out / "config.json.tmp"
+    tmp = out / f"config.json.{os.getpid()}.tmp"  # its own: several processes may write it at once
     tmp.write_text(json.dumps(config, indent=2) + "\n")
     tmp.replace(out / "config.json")
     return out

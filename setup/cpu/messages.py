@@ -2,3 +2,9 @@
 
 # runner_demo.py
 MSG_NOT_RUNNER = "'{family}' has no runner twin; the runner families are: {known}."
+
+# family_twins.py
+MSG_NOT_TEMPLATE_TWIN = "'{family}' has no template twin; the families with one are: {known}."
+
+# twins.py
+MSG_NO_TWIN = "{family} has no CPU twin yet; the families with one are: {known}."

@@ -45,8 +45,10 @@ def build_twin_vision(family: str, hidden_size: int) -> Path:
     raw = family_files()[family]
     encoder = build_cpu_encoder(get_family(ENCODER_FAMILY), 1, hidden_size, folder=f"cpu-runner-{family}/encoder")
     folder = encoder.parent
-    config = {"version": "cpu-runner-1", "builder_config": {"model_type": sorted(recorded_model_types(family))[0],
-                                                            "precision": "float16"},
+    builder = {"model_type": sorted(recorded_model_types(family))[0], "precision": "float16"}
+    if raw["runner_format"].get("frames"):  # video-neva's runner reads builder_config.num_frames (-1: all)
+        builder["num_frames"] = int(raw["runner_format"]["frames"])
+    config = {"version": "cpu-runner-1", "builder_config": builder,
               "encoder": encoder.name, "runner_format": {"family": family, **raw["runner_format"]}}
     tmp = folder / "config.json.tmp"
     tmp.write_text(json.dumps(config, indent=2) + "\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import importlib.util
 import os
 import shutil
@@ -21,6 +22,22 @@ def _pytriton_root() -> Path | None:
     return root if (root / "bin" / "tritonserver").is_file() else None
 
 
+def _copy_backends(source: Path, stub: Path, backends: Path) -> None:
+    """Copy the backends tree with the stub into `backends` once. Several processes may start a tritonserver at
+    once (parallel test workers, a demo beside a test run): one copies under a lock, the others wait for it."""
+    backends.parent.mkdir(parents=True, exist_ok=True)
+    with open(backends.parent / f".{backends.name}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if this process dies
+        if (backends / "python" / stub.name).is_file():
+            return
+        staging = backends.with_name(backends.name + ".tmp")
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.copytree(source, staging)
+        shutil.copy2(stub, staging / "python" / stub.name)
+        shutil.rmtree(backends, ignore_errors=True)
+        staging.rename(backends)
+
+
 def _wheel_install() -> TritonInstall | None:
     """The tritonserver inside the nvidia-pytriton wheel, with the fixes it needs outside PyTriton.
 
@@ -38,12 +55,7 @@ def _wheel_install() -> TritonInstall | None:
     backends = cache_dir() / "triton_backends" / version
     target_stub = backends / "python" / "triton_python_backend_stub"
     if not target_stub.is_file():
-        staging = backends.with_name(backends.name + ".tmp")
-        shutil.rmtree(staging, ignore_errors=True)
-        shutil.copytree(root / "backends", staging)
-        shutil.copy2(stub, staging / "python" / "triton_python_backend_stub")
-        shutil.rmtree(backends, ignore_errors=True)
-        staging.rename(backends)
+        _copy_backends(root / "backends", stub, backends)
     libs = root.parent.parent / "nvidia_pytriton.libs"
     pylibdir = sysconfig.get_config_var("LIBDIR") or ""
     ld_path = os.pathsep.join(p for p in (str(libs), pylibdir, os.environ.get("LD_LIBRARY_PATH", "")) if p)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 import time
 
-FIGURES = re.compile(r"^(?P<tokens>\d+) tokens? · ")  # the line under a finished reply
+# the line under a finished reply: its token count, or its time when the server sent the reply whole (the runner)
+FIGURES = re.compile(r"^(?:(?P<tokens>\d+) tokens?|\d+\.\d\d s) · ")
 NARROW = {"width": 400, "height": 860}  # a phone held upright
 WIDTHS = {"desktop": {"width": 1200, "height": 1000}, "400px": NARROW}
 
@@ -111,7 +112,7 @@ def figures_line(text: str) -> str:
 def named_adapter(text: str) -> str:
     """The model or adapter a finished reply's figures line names ("base model" or an adapter)."""
     parts = figures_line(text).split(" · ")
-    return next((p for p in parts if not re.match(r"^[\d.]+ tokens?(/s)?$|^first token |^LoRA ", p)), "")
+    return next((p for p in parts if not re.match(r"^[\d.]+ tokens?(/s)?$|^\d+\.\d\d s$|^first token |^LoRA ", p)), "")
 
 
 def reply_body(text: str) -> str:

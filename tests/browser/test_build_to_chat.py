@@ -1,12 +1,14 @@
-"""Build page -> chat: launch the CPU demo server from the Build tab, then chat with it."""
-
-import time
+"""Build page -> chat: launch the CPU twin of the family chosen in the form from the Build tab, then chat with it."""
 
 import pytest
+from PIL import Image
 
 from app.chat.context import AppConfig, AppContext
+from app.deployments.runner.deployment import RunnerDeployment
+from app.web.build_logic import family_choices
+from app.web.pages.build import twin_of
 from app.web.ui import build_app
-from tests.browser.test_chat import ask, settled_reply
+from tests.browser.chat_helpers import ask_about_image
 from tests.conftest import free_port, grant_access
 
 
@@ -21,8 +23,20 @@ def fresh_app():
     blocks.close()
 
 
-def test_launch_from_build_page_then_chat(browser_context, fresh_app):
+def pick_family(page, name: str) -> None:
+    page.locator("#build-family input").click()
+    page.locator("#build-family input").fill(name)
+    page.get_by_role("option", name=name, exact=True).click()
+
+
+def test_launch_the_chosen_familys_twin_from_the_build_page_then_chat(browser_context, fresh_app, tmp_path):
+    """The CPU twin offered follows the form's family; Kosmos-2 picked, the button starts its runner twin (not the cpu-ocr demo), the page says so, and the chat (the runner kind) answers
+    an image question."""
+    from skimage import data
+
     ctx, url = fresh_app
+    picture = tmp_path / "chelsea.png"
+    Image.fromarray(data.chelsea()).save(picture)
     grant_access(browser_context, ctx, url)
     page = browser_context.new_page()
     try:
@@ -34,17 +48,19 @@ def test_launch_from_build_page_then_chat(browser_context, fresh_app):
         http, grpc = free_port(), free_port()
         page.locator("#build-http-port input").fill(str(http))
         page.locator("#build-grpc-port input").fill(str(grpc))
+        assert page.input_value("#build-cpu-twin input") == twin_of(family_choices()[0][1])  # the first family's
+        pick_family(page, "Kosmos-2")
+        page.wait_for_function("document.querySelector('#build-cpu-twin input').value === 'kosmos-2'")
         page.click("#build-cpu-demo")
-        page.wait_for_selector("#build-open-chat", state="visible", timeout=240_000)
+        page.wait_for_function("document.querySelector('#build-server').innerText.includes('CPU twin of kosmos-2')")
+        page.wait_for_selector("#build-open-chat", state="visible", timeout=400_000)
+        assert "Serving the CPU twin of kosmos-2" in page.inner_text("#build-server")
         page.click("#build-open-chat")
         page.wait_for_selector("#chat-input textarea", state="visible")
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not page.locator("#status").inner_text().startswith("Ready"):
-            time.sleep(0.5)
-        assert f"127.0.0.1:{grpc}" in page.locator("#status").inner_text()
+        assert isinstance(ctx.deployment, RunnerDeployment) and ctx.deployment.family == "kosmos-2"
         assert ctx.deployment.url == f"127.0.0.1:{grpc}"
-        ask(page, "What is the capital of France?")
-        assert "Paris" in settled_reply(page, timeout=120)
+        reply = ask_about_image(page, picture, "What animal is this?", timeout=400)
+        assert "cat" in reply.lower(), reply
         page.get_by_role("tab", name="Build").click()
         page.click("#build-stop-server")
         page.wait_for_selector("text=Triton stopped.")

@@ -52,3 +52,30 @@ def test_unknown_settings_are_named(served):
     with pytest.raises(AppError) as refused:
         client(url, ctx.access.token).predict({"family": "llava-1.5", "max_batch": 4}, api_name="/build_plan")
     assert "Unknown Build settings: max_batch" in str(refused.value), refused.value
+
+
+def test_the_cpu_twin_of_a_family_through_the_api(served):
+    """build_demo: a family without a twin is answered with the families that have one, the launch token is
+    required, and a twin's start says what became of it (here a taken port: nothing is written or started; the
+    browser test starts a twin from the page and chats with it)."""
+    import socket
+
+    from gradio_client.exceptions import AppError
+
+    from tests.conftest import free_port
+
+    ctx, url, _ = served
+    owner = client(url, ctx.access.token)
+    with pytest.raises(AppError) as refused:
+        owner.predict("no-such-family", 8000, 8001, 0, api_name="/build_demo")
+    assert "no-such-family has no CPU twin yet; the families with one are: " in str(refused.value), refused.value
+    with pytest.raises(AppError) as refused:
+        client(url, None).predict("kosmos-2", 8000, 8001, 0, api_name="/build_demo")
+    assert "token" in str(refused.value).lower(), refused.value
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = owner.predict("kosmos-2", port, free_port(), 60, api_name="/build_demo")
+    assert result["family"] == "kosmos-2" and result["state"] == "failed", result
+    assert f"port {port}" in result["message"] and result["grpc_url"] is None, result

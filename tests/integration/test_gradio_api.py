@@ -58,3 +58,22 @@ def test_what_the_model_saw_through_the_api(app_url, llmapi_app_served, tmp_path
     with pytest.raises(Exception, match="does not say what it finds in pictures"):
         Client(llmapi_app_served[1], verbose=False).predict(images=[handle_file(str(cat))],
                                                             api_name="/what_the_model_saw")
+
+
+def test_generate_reads_a_pdf_page_and_reply_outputs_parses_a_chart_table(app_url, tmp_path):
+    from gradio_client import handle_file
+
+    from tests.media import pdf_of_pages
+
+    page = Image.new("RGB", (900, 260), "white")
+    ImageDraw.Draw(page).text((30, 90), "The secret code is 4711", fill="black", font=ImageFont.load_default(size=64))
+    path = tmp_path / "code.pdf"
+    path.write_bytes(pdf_of_pages([Image.new("RGB", (900, 260), "white"), page]))
+    client = Client(app_url, verbose=False)
+    reply = client.predict(text="What is the secret code?", images=[handle_file(str(path))], pdf_pages="2",
+                           max_tokens=30, api_name="/generate")
+    assert "4711" in reply
+    fields = client.predict(text="TITLE | Sales <0x0A> Year | Sales <0x0A> 2021 | 12", api_name="/reply_outputs")
+    assert fields["table"] == {"title": "Sales", "header": ["Year", "Sales"], "rows": [["2021", "12"]],
+                               "csv": "Year,Sales\n2021,12\n"}
+    assert client.predict(text="Paris.", api_name="/reply_outputs") == {"text": "Paris."}

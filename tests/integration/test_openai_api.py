@@ -146,3 +146,35 @@ def test_a_stop_sequence_ends_the_reply_before_it(demo_app_url):
     assert "Paris" not in cut["message"]["content"]  # OpenAI's stop: the sequence is not part of the reply
     assert cut["message"]["content"].strip() == whole[: whole.index("Paris")].strip()
     assert cut["finish_reason"] == "stop"
+
+
+def _code_frames(count: int, duration_ms: int) -> str:
+    """A GIF (as a data URL) whose every frame shows the secret code, moved a little each frame."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    frames = []
+    for index in range(count):
+        frame = Image.new("RGB", (900, 260), "white")
+        ImageDraw.Draw(frame).text((30 + 4 * index, 90), "The secret code is 4711", fill="black",
+                                   font=ImageFont.load_default(size=64))
+        frames.append(frame)
+    buffer = io.BytesIO()
+    frames[0].save(buffer, format="GIF", save_all=True, append_images=frames[1:], duration=duration_ms, loop=0)
+    return "data:image/gif;base64," + base64.b64encode(buffer.getvalue()).decode()
+
+
+def test_a_video_url_part_reaches_the_model_as_its_frames(app_url):
+    """vLLM's video_url part: the frames are sampled (as many as the demo takes) and read by its encoder."""
+    reply = chat(app_url, max_tokens=30, messages=[{"role": "user", "content": [
+        {"type": "video_url", "video_url": {"url": _code_frames(6, 200)}},
+        {"type": "text", "text": "What is the secret code?"}]}])
+    assert reply.status_code == 200, reply.text
+    assert "4711" in reply.json()["choices"][0]["message"]["content"]
+
+
+def test_a_video_over_the_length_limit_is_refused_before_anything_runs(app_url):
+    reply = chat(app_url, messages=[{"role": "user", "content": [
+        {"type": "video_url", "video_url": {"url": _code_frames(3, 50_000)}},
+        {"type": "text", "text": "What is the secret code?"}]}])
+    assert reply.status_code == 400
+    assert "lasts 150.0 seconds; videos may last at most 120 seconds" in reply.json()["error"]["message"]

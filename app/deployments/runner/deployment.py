@@ -2,7 +2,8 @@
 
 TensorRT-LLM's runner wraps the question in its family's own template and keeps no history, so the request
 carries the last user turn's bare text, the images of that turn as file bytes (a video as video_bytes where the
-model declares takes_video), and the settings the model declares. LoRA goes as lora_task_id where the model
+model declares takes_video), and the settings the model declares (the runner reads no presence or frequency
+penalty: runner_repetition). LoRA goes as lora_task_id where the model
 declares it; the runner itself refuses a task when its release takes none.
 """
 
@@ -16,8 +17,9 @@ from app.core.constants import WHOLE_REPLY_STALL_SECONDS
 from app.core.conversation import Conversation
 from app.core.errors import InvalidRequest, TextOnlyDeployment
 from app.core.messages import MSG_TEXT_ONLY
+from app.core.sampling import REPETITION_FOR_PENALTIES, SamplingParams
 from app.deployments.base import AdapterState, ReplyRequest
-from app.deployments.messages import MSG_RUNNER_IMAGES, MSG_RUNNER_NO_LORA, RUNNER_KIND
+from app.deployments.messages import MSG_RUNNER_IMAGES, MSG_RUNNER_NO_LORA, MSG_RUNNER_PENALTIES, RUNNER_KIND
 from app.deployments.runner.stream import RunnerStream
 from app.deployments.runner.wire import build_inputs
 from app.deployments.triton_served import TritonServed
@@ -35,6 +37,14 @@ def last_user_text(conversation: Conversation) -> str:
         if turn.text:
             texts.insert(0, turn.text)
     return "\n".join(texts).strip()
+
+
+def runner_repetition(sampling: SamplingParams) -> tuple[float, str]:
+    """(the repetition penalty to send, a note when it stands in for the presence/frequency penalties the runner
+    cannot read: only when the request sets those and leaves its own repetition penalty at 1)."""
+    if sampling.repetition_penalty == 1.0 and (sampling.presence_penalty > 0 or sampling.frequency_penalty > 0):
+        return REPETITION_FOR_PENALTIES, MSG_RUNNER_PENALTIES.format(value=REPETITION_FOR_PENALTIES)
+    return float(sampling.repetition_penalty), ""
 
 
 def file_bytes(item: str | bytes) -> bytes:
@@ -121,13 +131,15 @@ class RunnerDeployment(TritonServed):
         if request.continues:
             raise InvalidRequest("The runner keeps no conversation: it cannot continue a reply; ask again instead.")
         p = request.sampling
+        repetition, note = runner_repetition(p) if "repetition_penalty" in info.inputs else (1.0, "")
         values: dict[str, object] = {
             "text_input": text, "max_tokens": int(p.max_tokens), "temperature": float(p.temperature),
-            "top_k": int(p.top_k), "top_p": float(p.top_p), "repetition_penalty": float(p.repetition_penalty),
+            "top_k": int(p.top_k), "top_p": float(p.top_p), "repetition_penalty": repetition,
             "stop_words": list(request.stop) or None, **self._pictures(images),
         }
         if request.adapter:
             if not self.takes_lora():
                 raise InvalidRequest(MSG_RUNNER_NO_LORA.format(model=info.name))
             values["lora_task_id"] = self.registry.task_id(request.adapter)
-        return RunnerStream(self.client.url, info, build_inputs(info, values), max(self.client.stall_timeout, WHOLE_REPLY_STALL_SECONDS))
+        return RunnerStream(self.client.url, info, build_inputs(info, values),
+                            max(self.client.stall_timeout, WHOLE_REPLY_STALL_SECONDS), notes=(note,) if note else ())

@@ -1,5 +1,6 @@
 """A reply from the runner model: text_output holds all text so far (the whole reply in one response when the
-runner cannot stream), beside its figures: finish_reason, reply_mode, runner_era and prompt_format."""
+runner cannot stream), beside its figures: finish_reason, reply_mode, runner_era and prompt_format; and the
+request's own notes (a setting sent in place of one the runner cannot read)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ FIGURES = ("finish_reason", "reply_mode", "runner_era", "prompt_format")
 class RunnerStream(TokenStream):
     """`details` holds the figures the model returned with the reply."""
 
-    def __init__(self, url: str, info: ModelInfo, inputs: list, stall_timeout: float):
+    def __init__(self, url: str, info: ModelInfo, inputs: list, stall_timeout: float, notes: tuple[str, ...] = ()):
         self.details: dict[str, str] = {}
+        self.notes = notes  # what the request sent differently from what was asked (and why)
         super().__init__(url, replace(info, accumulated_text=True, engine_model=None), inputs, stall_timeout)
 
     def _observe(self, result) -> None:
@@ -31,7 +33,12 @@ class RunnerStream(TokenStream):
         parts += [d[k] for k in ("reply_mode",) if d.get(k)]
         parts += [f"runner era {d['runner_era']}"] if d.get("runner_era") else []
         parts += [f"prompt: {d['prompt_format']}"] if d.get("prompt_format") else []
-        return " · ".join(parts)
+        return " · ".join(parts + list(self.notes))
+
+    @property
+    def whole_reply(self) -> bool:
+        """The runner sent its reply at once (the recorded runners cannot stream)."""
+        return self.details.get("reply_mode") == "whole reply"
 
     @property
     def finish_reason(self) -> str | None:

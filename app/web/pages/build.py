@@ -67,6 +67,19 @@ def _form(first: str) -> tuple[dict, gr.Markdown, list]:
     return widgets, family_info, triton_widgets
 
 
+def twin_choices() -> list[str]:
+    """The families with a CPU twin, the default demo (cpu-ocr) first."""
+    from setup.cpu.twins import CPU_OCR, cpu_twins
+
+    return [CPU_OCR, *sorted(f for f in cpu_twins() if f != CPU_OCR)]
+
+
+def twin_of(family: str | None, shown: str | None = None) -> str:
+    """The twin to offer for the form's family: its own when it has one, else the one shown (else cpu-ocr)."""
+    choices = twin_choices()
+    return family if family in choices else shown if shown in choices else choices[0]
+
+
 def build(ctx: AppContext, service: BuildService | None = None, tabs: gr.Tabs | None = None,
           chat_tab: str = "chat") -> None:
     """Lay out the build tab inside the current Blocks context and wire its events.
@@ -106,6 +119,8 @@ def build(ctx: AppContext, service: BuildService | None = None, tabs: gr.Tabs | 
                          elem_id="build-log")
         with gr.Row():
             deploy = gr.Button("Write repository and launch", visible=False, elem_id="build-deploy")
+            twin = gr.Dropdown(twin_choices(), value=twin_of(first), label="CPU twin", elem_id="build-cpu-twin",
+                               info="The family whose CPU twin the demo button serves.", min_width=160)
             demo = gr.Button("CPU demo: write repository and launch", elem_id="build-cpu-demo")
             stop_server = gr.Button("Stop server", elem_id="build-stop-server")
             open_chat = gr.Button("Chat with this server", variant="primary", visible=False, elem_id="build-open-chat")
@@ -125,6 +140,7 @@ def build(ctx: AppContext, service: BuildService | None = None, tabs: gr.Tabs | 
                                                  "max_num_images")]
     # .input: a person picking a family gets its defaults; a resumed job's form keeps its own values.
     family.input(on_family, [family, version], [*family_outputs, family_info, *triton_widgets], **private)
+    family.change(lambda chosen, shown: twin_of(chosen, shown), [family, twin], twin, **private)
     version.change(logic.family_markdown, [family, version], family_info, **private)
     show.click(handlers.on_show, all_inputs, [summary, script, export, export_payload], **private)
     export.click(None, export_payload, None, js=SAVE_PAYLOAD_JS, **private)
@@ -133,7 +149,7 @@ def build(ctx: AppContext, service: BuildService | None = None, tabs: gr.Tabs | 
     resume.click(handlers.on_resume, [jobs, token], [jobs, summary, script, *all_inputs, family_info], **private)
     cancel.click(handlers.on_cancel, jobs, None, **private)
     deploy.click(handlers.on_deploy, jobs, server, **private)
-    demo.click(handlers.on_demo, [http_port, grpc_port], server, **private)
+    demo.click(handlers.on_demo, [twin, http_port, grpc_port], server, **private)
     stop_server.click(handlers.on_stop, None, server, **private)
     timer = gr.Timer(POLL_SECONDS)
     timer.tick(handlers.on_tick, jobs, [status, log, deploy, server, jobs, open_chat], show_progress="hidden",

@@ -1,4 +1,4 @@
-"""The Build page's engine path through the Gradio API (plan, run, status, cancel), for scripts and the
+"""The Build page's engine path through the Gradio API (plan, run, status, cancel, the CPU twin), for scripts and the
 command line's peers: the same checks as the page (the launch token or a login, folders inside the workspace)
 and the same plans. Settings are the form's fields by name; a field left out keeps what the page would show for
 the family."""
@@ -85,7 +85,20 @@ class BuildApi:
         return self.build_status(job, request)
 
 
+    def build_demo(self, family: str, http_port: int = 8000, grpc_port: int = 8001, wait_seconds: float = 0,
+                   request: gr.Request = None) -> dict:
+        """Start the CPU twin of `family` (the page's "CPU demo" button; `python -m app --demo --deployment F` from
+        the command line) on these ports, metrics on gRPC + 1; with `wait_seconds`, wait up to that long for it to
+        be ready. Its state (starting, ready, failed) and the page's message; the chat then talks to it."""
+        require_access(self.handlers.ctx, request)
+        started = self.handlers.start_twin(family, http_port, grpc_port)
+        server = self.handlers.service.deployment
+        if wait_seconds:
+            server.wait(float(wait_seconds))
+        return {"family": started, "state": server.state, "message": server.message, "grpc_url": server.grpc_url}
+
+
 def register(api: BuildApi) -> None:
-    """The four endpoints, named as the page's buttons."""
-    for handler in (api.build_plan, api.build_run, api.build_status, api.build_cancel):
+    """The endpoints, named as the page's buttons."""
+    for handler in (api.build_plan, api.build_run, api.build_status, api.build_cancel, api.build_demo):
         gr.api(handler, api_name=handler.__name__)

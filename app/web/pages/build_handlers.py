@@ -13,7 +13,13 @@ from app.web import serve_logic
 from app.web.build_folders import confine_folders, problems_markdown
 from app.web.download import download_payload
 from app.web.gate import caller_may_act, require_access
-from app.web.messages import MSG_BUILD_NO_SERVER, MSG_BUILD_SERVER_RUNNING, MSG_NOTHING_TO_RESUME
+from app.web.messages import (
+    MSG_BUILD_NO_SERVER,
+    MSG_BUILD_SERVER_RUNNING,
+    MSG_NOTHING_TO_RESUME,
+    MSG_TWIN_SERVING,
+    MSG_TWIN_STARTING,
+)
 from app.web.pages.build_form import FORM_FIELDS
 from setup.build.jobs import JobError, JobStore
 from setup.build.registry import EngineRegistry
@@ -69,6 +75,7 @@ class BuildHandlers:
 
     def __init__(self, ctx: AppContext, service: BuildService, chat_tab: str = "chat"):
         self.ctx, self.service, self.chat_tab = ctx, service, chat_tab
+        self.base_config = ctx.config  # the chat's settings the app started with (a twin's replace them for it)
 
     def confined(self, values) -> tuple[dict, dict, list[str]]:
         """The form and Triton values by name, a model id's folders named under the workspace, and the folders
@@ -144,18 +151,42 @@ class BuildHandlers:
         plan = self.service.plans.get(job_id)
         if plan is None or not plan.deployment:
             raise gr.Error(logic.MSG_DEPLOY_NOT_SERVED, print_exception=False)
-        if not self.service.deployment.start(lambda: logic.deploy_plan(plan)):
+        base = self.base_config
+        chat = {"deployment": base.deployment, "model": base.model, "adapters_dir": base.adapters_dir,
+                "model_adapter": base.model_adapter}  # after a twin, the app's own settings again
+        if not self.service.deployment.start(lambda: logic.deploy_plan(plan), chat=chat):
             raise gr.Error(MSG_BUILD_SERVER_RUNNING, print_exception=False)
         return self.service.deployment.message
 
-    def on_demo(self, http_port, grpc_port, request: gr.Request):
+    def on_demo(self, family, http_port, grpc_port, request: gr.Request):
+        """Start the CPU twin chosen beside the button (it follows the form's family; any twin, the cpu-ocr demo
+        too); the chat then talks to it with the deployment kind and model it needs."""
         require_access(self.ctx, request)
-        from setup.cpu.demo import start_demo_triton
-
-        ports = (int(http_port or 8000), int(grpc_port or 8001), int(grpc_port or 8001) + 1)
-        if not self.service.deployment.start(lambda: start_demo_triton(*ports, log=lambda *_: None, port_flag=None)):
-            raise gr.Error(MSG_BUILD_SERVER_RUNNING, print_exception=False)
+        self.start_twin(family, http_port, grpc_port)
         return self.service.deployment.message
+
+    def start_twin(self, family, http_port, grpc_port) -> str:
+        """Start `family`'s CPU twin in the background (gr.Error in a sentence: no twin, a server running);
+        its family id."""
+        from setup.cpu.demo import start_demo_triton
+        from setup.cpu.twins import twin_for
+
+        try:
+            twin = twin_for(family)
+        except ValueError as exc:
+            raise gr.Error(str(exc), print_exception=False) from None
+        ports = (int(http_port or 8000), int(grpc_port or 8001), int(grpc_port or 8001) + 1)
+        base = self.base_config
+        chat = {"deployment": twin.kind, "model": twin.model or base.model,
+                "adapters_dir": twin.adapters_dir or base.adapters_dir,
+                "model_adapter": twin.model_adapter or base.model_adapter}
+        started = self.service.deployment.start(
+            lambda: start_demo_triton(*ports, log=lambda *_: None, port_flag=None, deployment=twin.demo),
+            starting=MSG_TWIN_STARTING.format(family=twin.family), serving=MSG_TWIN_SERVING.format(family=twin.family, demo=twin.demo),
+            chat=chat)
+        if not started:
+            raise gr.Error(MSG_BUILD_SERVER_RUNNING, print_exception=False)
+        return twin.family
 
     def on_stop(self, request: gr.Request):
         require_access(self.ctx, request)
@@ -190,7 +221,7 @@ class BuildHandlers:
         url = self.service.deployment.grpc_url
         if url is None:
             raise gr.Error(MSG_BUILD_NO_SERVER, print_exception=False)
-        self.ctx.retarget(url)
+        self.ctx.retarget(url, **self.service.deployment.chat)
         return gr.Tabs(selected=self.chat_tab)
 
     def on_engines(self, request: gr.Request):

@@ -38,6 +38,8 @@ from app.web.labels import (
     KEEP_PICTURES_LABEL,
     NEWER_VERSION,
     OLDER_VERSION,
+    PDF_PAGES_INFO,
+    PDF_PAGES_LABEL,
     PRESENCE_INFO,
     REGENERATE,
     SEED_INFO,
@@ -55,6 +57,7 @@ from app.web.messages import MSG_SERVER_WAITING
 
 TITLE = "Chat"
 SAMPLE_ONLY = ("temperature", "top_k", "top_p", "seed")  # the settings greedy decoding ignores
+UPLOAD_TYPES = ["image", ".mp4", ".webm", ".gif", ".pdf"]  # pictures, videos (frames sampled), PDFs (pages rendered)
 CHAT_HEIGHT = "62vh"  # most of a desktop screen; style.py makes it shorter on a phone, with the input in view
 
 
@@ -110,14 +113,15 @@ def replies(ctx: AppContext, session: str, conversation: Conversation, first: Qu
 
 
 def on_send(ctx: AppContext, session: str, message: dict | None, conversation: Conversation, adapter_label: str,
-            sampling: ChatSampling) -> Iterator[tuple]:
-    """Send the message box's text and pictures: answered now, or queued behind the reply that runs."""
+            sampling: ChatSampling, pdf_pages: str = "") -> Iterator[tuple]:
+    """Send the message box's text and files (pictures, videos, PDFs: `pdf_pages` picks a PDF's pages):
+    answered now, or queued behind the reply that runs."""
     text, files = (message or {}).get("text", ""), (message or {}).get("files", [])
     try:
-        check_new_turn(ctx, text, files)
+        media = check_new_turn(ctx, text, files, (pdf_pages or "").strip() or None)
         sampling.params()  # refuse bad values now, not in the middle of the run
         settings = ReplySettings(sampling, adapter_of(adapter_label))
-        queued = Queued(text.strip(), tuple(files), settings)
+        queued = Queued(text.strip(), media, settings)
         start = ctx.outbox.offer(session, queued)
     except ChatError as exc:
         yield refuse(str(exc))
@@ -197,7 +201,7 @@ def build(ctx: AppContext, app: gr.Blocks | None = None) -> None:
         with gr.Accordion(ABOUT_DEMO, open=False, elem_id="demo-note"):
             gr.Markdown(CPU_DEMO_NOTE + "\n\n" + CPU_OCR_NOTE)
     chatbot = gr.Chatbot(elem_id="chatbot", label="Conversation", height=CHAT_HEIGHT, buttons=["copy", "copy_all"])
-    box = gr.MultimodalTextbox(elem_id="chat-input", placeholder=CHAT_PLACEHOLDER, file_types=["image"],
+    box = gr.MultimodalTextbox(elem_id="chat-input", placeholder=CHAT_PLACEHOLDER, file_types=UPLOAD_TYPES,
                                file_count="multiple", show_label=False)
     with gr.Row(elem_id="chat-controls"):
         adapter = gr.Dropdown(adapter_choices(ctx), value=base_label(ctx), label="Adapter", elem_id="adapter",
@@ -226,6 +230,8 @@ def build(ctx: AppContext, app: gr.Blocks | None = None) -> None:
         repetition_penalty = slider("repetition_penalty", "Repetition penalty", 0.01, "Above 1 discourages repeats.")
         presence_penalty = slider("presence_penalty", "Presence penalty", 0.05, PRESENCE_INFO)
         frequency_penalty = slider("frequency_penalty", "Frequency penalty", 0.05, FREQUENCY_INFO)
+        pdf_pages = gr.Textbox(value="", label=PDF_PAGES_LABEL, info=PDF_PAGES_INFO, placeholder="1-3,5",
+                               elem_id="pdf-pages", max_lines=1)
         system_prompt = gr.Textbox(value=ctx.config.system_prompt, label="System prompt", lines=2,
                                    elem_id="system-prompt")
         history_mode = gr.Radio(list(HISTORY_MODES), value="same adapter", label="History sent with each message",
@@ -241,8 +247,9 @@ def build(ctx: AppContext, app: gr.Blocks | None = None) -> None:
     sampling = [widgets[f.name] for f in fields(ChatSampling)]  # ChatSampling.from_values takes them in this order
 
     # Gradio passes the request first (its annotation), then the inputs; the Sampling widgets' values last.
-    def send(request: gr.Request, message, shown, adapter_label, *values):
-        yield from on_send(ctx, request.session_hash, message, shown, adapter_label, ChatSampling.from_values(*values))
+    def send(request: gr.Request, message, shown, adapter_label, pages, *values):
+        yield from on_send(ctx, request.session_hash, message, shown, adapter_label, ChatSampling.from_values(*values),
+                           pages)
 
     def regenerate_reply(request: gr.Request, shown, adapter_label, *values):
         yield from on_regenerate(ctx, request.session_hash, shown, adapter_label, ChatSampling.from_values(*values))
@@ -264,7 +271,7 @@ def build(ctx: AppContext, app: gr.Blocks | None = None) -> None:
     outputs = [box, chatbot, conversation, stop, regenerate]
     # "multiple": a message sent while a reply streams reaches the server (and waits in the outbox) instead
     # of being dropped by the browser while the first event is still running.
-    sent = box.submit(send, [box, conversation, adapter, *sampling], outputs, trigger_mode="multiple",
+    sent = box.submit(send, [box, conversation, adapter, pdf_pages, *sampling], outputs, trigger_mode="multiple",
                       api_visibility="private")
     regenerated = regenerate.click(regenerate_reply, [conversation, adapter, *sampling], outputs,
                                    api_visibility="private")

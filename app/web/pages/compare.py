@@ -186,7 +186,7 @@ def build(ctx: AppContext) -> None:
                             scale=3)
         # A gallery of paths (type="filepath": the server decodes nothing), so the app's intake checks size and
         # pixels before anything reads a picture; the browser shows thumbnails of what was attached.
-        image = gr.Gallery(label=COMPARE_IMAGE_LABEL, file_types=["image"], type="filepath", interactive=True,
+        image = gr.Gallery(label=COMPARE_IMAGE_LABEL, file_types=["image", ".mp4", ".webm", ".gif"], type="filepath", interactive=True,
                            sources=["upload"], elem_id="compare-image", height=COMPARE_IMAGE_HEIGHT, columns=4,
                            object_fit="contain", allow_preview=False, buttons=[], scale=1, min_width=160)
     picks = first_picks(ctx)

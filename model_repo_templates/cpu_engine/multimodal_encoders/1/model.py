@@ -32,9 +32,12 @@ def _param(config, key):
     return "" if value.startswith("${") else value
 
 
-def _report(seen) -> dict:
-    """What one image gave, as plain data: the Perception's fields, or the OCR-only encoder's text."""
-    return seen.as_dict() if hasattr(seen, "as_dict") else {"description": f"Text: {seen}" if seen else "", "text": seen}
+def _report(seen, twin: dict) -> dict:
+    """What one image gave, as plain data: the Perception's fields, or the OCR-only encoder's text; a family twin's
+    encoder adds the family format it applied (`format`)."""
+    report = seen.as_dict() if hasattr(seen, "as_dict") else {"description": f"Text: {seen}" if seen else "",
+                                                               "text": seen}
+    return {**report, **({"format": twin["format"]} if twin.get("format") else {})}
 
 
 class TritonPythonModel:
@@ -44,9 +47,11 @@ class TritonPythonModel:
         one_thread_per_part()  # this process runs only the encoder: its parts side by side, one thread each
         self.encoder = make_encoder(_param(config, "multimodal_model_path"), _param(config, "hf_model_path") or None)
         self.max_images = int(_param(config, "max_num_images") or 0)
+        self.twin = self.encoder.config.get("twin") or {}  # a family twin's encoder: the family format it applies
         pb_utils.Logger.log_info(
             f"cpu encoder ({type(self.encoder).__name__}) ready in {time.monotonic() - started:.1f} s "
-            f"({self.encoder.tokens} rows per image, hidden {self.encoder.hidden})"
+            f"({self.encoder.tokens} rows per image, hidden {self.encoder.hidden}"
+            f"{', format ' + self.twin['format'] if self.twin.get('format') else ''})"
         )
 
     def _one(self, request):
@@ -73,7 +78,7 @@ class TritonPythonModel:
                 said = [s.sentence() if hasattr(s, "sentence") else s for s in seen]
                 pb_utils.Logger.log_verbose(f"cpu encoder saw ({self.encoder.memo.hits - hits} remembered): {said}")
                 tables.append(table)
-                reports.append([json.dumps(_report(s)) for s in seen])
+                reports.append([json.dumps(_report(s, self.twin)) for s in seen])
             batch = len(tables)
         rows = max(t.shape[0] for t in tables)
         out = np.zeros((batch, rows, self.encoder.hidden), np.float16)

@@ -48,6 +48,7 @@ class MultimodalModelRunner(StandInRunner):
         from cpu_runtime.encoder.encoder import make_encoder
 
         encoder = make_encoder(str(Path(folder) / "encoder"))  # setup/cpu/runner_demo.py writes it there
+        self.encoder = encoder
 
         def see(images):
             picks = images if len(images) <= FRAMES_SEEN else \
@@ -60,3 +61,8 @@ class MultimodalModelRunner(StandInRunner):
             return rows
 
         return see
+
+    def load_output(self, folder):
+        from cpu_runtime.family_outputs.outputs import TwinOutputs
+
+        return TwinOutputs(self.format.twin_output, getattr(self, "encoder", None))

@@ -86,7 +86,7 @@ BAD = [
     (body(messages="hi"), "messages must be a non-empty list"),
     (body(messages=[{"role": "tool", "content": "x"}]), "messages[0].role must be system, user or assistant"),
     (body(messages=[{"role": "user", "content": 5}]), "messages[0].content must be text or a list"),
-    (body(messages=[{"role": "user", "content": [{"type": "input_audio"}]}]), "only text and image_url parts"),
+    (body(messages=[{"role": "user", "content": [{"type": "input_audio"}]}]), "only text, image_url and video_url parts"),
     (body(messages=[{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://x/y.png"}}]}]),
      "the app does not fetch remote files"),
     (body(messages=[{"role": "user", "content": [{"type": "image_url", "image_url": "data:image/png;base64,@@"}]}]),
@@ -176,3 +176,30 @@ def test_fields_left_out_take_the_models_defaults_then_openais():
     assert parse_chat_request(body(), SERVED, {"temperature": 0}).params.top_k == 1  # a greedy model default
     penalties = parse_chat_request(body(), SERVED, {"presence_penalty": 0.0, "repetition_penalty": 1.1}).params
     assert (penalties.presence_penalty, penalties.frequency_penalty, penalties.repetition_penalty) == (0.0, 0.5, 1.1)
+
+
+def test_video_url_parts_are_taken_as_vllm_takes_them(tmp_path):
+    from app.core.conversation import VIDEO
+    from tests.media import ball_video
+    gif = ball_video(tmp_path / "ball.gif", frames=6).read_bytes()
+    url = "data:image/gif;base64," + base64.b64encode(gif).decode()
+    chat = parse_chat_request(body(messages=[{"role": "user", "content": [
+        {"type": "text", "text": "What moves?"}, {"type": "video_url", "video_url": {"url": url}}]}]), SERVED)
+    (media,) = chat.conversation.turns[-1].media
+    assert media.kind == VIDEO and media.data == gif and not media.frames  # sampled when the request opens
+    with pytest.raises(InvalidRequest, match=r"send videos inline as data:video/mp4;base64"):
+        parse_chat_request(body(messages=[{"role": "user", "content": [
+            {"type": "text", "text": "x"}, {"type": "video_url", "video_url": {"url": "https://x/v.mp4"}}]}]), SERVED)
+
+
+def test_parsed_outputs_ride_on_the_message_and_the_last_delta():
+    from app.chat.reply_outputs import parse_reply
+    text = "Year | Sales <0x0A> 2021 | 12"
+    message = completion_body(SERVED, text, "stop", 5, parse_reply(text))["choices"][0]["message"]
+    assert message["content"] == text
+    assert message["outputs"]["table"]["header"] == ["Year", "Sales"] and message["outputs"]["table"]["rows"] == [
+        ["2021", "12"]]
+    assert "outputs" not in completion_body(SERVED, "prose", "stop", 1)["choices"][0]["message"]
+    last = json.loads(ChunkWriter(SERVED).finish("stop", parse_reply(text))[len("data: "):])
+    assert last["choices"][0]["delta"]["outputs"]["table"]["rows"] == [["2021", "12"]]
+    assert json.loads(ChunkWriter(SERVED).finish("stop")[len("data: "):])["choices"][0]["delta"] == {}

@@ -34,3 +34,14 @@ def test_the_adapter_data_a_request_sent_is_shown():
     assert "· xc2-partial · LoRA 3.0 MB sent (weights) · K" in figures_text(first, None, "K")
     assert "· xc2-partial · LoRA 8 B sent (task id only) · K" in figures_text(later, None, "K")
     assert "LoRA" not in figures_text(ReplyFigures(3, 1.0, 0.1), None, "K")  # no adapter: nothing sent
+
+
+def test_the_kinds_own_figures_follow_and_a_whole_reply_shows_no_token_count():
+    runner = SimpleNamespace(chunks=1, time_to_first_token=2.5, whole_reply=True,
+                             details_line=lambda: "finished: stop · whole reply · runner era late · prompt: fuyu")
+    figures = measure(runner, started=10.0, ended=12.5)
+    assert figures_text(figures, None, "Triton runner topology") == (
+        "2.50 s · base model · Triton runner topology · finished: stop · whole reply · runner era late · prompt: fuyu")
+    llmapi = SimpleNamespace(chunks=3, time_to_first_token=0.5, details_line=lambda: "finished: stop · KV cache: 3 blocks")
+    assert figures_text(measure(llmapi, started=0.0, ended=1.5), None, "K") == (
+        "3 tokens · 2.0 tokens/s · first token 0.50 s · base model · K · finished: stop · KV cache: 3 blocks")

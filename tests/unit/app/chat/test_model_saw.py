@@ -23,6 +23,13 @@ def test_lines_name_labels_with_confidences_and_the_description():
     assert "Cat faces: 1" in lines and "Colours: grey 41%" in lines and "Text: <b>hi</b>" in lines
     assert lines[-1].startswith("Given to the model as: “It shows a cat")
     assert "Text: none found" in report_lines({"labels": [], "text": ""})
+    assert not any(line.startswith("Family format") for line in lines)
+
+
+def test_a_family_twin_s_report_ends_with_the_format_it_applied():
+    lines = report_lines({**CAT, "format": "blip2-opt: 224x224 px stretch, 32 rows per image"})
+    assert lines[-1] == "Family format: blip2-opt: 224x224 px stretch, 32 rows per image"
+    assert lines[-2].startswith("Given to the model as:")
 
 
 def test_reports_missing_or_failing_leave_the_reply_alone():

@@ -58,3 +58,11 @@ def test_unknown_adapter_refused_before_any_request(tmp_path):
         chat_logic.check_adapter(ctx, "nope")
     assert chat_logic.check_adapter(ctx, None) is None
     assert chat_logic.check_adapter(ctx, "") is None
+
+
+def test_the_figures_line_says_how_the_new_messages_video_and_pdf_went():
+    video = Media(name="ball.gif", kind="video", frames=("f1.png",), detail="GIF video: 1 frames sampled evenly")
+    pdf = Media(name="a.pdf", kind="pdf", frames=("p1.png",), detail="PDF (1 page): page 1 sent as pictures")
+    talk = Conversation((Turn.user("old", (pdf,)), BASE_REPLY, Turn.user("new", (video,))))
+    assert chat_logic.media_figures("3 tokens", talk) == "3 tokens · GIF video: 1 frames sampled evenly"
+    assert chat_logic.media_figures("3 tokens", Conversation((Turn.user("hi"),))) == "3 tokens"

@@ -139,3 +139,14 @@ def test_a_saved_config_refills_the_form_and_resumable_jobs_say_so(tmp_path):
     (tmp_path / "jobs.json").write_text(json.dumps(records))
     assert logic.job_choices(JobStore(tmp_path / "jobs.json")) == [("b · done", "b"),
                                                                     ("a · cancelled · can resume", "a")]
+
+
+def test_the_cpu_twin_offered_follows_the_family_that_has_one_and_keeps_cpu_ocr_within_reach():
+    from app.web.pages.build import twin_choices, twin_of
+    from setup.cpu.twins import cpu_twins
+
+    choices = twin_choices()
+    assert choices[0] == "cpu-ocr" and sorted(choices) == sorted(cpu_twins())
+    assert twin_of("kosmos-2") == "kosmos-2"
+    assert twin_of("no-such-family") == "cpu-ocr"
+    assert twin_of("no-such-family", shown="fuyu") == "fuyu"  # a family without a twin leaves the choice alone

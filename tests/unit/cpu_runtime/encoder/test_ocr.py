@@ -52,3 +52,28 @@ def test_pixels_round_trip_to_uint8():
     pixels = (rgb.astype(np.float32) / 255).transpose(2, 0, 1).astype(np.float16)
     bgr = ocr.to_bgr_uint8(pixels, [0, 0, 0], [1, 1, 1], 1 / 255)
     assert np.array_equal(bgr[:, :, ::-1], rgb)
+
+
+def test_a_family_twin_s_block_is_zero_rows_then_the_text(tmp_path, cpu_model_dir):
+    """zero_rows_first (the template twins' hundreds of rows per image): the padding comes first and is all zeros,
+    the text's rows end the block; the folder records the family's model type and is accepted for its twin section."""
+    from app.vision.preprocess import pixel_batch
+    from setup.cpu.encoder import build_cpu_encoder
+    from setup.cpu.family_twins import encoder_family
+
+    family = get_family("llava-1.5")
+    twin = {"family": family.name, "format": "llava-1.5: ...", "padding": "zero_rows_first"}
+    folder = build_cpu_encoder(encoder_family(family), 1, 576, root=tmp_path, twin=twin)
+    encoder = ocr.OcrEncoder(folder, hf_dir=cpu_model_dir)
+    assert encoder.tokens == family.visual_tokens_per_image == 576
+    image = Image.new("RGB", (500, 500), "white")  # square: LLaVA's centre crop keeps it whole
+    ImageDraw.Draw(image).text((60, 210), "Code 4711", fill="black", font=ImageFont.load_default(size=64))
+    table, texts = encoder.encode(pixel_batch([image], family.preprocess)[0])
+    assert texts == ["Code 4711"] and table.shape == (576, 576)
+    ids = encoder.tokenizer.encode("[Image text: Code 4711]", add_special_tokens=False)
+    np.testing.assert_array_equal(table[-len(ids):], encoder.embeddings[ids].astype(np.float16))
+    assert not table[: 576 - len(ids)].any()
+    config = folder / "config.json"
+    config.write_text(config.read_text().replace('"twin"', '"not_twin"'))
+    with pytest.raises(RuntimeError, match="does not describe a cpu-ocr encoder \\(model_type llava\\)"):
+        ocr.OcrEncoder(folder, hf_dir=cpu_model_dir)

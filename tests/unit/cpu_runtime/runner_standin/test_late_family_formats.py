@@ -80,7 +80,7 @@ def test_the_picture_is_resized_and_put_where_the_family_puts_it(tmp_path):
     assert answer == "reply" and runner.last_visual_tokens == 324
     [ids] = runner.seen_ids
     system = "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n"
-    assert ids == [f"t:{system}", "rows of 1 picture(s) (504, 504)", "t:What is it?<|im_end|>\n<|im_start|>assistant\n"]
+    assert ids == [f"t:{system}", "rows of 1 picture(s) (504, 504)", "t:What is it?"]  # up to the answer cue
 
 
 def test_mllama_answers_a_question_without_a_picture_and_the_others_refuse(tmp_path):
@@ -88,7 +88,7 @@ def test_mllama_answers_a_question_without_a_picture_and_the_others_refuse(tmp_p
     _, [[answer]] = runner.run("Hello?", None, None, 8)
     [ids] = runner.seen_ids
     assert answer == "reply" and runner.last_visual_tokens == 0 and not any("rows" in str(i) for i in ids)
-    assert ids[-1] == "t:Hello?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
+    assert ids[-1] == "t:Hello?"
     for family in ("qwen2-vl", "llava-onevision"):
         with pytest.raises(ValueError, match=f"The {family} twin needs a picture"):
             _runner(tmp_path, family).run("Hello?", None, None, 8)

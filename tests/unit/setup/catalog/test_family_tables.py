@@ -1,6 +1,6 @@
 """The family tables say what the catalogue says: one row per family file in the README's table and in
 docs/families.md, a plan exactly for the families with an engine build, a repository exactly where the family is
-served by our templates, the same repository and twin cells in both, and nothing claimed as GPU-verified."""
+served by our templates, a twin exactly where the app starts one, the same repository and twin cells in both, and nothing claimed as GPU-verified."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import re
 
 from setup.catalog.builds import families
 from setup.catalog.family_data import family_files
+from setup.cpu.twins import cpu_twins
 from setup.paths import PROJECT_ROOT
 
 README = PROJECT_ROOT / "README.md"
@@ -39,10 +40,14 @@ def check_repository(family_id: str, repository: str) -> None:
 def test_docs_table_has_one_row_per_family_with_honest_columns():
     table, builds = rows(FAMILIES_PAGE.read_text(), "| Family | Plan"), families()
     assert set(table) == set(family_files())
-    for family_id, (plan, repository, _twin, verified) in table.items():
+    twins = cpu_twins()
+    for family_id, (plan, repository, twin, verified) in table.items():
         assert verified == "no", family_id
         assert plan.startswith("yes") == (family_id in builds), family_id
         check_repository(family_id, repository)
+        assert twin.startswith("yes") == (family_id in twins), family_id  # setup/cpu/twins.py: what the app starts
+        if family_id in twins and family_id != "cpu-ocr":
+            assert f"--deployment {twins[family_id].demo}" in twin, family_id
     assert "--deployment xcomposer2" in table["internlm-xcomposer2"][2]  # the CPU twin (setup/cpu/xcomposer2_demo.py)
 
 

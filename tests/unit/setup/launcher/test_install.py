@@ -109,3 +109,30 @@ def test_the_wheel_gets_a_backends_copy_with_its_stub_and_the_venvs_paths(tmp_pa
     (found.backend_dir / "python" / "marker").write_text("made once")
     again = find_tritonserver()
     assert again.backend_dir == found.backend_dir and (again.backend_dir / "python" / "marker").exists()
+
+
+def test_starts_at_the_same_time_copy_the_backends_once(tmp_path, monkeypatch, no_container):
+    """Parallel test workers (or a demo beside a test run) start tritonservers at once: one copies, the others
+    wait for its copy and use it."""
+    import threading
+
+    fake_wheel(tmp_path, monkeypatch)
+    copies = []
+    real_copytree = install.shutil.copytree
+    monkeypatch.setattr(install.shutil, "copytree", lambda src, dst, *a, **k: copies.append(dst) or real_copytree(src, dst, *a, **k))
+    found, errors = [], []
+
+    def start():
+        try:
+            found.append(find_tritonserver().backend_dir)
+        except Exception as exc:  # noqa: BLE001 - asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=start) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == [] and [Path(c).name for c in copies].count(f"{VERSION}.tmp") == 1 and len(set(found)) == 1 and len(found) == 4
+    assert os.access(found[0] / "python" / "triton_python_backend_stub", os.X_OK)
+    assert sorted(p.name for p in found[0].parent.iterdir()) == [f".{VERSION}.lock", VERSION]

@@ -15,7 +15,7 @@ from setup.repo.writer import DeploymentConfig, RepoError, load_template, write_
 
 
 def test_the_parts_are_the_subpackages_of_cpu_runtime():
-    assert runtime_parts() == ("encoder", "engine", "llmapi_standin", "runner_standin")
+    assert runtime_parts() == ("encoder", "engine", "family_outputs", "llmapi_standin", "runner_standin")
     assert unknown_parts(("engine", "tokenizer")) == ["tokenizer"]
 
 
@@ -23,7 +23,8 @@ def test_the_cpu_overlay_and_the_twin_declare_their_parts():
     assert declared_runtime(writer.TEMPLATES_DIR / "cpu_engine") == {"tensorrt_llm": ("engine",),
                                                                      "multimodal_encoders": ("encoder",),
                                                                      "multimodal_runner": ("engine", "encoder",
-                                                                                           "runner_standin")}
+                                                                                           "runner_standin",
+                                                                                           "family_outputs")}
     assert load_template("internlm_xcomposer2_cpu").runtime == {"preprocessing": ("encoder",)}
     assert load_template("inflight_batcher_llm").runtime == {}
 
@@ -69,6 +70,6 @@ def test_an_unknown_part_is_refused_before_anything_is_written(tmp_path, monkeyp
     monkeypatch.setattr(writer, "TEMPLATES_DIR", templates)
     config = DeploymentConfig(template="mine", parameters={"engine_dir": "/e", "tokenizer_dir": "/t"})
     with pytest.raises(RepoError, match=r"preprocessing model the cpu_runtime part\(s\) tokenizer, which do not "
-                                        r"exist; the parts are: encoder, engine, llmapi_standin"):
+                                        r"exist; the parts are: encoder, engine, family_outputs, llmapi_standin"):
         write_repository(config, tmp_path / "repo")
     assert not (tmp_path / "repo").exists()

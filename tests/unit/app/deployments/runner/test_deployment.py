@@ -1,0 +1,193 @@
+"""The runner kind's requests, built from a ReplyRequest against the served config: the bare question of the
+person's last turn, the pictures as file bytes (a video where the model takes one), the sampling the runner reads,
+max tokens and stop strings; adapters passed as a task id only where the deployment says its runner takes them,
+otherwise refused in a sentence before anything is sent."""
+
+from __future__ import annotations
+
+import pytest
+from PIL import Image
+
+from app.adapters.registry import AdapterRegistry
+from app.core.constants import WHOLE_REPLY_STALL_SECONDS
+from app.core.conversation import Conversation, Media, ReplyVersion, Turn
+from app.core.errors import InvalidRequest, TextOnlyDeployment
+from app.core.messages import MSG_TEXT_ONLY
+from app.core.sampling import REPETITION_FOR_PENALTIES, SamplingParams
+from app.deployments.base import ReplyRequest
+from app.deployments.messages import MSG_RUNNER_IMAGES, MSG_RUNNER_NO_LORA, MSG_RUNNER_PENALTIES
+from app.deployments.runner.deployment import RunnerDeployment, last_user_text
+from tests.lora_helpers import TINY, write_peft
+from tests.unit.app.deployments.runner.conftest import ServedClient, sent_values, served_info
+
+
+@pytest.fixture
+def picture(tmp_path):
+    path = tmp_path / "red.png"
+    Image.new("RGB", (8, 8), "red").save(path)
+    return path
+
+
+def deployment(tmp_path, **parameters) -> RunnerDeployment:
+    drop = parameters.pop("drop_inputs", ())
+    registry_dir = tmp_path / "adapters"
+    if not registry_dir.exists():
+        write_peft(registry_dir / "pirate", shape=TINY, seed=2)
+    return RunnerDeployment(ServedClient(served_info(drop, **parameters)), AdapterRegistry(registry_dir))
+
+
+def test_the_request_carries_the_bare_question_the_picture_bytes_and_the_settings(tmp_path, picture, opened):
+    sampling = SamplingParams(max_tokens=40, temperature=0.3, top_k=5, top_p=0.8, repetition_penalty=1.1,
+                              presence_penalty=0.5, frequency_penalty=0.5)
+    request = ReplyRequest(Conversation.asking("What colour is its fur?", [str(picture)]), sampling,
+                           stop=("\nUser:",))
+    deployment(tmp_path).open_reply(request)
+    (stream,) = opened
+    sent = sent_values(stream.inputs)
+    assert sent["text_input"] == [b"What colour is its fur?"]  # no template: the runner adds its family's
+    assert sent["image_bytes"] == [picture.read_bytes()]
+    assert sent["max_tokens"] == [40] and sent["top_k"] == [5]
+    assert sent["temperature"] == [pytest.approx(0.3)] and sent["top_p"] == [pytest.approx(0.8)]
+    assert sent["repetition_penalty"] == [pytest.approx(1.1)]
+    assert sent["stop_words"] == [b"\nUser:"]
+    # the runner reads no presence/frequency penalty and no seed (the model declares none): nothing else is sent
+    assert set(sent) == {"text_input", "image_bytes", "max_tokens", "temperature", "top_k", "top_p",
+                         "repetition_penalty", "stop_words"}
+    assert stream.stall_timeout >= WHOLE_REPLY_STALL_SECONDS  # the whole reply comes after one long silence
+
+
+def test_a_mild_repetition_penalty_stands_in_for_the_penalties_the_runner_cannot_read(tmp_path, opened):
+    """The chat's presence/frequency penalties keep greedy replies out of loops; the runner reads neither, so
+    with the repetition penalty left at 1 the runner kind sends REPETITION_FOR_PENALTIES and notes it."""
+    served = deployment(tmp_path)
+    served.open_reply(ReplyRequest(Conversation.asking("What colour is its fur?")))  # the chat's defaults
+    assert sent_values(opened[0].inputs)["repetition_penalty"] == [pytest.approx(REPETITION_FOR_PENALTIES)]
+    assert opened[0].notes == (MSG_RUNNER_PENALTIES.format(value=REPETITION_FOR_PENALTIES),)
+    served.open_reply(ReplyRequest(Conversation.asking("Hi"), SamplingParams(presence_penalty=0, frequency_penalty=0)))
+    assert sent_values(opened[1].inputs)["repetition_penalty"] == [1.0] and opened[1].notes == ()
+    served.open_reply(ReplyRequest(Conversation.asking("Hi"), SamplingParams(repetition_penalty=1.3)))
+    assert sent_values(opened[2].inputs)["repetition_penalty"] == [pytest.approx(1.3)] and opened[2].notes == ()
+    without = deployment(tmp_path, drop_inputs=("repetition_penalty",))
+    without.open_reply(ReplyRequest(Conversation.asking("Hi")))
+    assert opened[3].notes == ()  # nothing sent in their place: nothing to say
+
+
+def test_only_the_inputs_the_served_config_declares_are_sent(tmp_path, picture, opened):
+    served = deployment(tmp_path, drop_inputs=("top_p", "repetition_penalty", "stop_words"))
+    served.open_reply(ReplyRequest(Conversation.asking("What is this?", [str(picture)]), stop=("x",)))
+    assert set(sent_values(opened[0].inputs)) == {"text_input", "image_bytes", "max_tokens", "temperature", "top_k"}
+
+
+def test_the_last_user_turn_alone_is_the_question_and_only_its_pictures_go(tmp_path, picture, opened):
+    earlier = tmp_path / "blue.png"
+    Image.new("RGB", (8, 8), "blue").save(earlier)
+    history = Conversation((Turn.user("What is this?", (Media.of(str(earlier)),)),
+                            Turn.reply(ReplyVersion("A blue square.")), Turn.user("And this one?", (Media.of(str(picture)),))))
+    assert last_user_text(history) == "And this one?"
+    deployment(tmp_path).open_reply(ReplyRequest(history))
+    sent = sent_values(opened[0].inputs)
+    assert sent["text_input"] == [b"And this one?"] and sent["image_bytes"] == [picture.read_bytes()]
+
+
+def test_a_text_turn_sends_no_picture_input(tmp_path, opened):
+    deployment(tmp_path).open_reply(ReplyRequest(Conversation.asking("Hello")))
+    assert "image_bytes" not in sent_values(opened[0].inputs)
+
+
+def test_image_bytes_are_sent_as_given(tmp_path, opened):
+    deployment(tmp_path).open_reply(ReplyRequest(Conversation.asking("What is this?", [b"\x89PNG raw"])))
+    assert sent_values(opened[0].inputs)["image_bytes"] == [b"\x89PNG raw"]
+
+
+def test_a_video_goes_as_video_bytes_where_the_model_takes_video(tmp_path, opened):
+    clip = tmp_path / "clip.mp4"
+    clip.write_bytes(b"not decoded here")
+    deployment(tmp_path, takes_video="true", multimodal_family="video-neva").open_reply(
+        ReplyRequest(Conversation.asking("What happens?", [str(clip)])))
+    sent = sent_values(opened[0].inputs)
+    assert sent["video_bytes"] == [b"not decoded here"] and "image_bytes" not in sent
+
+
+def test_a_video_for_a_model_without_video_goes_as_image_bytes_for_the_runner_to_refuse(tmp_path, opened):
+    clip = tmp_path / "clip.mp4"
+    clip.write_bytes(b"frames")
+    deployment(tmp_path).open_reply(ReplyRequest(Conversation.asking("What happens?", [str(clip)])))
+    assert sent_values(opened[0].inputs)["image_bytes"] == [b"frames"]
+
+
+def test_more_pictures_than_the_runner_takes_are_refused_before_sending(tmp_path, picture, opened):
+    with pytest.raises(InvalidRequest) as caught:
+        deployment(tmp_path).open_reply(ReplyRequest(Conversation.asking("Compare", [str(picture), str(picture)])))
+    assert str(caught.value) == MSG_RUNNER_IMAGES.format(family="kosmos-2", limit=1, count=2)
+    assert opened == []
+
+
+def test_a_picture_for_a_model_without_image_input_is_refused(tmp_path, picture, opened):
+    served = deployment(tmp_path, drop_inputs=("image_bytes",))
+    with pytest.raises(TextOnlyDeployment, match=MSG_TEXT_ONLY):
+        served.open_reply(ReplyRequest(Conversation.asking("What is this?", [str(picture)])))
+    with pytest.raises(TextOnlyDeployment):
+        served.check_images([str(picture)], "What is this?")
+    assert opened == []
+
+
+def test_an_adapter_is_refused_when_the_runner_takes_none(tmp_path, opened):
+    served = deployment(tmp_path)
+    assert served.takes_lora() is False and served.adapter_names() == [] and served.adapters() == []
+    with pytest.raises(InvalidRequest) as caught:
+        served.open_reply(ReplyRequest(Conversation.asking("Hello"), adapter="pirate"))
+    assert str(caught.value) == MSG_RUNNER_NO_LORA.format(model="multimodal_runner")
+    assert opened == []
+
+
+def test_an_adapter_is_refused_when_the_model_declares_no_lora_task_id(tmp_path, opened):
+    served = deployment(tmp_path, takes_lora="true", drop_inputs=("lora_task_id",))
+    assert served.takes_lora() is False
+    with pytest.raises(InvalidRequest):
+        served.open_reply(ReplyRequest(Conversation.asking("Hello"), adapter="pirate"))
+
+
+def test_an_adapter_goes_as_its_task_id_where_the_runner_takes_lora(tmp_path, opened):
+    served = deployment(tmp_path, takes_lora="true")
+    assert served.takes_lora() and served.adapter_names() == ["pirate"]
+    (state,) = served.adapters()
+    assert state.name == "pirate" and state.task_id == served.registry.task_id("pirate")
+    served.open_reply(ReplyRequest(Conversation.asking("Hello"), adapter="pirate"))
+    assert sent_values(opened[0].inputs)["lora_task_id"] == [served.registry.task_id("pirate")]
+    served.open_reply(ReplyRequest(Conversation.asking("Hello")))
+    assert "lora_task_id" not in sent_values(opened[1].inputs)  # the base model: no task
+
+
+def test_registering_an_adapter_is_refused(tmp_path):
+    with pytest.raises(InvalidRequest) as caught:
+        deployment(tmp_path).register_adapter("pirate", tmp_path / "adapters" / "pirate")
+    assert str(caught.value) == MSG_RUNNER_NO_LORA.format(model="multimodal_runner")
+
+
+def test_a_model_that_is_not_decoupled_is_refused_in_a_sentence(tmp_path, opened):
+    with pytest.raises(InvalidRequest, match="not decoupled; redeploy it with decoupled_mode true"):
+        deployment(tmp_path, decoupled_mode="false").open_reply(ReplyRequest(Conversation.asking("Hello")))
+    assert opened == []
+
+
+def test_continuing_a_reply_is_refused_the_runner_keeps_no_conversation(tmp_path, opened):
+    with pytest.raises(InvalidRequest, match="cannot continue a reply"):
+        deployment(tmp_path).open_reply(ReplyRequest(Conversation.asking("Hello"), continues="The cat"))
+    assert opened == []
+
+
+def test_the_served_parameters_say_the_family_and_limits(tmp_path):
+    served = deployment(tmp_path, multimodal_family="fuyu", max_num_images="2", takes_video="true")
+    assert served.family == "fuyu" and served.max_images() == 2 and served.takes_video() is True
+    unfilled = RunnerDeployment(ServedClient(served_info(multimodal_family="${multimodal_family}")),
+                                AdapterRegistry(tmp_path / "none"))
+    assert unfilled.family == ""  # a placeholder left in the config is no value
+    assert served.model_folder() is None  # hf_model_dir empty
+    assert deployment(tmp_path, hf_model_dir=str(tmp_path)).model_folder() == str(tmp_path)
+
+
+def test_for_model_talks_to_another_model_on_the_same_server(tmp_path):
+    served = deployment(tmp_path)
+    other = served.for_model("runner-fuyu")
+    assert isinstance(other, RunnerDeployment) and other.client.model == "runner-fuyu"
+    assert other.client.url == served.client.url and other.registry is served.registry
