@@ -21,6 +21,8 @@ from pathlib import Path
 import pytest
 
 from tests.server_groups import TestNeeds, group_summary, server_groups
+from tests.server_lifetimes import by_group, finish_fixtures, group_fixtures_done
+from tests.server_memory import VLLM_GIB, BudgetedProcess, MemoryLedger, repository_gib
 from tests.server_scheduling import write_groups
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -133,6 +135,8 @@ def pytest_collection_modifyitems(config, items) -> None:
     for item in items:
         if item.nodeid in groups:
             item.add_marker(pytest.mark.xdist_group(groups[item.nodeid]))
+    items[:] = by_group(items, groups)  # one process runs each group's tests together, as a worker does
+    config._test_groups = groups
     if hasattr(config, "workerinput") and config.getvalue("loadgroup"):
         write_groups(Path(os.environ[RUN_TMP_ENV]), groups)
     if config.getoption("server_groups") and not hasattr(config, "workerinput"):
@@ -147,6 +151,13 @@ def pytest_xdist_make_scheduler(config, log):
 
         return ServerGroupScheduling(config, log, folder=Path(os.environ[RUN_TMP_ENV]))
     return None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """After the last test of a group, its shared servers stop (tests/server_lifetimes.py)."""
+    yield
+    finish_fixtures(item, group_fixtures_done(item, nextitem, getattr(item.config, "_test_groups", {})))
 
 
 def pytest_collection_finish(session) -> None:
@@ -193,13 +204,25 @@ def _on_free_ports(start):
     raise AssertionError("unreachable")
 
 
+def memory_ledger() -> MemoryLedger:
+    """The run's server memory budget, shared by its workers (tests/server_memory.py)."""
+    return MemoryLedger(Path(os.environ[RUN_TMP_ENV]))
+
+
 def _serve_repository(tmp: Path, repo: Path) -> TritonEndpoints:
-    """tritonserver on free ports for a written demo repository (its log in `tmp`)."""
+    """tritonserver on free ports for a written demo repository (its log in `tmp`), once the run's server memory
+    budget has room for it; its process's stop() gives the room back."""
     from setup.cpu.demo import start_demo_triton
 
-    ports, process = _on_free_ports(lambda *ports: start_demo_triton(
-        *ports, repo=repo, log_path=tmp / "triton.log", log=lambda *_: None, ready_timeout=TRITON_READY_TIMEOUT))
-    return TritonEndpoints(process, *ports, repo)
+    ledger, key = memory_ledger(), f"triton {tmp}"
+    ledger.acquire(key, repository_gib(repo))
+    try:
+        ports, process = _on_free_ports(lambda *ports: start_demo_triton(
+            *ports, repo=repo, log_path=tmp / "triton.log", log=lambda *_: None, ready_timeout=TRITON_READY_TIMEOUT))
+    except BaseException:
+        ledger.release(key)
+        raise
+    return TritonEndpoints(BudgetedProcess(process, ledger, key), *ports, repo)
 
 
 def start_triton(tmp: Path, overrides: dict | None = None) -> TritonEndpoints:
@@ -362,10 +385,16 @@ def vllm(cpu_model_dir, tmp_path_factory):
     if os.environ.get("VLLM_TEST_URL"):
         yield RunningVllm(os.environ["VLLM_TEST_URL"])
         return
-    server = _peer_or_fail(lambda: start_vllm(cpu_model_dir, tmp_path_factory.mktemp("vllm") / "vllm.log"))
+    folder, ledger = tmp_path_factory.mktemp("vllm"), memory_ledger()
+    ledger.acquire(f"vllm {folder}", VLLM_GIB)
+    try:
+        server = _peer_or_fail(lambda: start_vllm(cpu_model_dir, folder / "vllm.log"))
+    except BaseException:
+        ledger.release(f"vllm {folder}")
+        raise
     print(f"\nvLLM ready in {server.start_seconds:.0f} s", flush=True)
     yield server
-    stop_in_background(server.stop, "vLLM")
+    stop_in_background(BudgetedProcess(server, ledger, f"vllm {folder}").stop, "vLLM")
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,130 @@
+"""A memory budget shared by the workers of the server pass: the servers the tests start hold an estimate of their
+memory while they run, and a start that would take the run's servers over the budget waits until others stop.
+
+Why: each worker keeps its own servers (its demo tritonserver, then the servers of the group it runs); on 2 workers
+a family-output server (four runner stand-ins of ~1.4 GiB each), vLLM and two demo servers together filled 24 GiB and
+the machine thrashed until CI's time ran out. The budget is a fixed figure (`SERVER_MEMORY_GIB`, default 13), not
+what the machine has free at the moment, so the run behaves the same on an idle and on a busy machine.
+
+The figures are estimates measured with `ps` on the CPU demo (resident set of each model's stub process), kept
+here beside the rule. The ledger is a JSON file in the run's temporary folder, changed under `flock`. No deadlock:
+a worker that waits while every other holder is also waiting goes ahead (the one with the lowest pid), so the
+budget can be overrun, never hang the run. Holders that died are dropped from the ledger.
+
+Only the test suite imports this module; it imports nothing of the app.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+BUDGET_ENV = "SERVER_MEMORY_GIB"
+DEFAULT_BUDGET_GIB = 13.0
+LEDGER = "server-memory.json"
+POLL_SECONDS = 0.5
+
+# GiB per model folder of a Triton repository (resident stub processes on the CPU demo), and per server
+MODEL_GIB = {"tensorrt_llm": 1.5, "multimodal_encoders": 0.8}
+RUNNER_MODEL_GIB = 1.4  # runner-<family>: the CPU engine, the image encoder and OCR in one stub
+OTHER_MODEL_GIB = 0.3  # preprocessing, postprocessing, BLS, pacing: a Python stub with the tokenizer
+SERVER_GIB = 0.3  # tritonserver itself
+VLLM_GIB = 2.9  # vLLM's CPU build: API server, engine core and worker
+
+
+def repository_gib(repo: Path) -> float:
+    """The estimated resident memory of a tritonserver serving `repo`."""
+    total = SERVER_GIB
+    for model in (p for p in repo.iterdir() if (p / "config.pbtxt").is_file()):
+        if model.name.startswith("runner-"):
+            total += RUNNER_MODEL_GIB
+        else:
+            total += MODEL_GIB.get(model.name, OTHER_MODEL_GIB)
+    return total
+
+
+def budget_gib() -> float:
+    return float(os.environ.get(BUDGET_ENV, DEFAULT_BUDGET_GIB))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class MemoryLedger:
+    """The run's ledger: {"held": {hold id: [pid, GiB]}, "waiting": [pid, ...]}, one file for all workers."""
+
+    def __init__(self, folder: Path, budget: float | None = None) -> None:
+        self.path = folder / LEDGER
+        self.budget = budget_gib() if budget is None else budget
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[dict]:
+        with open(self.path.with_suffix(".lock"), "a+") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                state = json.loads(self.path.read_text()) if self.path.is_file() else {}
+                state.setdefault("held", {})
+                state.setdefault("waiting", [])
+                state["held"] = {k: v for k, v in state["held"].items() if _alive(v[0])}
+                state["waiting"] = [pid for pid in state["waiting"] if _alive(pid)]
+                yield state
+                self.path.write_text(json.dumps(state))
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def _may_start(self, state: dict, pid: int, gib: float) -> bool:
+        used = sum(g for _, g in state["held"].values())
+        if used + gib <= self.budget or used == 0:
+            return True
+        others = {p for p, _ in state["held"].values() if p != pid}
+        # every other holder waits too: nobody would ever stop a server, so one of the waiters goes ahead
+        return others <= set(state["waiting"]) and pid == min(state["waiting"] or [pid])
+
+    def acquire(self, key: str, gib: float) -> float:
+        """Hold `gib` under `key` once the budget allows; returns the seconds waited."""
+        pid, started = os.getpid(), time.monotonic()
+        while True:
+            with self._locked() as state:
+                if self._may_start(state, pid, gib):
+                    state["held"][key] = [pid, gib]
+                    state["waiting"] = [p for p in state["waiting"] if p != pid]
+                    return time.monotonic() - started
+                if pid not in state["waiting"]:
+                    state["waiting"].append(pid)
+            time.sleep(POLL_SECONDS)
+
+    def release(self, key: str) -> None:
+        with self._locked() as state:
+            state["held"].pop(key, None)
+
+    def held(self) -> dict[str, float]:
+        with self._locked() as state:
+            return {k: g for k, (_, g) in state["held"].items()}
+
+
+class BudgetedProcess:
+    """A started server whose stop() also gives its memory back to the ledger (other attributes pass through)."""
+
+    def __init__(self, process, ledger: MemoryLedger, key: str) -> None:
+        self._process, self._ledger, self._key = process, ledger, key
+
+    def stop(self, *args, **kwargs):
+        try:
+            return self._process.stop(*args, **kwargs)
+        finally:
+            self._ledger.release(self._key)
+
+    def __getattr__(self, name: str):
+        return getattr(self._process, name)

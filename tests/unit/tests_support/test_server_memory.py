@@ -1,0 +1,94 @@
+"""The server memory budget of the server pass: estimates from a repository, waits, releases, no deadlock."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+import time
+
+from tests.server_memory import (
+    MODEL_GIB,
+    OTHER_MODEL_GIB,
+    RUNNER_MODEL_GIB,
+    SERVER_GIB,
+    BudgetedProcess,
+    MemoryLedger,
+    repository_gib,
+)
+
+
+def _models(repo, *names):
+    for name in names:
+        (repo / name).mkdir(parents=True)
+        (repo / name / "config.pbtxt").write_text("")
+    (repo / "not-a-model").mkdir()
+
+
+def test_a_repository_is_estimated_from_its_models(tmp_path):
+    _models(tmp_path, "tensorrt_llm", "multimodal_encoders", "preprocessing", "runner-nougat", "runner-deplot")
+    expected = SERVER_GIB + MODEL_GIB["tensorrt_llm"] + MODEL_GIB["multimodal_encoders"] + OTHER_MODEL_GIB \
+        + 2 * RUNNER_MODEL_GIB
+    assert abs(repository_gib(tmp_path) - expected) < 1e-9
+
+
+def test_a_start_over_the_budget_waits_until_another_stops(tmp_path):
+    ledger = MemoryLedger(tmp_path, budget=10)
+    # another process holds 8 GiB (a live pid that is not this one: our parent)
+    held = MemoryLedger(tmp_path, budget=10)
+    with held._locked() as state:
+        state["held"]["other"] = [os.getppid(), 8.0]
+    waited: list[float] = []
+    thread = threading.Thread(target=lambda: waited.append(ledger.acquire("mine", 4.0)))
+    thread.start()
+    time.sleep(1.5)
+    assert not waited, "started over the budget while the other server still ran"
+    held.release("other")
+    thread.join(timeout=10)
+    assert waited and waited[0] >= 1.0
+    assert ledger.held() == {"mine": 4.0}
+
+
+def test_a_start_within_the_budget_or_alone_goes_ahead(tmp_path):
+    ledger = MemoryLedger(tmp_path, budget=5)
+    assert ledger.acquire("a", 3.0) < 0.5
+    assert ledger.acquire("b", 2.0) < 0.5
+    ledger.release("a")
+    ledger.release("b")
+    assert ledger.acquire("huge", 50.0) < 0.5  # nothing else runs: waiting would never end
+    assert ledger.held() == {"huge": 50.0}
+
+
+def test_holders_that_died_are_dropped(tmp_path):
+    ledger = MemoryLedger(tmp_path, budget=5)
+    dead = multiprocessing.get_context("spawn").Process(target=time.sleep, args=(0,))
+    dead.start()
+    dead.join()
+    with ledger._locked() as state:
+        state["held"]["gone"] = [dead.pid, 5.0]
+    assert ledger.acquire("mine", 4.0) < 0.5
+    assert ledger.held() == {"mine": 4.0}
+
+
+def test_when_every_other_holder_waits_the_lowest_waiter_goes_ahead(tmp_path):
+    ledger = MemoryLedger(tmp_path, budget=5)
+    both_wait = {"held": {"a": [100, 4.0], "b": [200, 1.0]}, "waiting": [100, 200]}
+    assert ledger._may_start(both_wait, 100, 4.0)
+    assert not ledger._may_start(both_wait, 200, 4.0)
+    one_runs = {"held": {"a": [100, 4.0], "b": [200, 1.0]}, "waiting": [200]}
+    assert not ledger._may_start(one_runs, 200, 4.0)  # 100 runs its tests and will stop its server
+
+
+def test_a_budgeted_process_gives_its_memory_back_when_stopped(tmp_path):
+    class Server:
+        pid = 123
+
+        def stop(self, grace=15.0):
+            return grace
+
+    ledger = MemoryLedger(tmp_path, budget=5)
+    ledger.acquire("server", 3.0)
+    process = BudgetedProcess(Server(), ledger, "server")
+    assert process.pid == 123
+    assert process.stop(grace=2.0) == 2.0
+    assert ledger.held() == {}
