@@ -143,7 +143,7 @@ def run_target(target, args, log=print) -> dict:
 # ---- servers -------------------------------------------------------------------------------------------
 def measure_engine(args, log=print) -> dict:
     from setup.cpu.model import prepare_cpu_model
-    from tests.conftest import start_triton
+    from tests.servers import start_triton
 
     with tempfile.TemporaryDirectory(prefix="bench-batching-") as folder:
         triton = start_triton(Path(folder))

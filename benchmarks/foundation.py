@@ -20,7 +20,7 @@ from app.core.conversation import Conversation
 from app.core.sampling import SamplingParams
 from app.triton.client import TritonChatClient
 from app.web.ui import build_app
-from tests.conftest import free_port, start_triton
+from tests.servers import free_port, start_triton
 
 QUESTION = "Explain in a few sentences why the sky is blue."
 

@@ -219,7 +219,7 @@ def time_to_first_token(args: argparse.Namespace, tmp: Path, cases: dict[str, di
     if args.url:
         url = args.url
     else:
-        from tests.conftest import start_triton
+        from tests.servers import start_triton
 
         server = start_triton(tmp)
         url = server.grpc_url

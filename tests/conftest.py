@@ -1,116 +1,87 @@
-"""Shared fixtures: a real tritonserver with the demo repository, the web app, a real browser.
+"""Shared fixtures and the run's hooks: a real tritonserver with the demo repository, the web app, a real browser.
 
 Tests live by area: unit/<package>/ (no servers), integration/ (real tritonserver, app, vLLM),
 browser/ (Debian's Chromium via Playwright). The folder sets the markers (`make unit` runs unit/ only).
 
-The converted CPU model lives in the normal cache (it takes ~20 s to make once); repositories, logs
-and Triton ports are per test session.
+The converted CPU model lives in the normal cache (it takes ~20 s to make once); repositories, logs and Triton
+ports are per test session. The helpers live beside this file: tests/servers.py (starting servers),
+tests/browser_tabs.py (tabs on the app), tests/run_folder.py (the run's temporary folder, background stops),
+tests/server_groups.py, server_scheduling.py, server_lifetimes.py and server_memory.py (the parallel server pass).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import socket
-import tempfile
-import threading
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests.browser_tabs import BROWSER_TIMEOUT_MS, CHROMIUM, CHROMIUM_ARGS, app_tab
+from tests.run_folder import (
+    STOP_ERRORS,
+    enter_run_folder,
+    left_in_run_folder,
+    remove_run_folder,
+    run_folder,
+    stop_in_background,
+    wait_for_stops,
+)
 from tests.server_groups import TestNeeds, group_summary, server_groups
 from tests.server_lifetimes import by_group, finish_fixtures, group_fixtures_done
-from tests.server_memory import VLLM_GIB, BudgetedProcess, MemoryLedger, repository_gib
+from tests.server_memory import VLLM_GIB, BudgetedProcess
 from tests.server_scheduling import write_groups
-
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
+from tests.servers import (
+    DEMO_KINDS,
+    TritonEndpoints,
+    free_port,
+    memory_ledger,
+    peer_or_fail,
+    start_llmapi_triton,
+    start_triton,
+    start_xcomposer2_triton,
+    triton_or_fail,
+)
 
 TESTS = Path(__file__).resolve().parent
 FOLDER_MARKERS = {"integration": ("integration",), "browser": ("integration", "browser")}
 
 
-# ---- a temporary folder of the run's own ------------------------------------------------------------------
-# Everything the run and the servers it starts write to the temporary folder (pytest's tmp_path, Gradio's
-# uploads, Chromium's profile, tritonserver's and the peers' scratch files) lands in one folder made for this
-# run, which is removed when the run ends: a run leaves nothing in /tmp, whatever a test forgot.
-RUN_TMP_ENV = "TRITON_DEMO_TEST_TMP"
-
-
 def pytest_configure(config) -> None:
     """TMPDIR for this process and its children is a fresh folder of this run (a worker of a parallel run
-    shares its controller's folder)."""
-    folder = os.environ.get(RUN_TMP_ENV)
-    if not folder or not Path(folder).is_dir():
-        folder = tempfile.mkdtemp(prefix="triton-vlm-test-run-")
-        os.environ[RUN_TMP_ENV] = folder
-        config._run_tmp_owner = True
-    os.environ["TMPDIR"] = folder
-    tempfile.tempdir = None  # gettempdir() reads TMPDIR afresh
-
-
-def _left_in_run_tmp() -> list[str]:
-    folder = Path(os.environ.get(RUN_TMP_ENV, ""))
-    if not folder.name or not folder.is_dir():
-        return []
-    return sorted(p.name for p in folder.iterdir() if not p.name.startswith("pytest-of-"))
+    shares its controller's folder: tests/run_folder.py)."""
+    config._run_tmp_owner = enter_run_folder()
 
 
 def pytest_terminal_summary(terminalreporter, config) -> None:
     """Name what the run left in its temporary folder (before pytest's closing line; the folder goes anyway)."""
-    left = _left_in_run_tmp() if getattr(config, "_run_tmp_owner", False) else []
+    left = left_in_run_folder() if getattr(config, "_run_tmp_owner", False) else []
     if left:
         shown = ", ".join(left[:10]) + (f" and {len(left) - 10} more" if len(left) > 10 else "")
         terminalreporter.write_line(f"Left in the run's temporary folder, removed at exit: {shown}")
 
 
-# ---- servers stopped while the next tests run ------------------------------------------------------------
-# A tritonserver or peer takes seconds to shut down (its models unload, the peers drain); a fixture that is done
-# with one hands its stop to a thread, and the run waits for every such stop before it ends, so no process of
-# the run outlives it.
-_STOPPING: list[threading.Thread] = []
-_STOP_ERRORS: list[str] = []
-
-
-def stop_in_background(stop: Callable[[], object], what: str) -> None:
-    """Call `stop()` (a server's own stop: by the process group it started) on a thread of its own."""
-    def run() -> None:
-        try:
-            stop()
-        except Exception as exc:  # noqa: BLE001 - named at the end of the run
-            _STOP_ERRORS.append(f"{what}: {exc!r}")
-
-    thread = threading.Thread(target=run, name=f"stop {what}")
-    thread.start()
-    _STOPPING.append(thread)
-
-
 def pytest_sessionfinish(session, exitstatus) -> None:
     """Wait for the servers still stopping; a stop that failed fails the run (a worker of a parallel run hands its
     failed stops to the controller, which names them)."""
-    while _STOPPING:
-        _STOPPING.pop().join()
+    failed = wait_for_stops()
     if hasattr(session.config, "workeroutput"):
-        session.config.workeroutput["stop_errors"] = list(_STOP_ERRORS)
-    elif _STOP_ERRORS:
-        session.config.get_terminal_writer().line("Servers that did not stop cleanly: " + "; ".join(_STOP_ERRORS))
+        session.config.workeroutput["stop_errors"] = failed
+    elif failed:
+        session.config.get_terminal_writer().line("Servers that did not stop cleanly: " + "; ".join(failed))
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node, error) -> None:
     """A pytest-xdist worker finished: keep the stops that failed on it."""
-    _STOP_ERRORS.extend(getattr(node, "workeroutput", {}).get("stop_errors", []))
+    STOP_ERRORS.extend(getattr(node, "workeroutput", {}).get("stop_errors", []))
 
 
 def pytest_unconfigure(config) -> None:
     """Remove the run's temporary folder (only the process that made it does)."""
     if getattr(config, "_run_tmp_owner", False):
-        shutil.rmtree(os.environ.pop(RUN_TMP_ENV), ignore_errors=True)
+        remove_run_folder()
 
 
 def pytest_addoption(parser) -> None:
@@ -138,7 +109,7 @@ def pytest_collection_modifyitems(config, items) -> None:
     items[:] = by_group(items, groups)  # one process runs each group's tests together, as a worker does
     config._test_groups = groups
     if hasattr(config, "workerinput") and config.getvalue("loadgroup"):
-        write_groups(Path(os.environ[RUN_TMP_ENV]), groups)
+        write_groups(run_folder(), groups)
     if config.getoption("server_groups") and not hasattr(config, "workerinput"):
         config._server_groups = groups
 
@@ -149,7 +120,7 @@ def pytest_xdist_make_scheduler(config, log):
     if config.getvalue("dist") == "loadgroup":
         from tests.server_scheduling import ServerGroupScheduling
 
-        return ServerGroupScheduling(config, log, folder=Path(os.environ[RUN_TMP_ENV]))
+        return ServerGroupScheduling(config, log, folder=run_folder())
     return None
 
 
@@ -170,85 +141,6 @@ def pytest_collection_finish(session) -> None:
         for line in group_summary({k: v for k, v in groups.items() if k in selected}):
             writer.line("  " + line)
 
-
-DEMO_PACING_RATE = 40.0  # the demo servers in tests carry the pacing model too (`--pacing-rate`)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class TritonEndpoints:
-    def __init__(self, process, http_port: int, grpc_port: int, metrics_port: int, repo: Path):
-        self.process = process
-        self.http_port, self.grpc_port, self.metrics_port = http_port, grpc_port, metrics_port
-        self.repo = repo
-        self.grpc_url = f"127.0.0.1:{grpc_port}"
-        self.http_url = f"http://127.0.0.1:{http_port}"
-
-
-def _on_free_ports(start):
-    """start(http, grpc, metrics) on free ports. Another process may take a port between the pick and the
-    bind (other test runs share the machine), so a start refused for a taken port is tried again on new ones."""
-    from setup.launcher.options import LaunchError
-
-    for attempt in range(3):
-        ports = [free_port() for _ in range(3)]
-        try:
-            return ports, start(*ports)
-        except LaunchError as exc:
-            if "already in use" not in str(exc) or attempt == 2:
-                raise
-    raise AssertionError("unreachable")
-
-
-def memory_ledger() -> MemoryLedger:
-    """The run's server memory budget, shared by its workers (tests/server_memory.py)."""
-    return MemoryLedger(Path(os.environ[RUN_TMP_ENV]))
-
-
-def _serve_repository(tmp: Path, repo: Path) -> TritonEndpoints:
-    """tritonserver on free ports for a written demo repository (its log in `tmp`), once the run's server memory
-    budget has room for it; its process's stop() gives the room back."""
-    from setup.cpu.demo import start_demo_triton
-
-    ledger, key = memory_ledger(), f"triton {tmp}"
-    ledger.acquire(key, repository_gib(repo))
-    try:
-        ports, process = _on_free_ports(lambda *ports: start_demo_triton(
-            *ports, repo=repo, log_path=tmp / "triton.log", log=lambda *_: None, ready_timeout=TRITON_READY_TIMEOUT))
-    except BaseException:
-        ledger.release(key)
-        raise
-    return TritonEndpoints(BudgetedProcess(process, ledger, key), *ports, repo)
-
-
-def start_triton(tmp: Path, overrides: dict | None = None) -> TritonEndpoints:
-    """Write the demo repository into `tmp` and start tritonserver on free ports."""
-    from setup.cpu.demo import write_demo_repository
-
-    repo = write_demo_repository(tmp / "repo", overrides=overrides, log=lambda *_: None, pacing_rate=DEMO_PACING_RATE)
-    return _serve_repository(tmp, repo)
-
-
-TRITON_READY_TIMEOUT = 300.0  # the demo's models load in ~20 s idle; a loaded 2-core machine takes several times that
-
-
-def _triton_or_fail(start):
-    """start() of a tritonserver for the session; when it cannot start, the tests that need it fail with one
-    line (the launcher's reason and the last error in the server's log) instead of a traceback."""
-    from setup.launcher.options import LaunchError
-
-    try:
-        return start()
-    except LaunchError as exc:
-        lines = str(exc).splitlines()
-        errors = [line.strip() for line in lines[1:] if "error" in line.lower()]
-        pytest.fail(lines[0] + (f" Its log: {errors[-1]}" if errors else ""), pytrace=False)
-
-
 @pytest.fixture(scope="session")
 def cpu_model_dir() -> Path:
     """The converted SmolLM2 folder (made once from the wheel's GGUF, then cached)."""
@@ -260,7 +152,7 @@ def cpu_model_dir() -> Path:
 @pytest.fixture(scope="session")
 def triton(tmp_path_factory) -> TritonEndpoints:
     """One real tritonserver (demo repository, CPU engine) shared by the integration tests."""
-    endpoints = _triton_or_fail(lambda: start_triton(tmp_path_factory.mktemp("triton")))
+    endpoints = triton_or_fail(lambda: start_triton(tmp_path_factory.mktemp("triton")))
     yield endpoints
     stop_in_background(endpoints.process.stop, "the demo tritonserver")
 
@@ -283,22 +175,10 @@ def app_url(app_served) -> str:
     return app_served[1]
 
 
-DEMO_KINDS = ("engine", "llmapi")  # `python -m app --demo --deployment ...`: the CPU demo's two topologies
-
-
-def start_llmapi_triton(tmp: Path, overrides: dict | None = None) -> TritonEndpoints:
-    """Write the llmapi demo repository into `tmp` and start tritonserver on free ports."""
-    from setup.cpu.llmapi_demo import write_llmapi_demo_repository
-
-    repo = write_llmapi_demo_repository(tmp / "repo", overrides=overrides, log=lambda *_: None,
-                                        pacing_rate=DEMO_PACING_RATE)
-    return _serve_repository(tmp, repo)
-
-
 @pytest.fixture(scope="session")
 def llmapi_triton(tmp_path_factory) -> TritonEndpoints:
     """A real tritonserver with the llmapi demo repository (the CPU stand-in behind upstream's config.pbtxt)."""
-    endpoints = _triton_or_fail(lambda: start_llmapi_triton(tmp_path_factory.mktemp("llmapi-triton")))
+    endpoints = triton_or_fail(lambda: start_llmapi_triton(tmp_path_factory.mktemp("llmapi-triton")))
     yield endpoints
     stop_in_background(endpoints.process.stop, "the llmapi tritonserver")
 
@@ -317,18 +197,10 @@ def llmapi_app_served(llmapi_triton, cpu_model_dir):
     blocks.close()
 
 
-def start_xcomposer2_triton(tmp: Path) -> TritonEndpoints:
-    """Write the InternLM-XComposer2 twin's repository into `tmp` and start tritonserver on free ports."""
-    from setup.cpu.xcomposer2_demo import write_xcomposer2_demo_repository
-
-    repo = write_xcomposer2_demo_repository(tmp / "repo", log=lambda *_: None)
-    return _serve_repository(tmp, repo)
-
-
 @pytest.fixture(scope="session")
 def xcomposer2_triton(tmp_path_factory) -> TritonEndpoints:
     """A real tritonserver with the InternLM-XComposer2 twin (`--demo --deployment xcomposer2`)."""
-    endpoints = _triton_or_fail(lambda: start_xcomposer2_triton(tmp_path_factory.mktemp("xcomposer2-triton")))
+    endpoints = triton_or_fail(lambda: start_xcomposer2_triton(tmp_path_factory.mktemp("xcomposer2-triton")))
     yield endpoints
     stop_in_background(endpoints.process.stop, "the XComposer2 tritonserver")
 
@@ -363,22 +235,10 @@ def demo_app_url(demo_app) -> str:
     return demo_app[1]
 
 
-def _peer_or_fail(start):
-    """start() of a peer server; when it cannot start, the tests that need it fail with its one-line reason
-    (which resource, how much, where the log is) instead of a traceback."""
-    from benchmarks.server_process import PeerStartError
-
-    try:
-        return start()
-    except PeerStartError as exc:
-        pytest.fail(str(exc), pytrace=False)
-
-
 @pytest.fixture(scope="session")
 def vllm(cpu_model_dir, tmp_path_factory):
     """vLLM's CPU build serving smollm2 + pirate + french with runtime LoRA loading (its own venv,
     installed on first use; ready in ~30 s warm, ~2 min cold). VLLM_TEST_URL reuses a running one."""
-    import os
 
     from tests.integration.vllm_fixtures import RunningVllm, start_vllm
 
@@ -388,7 +248,7 @@ def vllm(cpu_model_dir, tmp_path_factory):
     folder, ledger = tmp_path_factory.mktemp("vllm"), memory_ledger()
     ledger.acquire(f"vllm {folder}", VLLM_GIB)
     try:
-        server = _peer_or_fail(lambda: start_vllm(cpu_model_dir, folder / "vllm.log"))
+        server = peer_or_fail(lambda: start_vllm(cpu_model_dir, folder / "vllm.log"))
     except BaseException:
         ledger.release(f"vllm {folder}")
         raise
@@ -405,7 +265,7 @@ def dynamo(cpu_model_dir, tmp_path_factory):
 
     server = DynamoServer(cpu_model_dir, tmp_path_factory.mktemp("dynamo"), python=ensure_venv(log=lambda *_: None),
                           extra_models=("smollm2-b",), speedup=1.0)
-    _peer_or_fail(server.start)
+    peer_or_fail(server.start)
     yield server
     stop_in_background(server.stop, "Dynamo")
 
@@ -425,15 +285,6 @@ def vllm_app(vllm, tmp_path_factory):
     blocks.close()
 
 
-def grant_access(browser_context, ctx, url: str) -> None:
-    """Give the browser the app's launch-token cookie (what opening the printed ?token= URL does)."""
-    browser_context.add_cookies([{"name": ctx.access.cookie, "value": ctx.access.token, "url": url,
-                                  "httpOnly": True, "sameSite": "Strict"}])
-
-
-BROWSER_TIMEOUT_MS = 90_000  # waits without a limit of their own: a page on a loaded 2-core machine can take a while
-
-
 @pytest.fixture(scope="session")
 def browser_context(tmp_path_factory):
     """Debian's Chromium driven by Playwright (no browser download), its profile in the run's tmp_path."""
@@ -450,29 +301,6 @@ def browser_context(tmp_path_factory):
         yield context
         context.close()
 
-
-# Each test's tab starts like a first visit (no conversations kept by earlier tests in this browser's
-# local storage); reloads within the test keep what the test stored.
-FIRST_VISIT_JS = """if (!sessionStorage.getItem("test-started")) {
-    localStorage.clear(); sessionStorage.setItem("test-started", "1");
-}"""
-
-
-@contextlib.contextmanager
-def app_tab(browser_context, served, timeout_ms: int = 30_000):
-    """A new tab on the app `served` ((context, URL)) opened like a first visit with the URL the console prints (its
-    token becomes a cookie), once the chat input shows; closed afterwards."""
-    ctx, app_url = served
-    page = browser_context.new_page()
-    page.add_init_script(FIRST_VISIT_JS)
-    page.goto(ctx.access.url(app_url))
-    page.wait_for_selector("#chat-input textarea", timeout=timeout_ms)
-    try:
-        yield page
-    finally:
-        page.close()
-
-
 @pytest.fixture
 def page(browser_context, app_served):
     with app_tab(browser_context, app_served) as page:
@@ -484,24 +312,3 @@ def demo_page(browser_context, demo_app):
     """A browser tab on the app against each demo kind in turn (engine topology, llmapi)."""
     with app_tab(browser_context, demo_app) as page:
         yield page
-
-
-def run_in_threads(fn, count: int) -> list:
-    """Run fn(i) in `count` threads; return results in order (exceptions re-raised)."""
-    results: list = [None] * count
-    errors: list = []
-
-    def work(i):
-        try:
-            results[i] = fn(i)
-        except BaseException as exc:  # noqa: BLE001 - re-raised below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(count)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
-    return results

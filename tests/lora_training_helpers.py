@@ -42,7 +42,7 @@ def app_on_own_adapters(tmp_path: Path, triton) -> Iterator[tuple]:
     from app.chat.context import AppConfig, AppContext
     from app.web.ui import launch
     from setup.paths import PROJECT_ROOT
-    from tests.conftest import free_port
+    from tests.servers import free_port
 
     folder = tmp_path / "adapters"
     shutil.copytree(PROJECT_ROOT / "adapters" / "pirate", folder / "pirate")

@@ -14,7 +14,7 @@ import gradio as gr
 
 from app.chat.context import AppConfig, AppContext
 from tests.build_standins import make_trtllm
-from tests.conftest import free_port
+from tests.servers import free_port
 from tests.unit.app.web.test_build_page import service
 
 

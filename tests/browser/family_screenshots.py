@@ -18,9 +18,10 @@ from app.chat.context import AppConfig, AppContext
 from app.web.ui import launch
 from setup.cpu.runner_demo import model_name, write_runner_demo_repository
 from tests.browser.test_family_outputs import TWIN_REPLY_SECONDS, TWINS, attach
-from tests.conftest import CHROMIUM, CHROMIUM_ARGS, _serve_repository, free_port
+from tests.browser_tabs import CHROMIUM, CHROMIUM_ARGS
 from tests.family_media import bar_chart, document_page
 from tests.media import ball_video, pdf_of_pages
+from tests.servers import free_port, serve_repository
 
 DESKTOP = {"width": 1280, "height": 1500}  # tall enough that the chat shows the message and its reply
 
@@ -46,7 +47,7 @@ def main() -> None:
 
     scratch = tempfile.TemporaryDirectory(prefix="family-screenshots-")
     folder = Path(scratch.name)
-    triton = _serve_repository(folder, write_runner_demo_repository(folder / "repo", TWINS, log=lambda *_: None))
+    triton = serve_repository(folder, write_runner_demo_repository(folder / "repo", TWINS, log=lambda *_: None))
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)

@@ -13,7 +13,8 @@ from pathlib import Path
 from app.chat.context import AppConfig, AppContext
 from app.web.ui import launch
 from tests.browser.chat_helpers import NARROW, ask, open_sampling, set_number, settled_reply, wait_until
-from tests.conftest import CHROMIUM, CHROMIUM_ARGS, free_port, start_triton
+from tests.browser_tabs import CHROMIUM, CHROMIUM_ARGS
+from tests.servers import free_port, start_triton
 
 DESKTOP = {"width": 1280, "height": 900}
 TABS = ("Compare", "Adapters", "Build", "Benchmark", "Server")

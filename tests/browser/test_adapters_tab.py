@@ -9,7 +9,8 @@ import pytest
 
 from app.chat.context import AppConfig, AppContext
 from setup.paths import PROJECT_ROOT
-from tests.conftest import free_port, grant_access
+from tests.browser_tabs import grant_access
+from tests.servers import free_port
 
 
 @pytest.fixture

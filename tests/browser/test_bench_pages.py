@@ -9,7 +9,7 @@ import pytest
 
 from benchmarks.harness import free_port
 from tests.bench_fixtures import pacing  # noqa: F401 - fixture
-from tests.conftest import grant_access
+from tests.browser_tabs import grant_access
 
 
 @pytest.fixture(scope="module")

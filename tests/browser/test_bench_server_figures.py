@@ -13,7 +13,7 @@ from gradio_client import Client
 from tests.bench_fixtures import pacing, serve_app  # noqa: F401 - fixture
 from tests.browser.chat_helpers import wait_until
 from tests.browser.test_bench_pages import pages_url  # noqa: F401 - fixture
-from tests.conftest import app_tab, grant_access
+from tests.browser_tabs import app_tab, grant_access
 from tests.unit.app.deployments.openai_compat.test_wire import png_bytes
 
 BAD_NUMBER = re.compile(r"e[+-]\d|\.0{4,}")  # 1e+2, 0.000000

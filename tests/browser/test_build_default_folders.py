@@ -15,8 +15,9 @@ from app.web.ui import launch
 from setup.paths import cache_dir
 from tests.browser.build_helpers import shown_plan
 from tests.browser.chat_helpers import toasts
+from tests.browser_tabs import app_tab
 from tests.build_standins import make_checkpoint
-from tests.conftest import app_tab, free_port
+from tests.servers import free_port
 
 
 def _outside(path: Path, folder: Path) -> bool:

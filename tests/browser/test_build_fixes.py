@@ -9,8 +9,8 @@ import pytest
 
 from benchmarks.harness import pacing_server
 from tests.browser.build_helpers import served_build_page, shown_plan
+from tests.browser_tabs import grant_access
 from tests.build_standins import make_checkpoint
-from tests.conftest import grant_access
 
 
 @pytest.fixture

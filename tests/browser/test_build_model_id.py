@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser.build_helpers import served_build_page
-from tests.conftest import grant_access
+from tests.browser_tabs import grant_access
 from tests.hub_server import HubRepo, LoopbackHub, serve
 
 MODEL = "tiny-org/tiny-llava"

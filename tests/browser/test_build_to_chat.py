@@ -9,7 +9,8 @@ from app.web.build_logic import family_choices
 from app.web.pages.build import twin_of
 from app.web.ui import build_app
 from tests.browser.chat_helpers import ask_about_image
-from tests.conftest import free_port, grant_access
+from tests.browser_tabs import grant_access
+from tests.servers import free_port
 
 
 @pytest.fixture

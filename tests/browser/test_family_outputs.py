@@ -26,9 +26,10 @@ from tests.browser.chat_helpers import (
     user_texts,
     wait_until,
 )
-from tests.conftest import _serve_repository, _triton_or_fail, app_tab, free_port
+from tests.browser_tabs import app_tab
 from tests.family_media import CHART_BARS, CHART_TITLE, PAGE_HEADING, bar_chart, document_page
 from tests.media import ball_video, page_with_heading, pdf_of_pages
+from tests.servers import free_port, serve_repository, triton_or_fail
 
 CHART = "TITLE | Sales <0x0A> Year | Sales <0x0A> 2021 | 12 <0x0A> 2022 | 30"
 PAGE = "# Results\n\nThe method works on small pages.\n\n- fast\n- small"
@@ -128,7 +129,7 @@ TWIN_REPLY_SECONDS = 300  # a twin's whole reply at once on a loaded 2-core mach
 def twins(tmp_path_factory, cpu_model_dir):
     """One tritonserver with the four twins as runner-<family> models."""
     tmp = tmp_path_factory.mktemp("family-twins")
-    endpoints = _triton_or_fail(lambda: _serve_repository(
+    endpoints = triton_or_fail(lambda: serve_repository(
         tmp, write_runner_demo_repository(tmp / "repo", TWINS, log=lambda *_: None)))
     yield endpoints
     endpoints.process.stop()

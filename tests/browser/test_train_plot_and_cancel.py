@@ -16,8 +16,9 @@ from app.chat.context import AppConfig, AppContext
 from setup.paths import PROJECT_ROOT
 from tests.browser.chat_helpers import wait_for_uploads
 from tests.browser.plot_helpers import x_labels_reach
-from tests.conftest import free_port, grant_access
+from tests.browser_tabs import grant_access
 from tests.lora_training_helpers import PIRATE_PAIRS
+from tests.servers import free_port
 
 CANCEL = "#train-cancel"
 

@@ -12,7 +12,7 @@ from setup.paths import PROJECT_ROOT
 from tests.browser.chat_helpers import named_adapter, wait_until
 from tests.browser.test_adapters import PIRATE, pick
 from tests.browser.test_chat import ask, bot_texts, settled_reply
-from tests.conftest import grant_access
+from tests.browser_tabs import grant_access
 from tests.integration.vllm_fixtures import metrics_value, zero_b_adapter
 
 

@@ -19,7 +19,7 @@ from tests.browser.chat_helpers import (
 )
 from tests.browser.compare_helpers import column_states, run_compare
 from tests.browser.test_reply_figures import figures_line
-from tests.conftest import app_tab
+from tests.browser_tabs import app_tab
 from tests.pictures import BLUE, shape_picture
 
 OPENING = "In the picture"  # how the twin's Partial LoRA makes image answers start

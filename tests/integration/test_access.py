@@ -19,7 +19,7 @@ from app.chat.context import AppConfig, AppContext
 from app.web.ui import launch
 from setup.paths import PROJECT_ROOT
 from tests.build_standins import make_checkpoint, make_trtllm
-from tests.conftest import free_port
+from tests.servers import free_port
 
 REPO = PROJECT_ROOT
 

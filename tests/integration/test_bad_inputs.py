@@ -15,7 +15,7 @@ from app.core.constants import MAX_PROMPT_CHARS
 from app.core.messages import MSG_TEXT_ONLY
 from app.vision.messages import MSG_IMAGE_EMPTY, MSG_IMAGE_NOT_AN_IMAGE, MSG_IMAGE_TRUNCATED
 from tests.bench_fixtures import pacing, pacing_app  # noqa: F401 - fixtures
-from tests.conftest import free_port
+from tests.servers import free_port
 
 API_CASES = [  # (id, generate() arguments, message)
     ("empty", {"text": ""}, MSG_EMPTY_PROMPT),

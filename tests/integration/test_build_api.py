@@ -62,7 +62,7 @@ def test_the_cpu_twin_of_a_family_through_the_api(served):
 
     from gradio_client.exceptions import AppError
 
-    from tests.conftest import free_port
+    from tests.servers import free_port
 
     ctx, url, _ = served
     owner = client(url, ctx.access.token)

@@ -107,7 +107,7 @@ def app_with_login(triton, tmp_path):
     """The app against the session's tritonserver, asking for a login as `--auth-file` makes it."""
     from app.chat.context import AppConfig, AppContext
     from app.web.ui import launch
-    from tests.conftest import free_port
+    from tests.servers import free_port
 
     port = free_port()
     ctx = AppContext(AppConfig(triton_url=triton.grpc_url, port=port, auth=(("ann", "s3cret"),)))

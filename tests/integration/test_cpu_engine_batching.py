@@ -15,7 +15,7 @@ from app.core.conversation import Conversation
 from app.core.sampling import SamplingParams
 from app.triton.client import TritonChatClient
 from app.triton.metrics import parse_metrics, total
-from tests.conftest import run_in_threads
+from tests.threads import run_in_threads
 
 pytestmark = pytest.mark.integration
 log = logging.getLogger(__name__)

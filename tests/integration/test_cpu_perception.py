@@ -12,7 +12,7 @@ from PIL import Image, ImageDraw, ImageFont
 from app.core.conversation import Conversation
 from app.core.sampling import SamplingParams
 from app.deployments.base import ReplyRequest
-from tests.conftest import run_in_threads
+from tests.threads import run_in_threads
 
 WHAT = "What is in this picture?"
 # photo in scikit-image's wheel -> words a person accepts in the answer

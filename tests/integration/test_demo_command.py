@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import DEMO_KINDS, free_port
 from tests.pictures import data_url, shape_image
 from tests.proc_helpers import children_of
+from tests.servers import DEMO_KINDS, free_port
 
 
 def ask(ui: int, content, model: str | None = None) -> str:

@@ -16,8 +16,8 @@ import pytest
 from setup.cpu.demo import demo_instances_dir, start_demo_triton
 from setup.launcher import SHM_DIR, LaunchError, TritonProcess
 from setup.paths import PROJECT_ROOT
-from tests.conftest import free_port, start_triton
 from tests.proc_helpers import live_members
+from tests.servers import free_port, start_triton
 
 STUBS = 6  # preprocessing, postprocessing, tensorrt_llm, tensorrt_llm_bls, multimodal_encoders (+ pacing)
 

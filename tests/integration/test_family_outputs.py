@@ -18,7 +18,6 @@ from app.outputs.grounding import parse_grounding
 from app.triton.client import TritonChatClient
 from app.vision.documents import render_pdf
 from setup.cpu.runner_demo import model_name, write_runner_demo_repository
-from tests.conftest import _serve_repository, _triton_or_fail
 from tests.family_media import (
     CHART_BARS,
     CHART_TITLE,
@@ -29,6 +28,7 @@ from tests.family_media import (
     document_page,
 )
 from tests.media import ball_video, pdf_of_pages
+from tests.servers import serve_repository, triton_or_fail
 
 pytestmark = pytest.mark.integration
 
@@ -40,7 +40,7 @@ VALUE_TOLERANCE = 2.0  # of an axis 0..100 about 320 pixels tall: a pixel or two
 @pytest.fixture(scope="module")
 def served(tmp_path_factory, cpu_model_dir):
     tmp = tmp_path_factory.mktemp("family-outputs")
-    endpoints = _triton_or_fail(lambda: _serve_repository(
+    endpoints = triton_or_fail(lambda: serve_repository(
         tmp, write_runner_demo_repository(tmp / "repo", FAMILIES, log=lambda *_: None)))
     yield endpoints
     endpoints.process.stop()
@@ -119,7 +119,7 @@ def deplot_app_url(served):
     kind), here one model of the shared server."""
     from app.chat.context import AppConfig, AppContext
     from app.web.ui import launch
-    from tests.conftest import free_port
+    from tests.servers import free_port
 
     port = free_port()
     ctx = AppContext(AppConfig(triton_url=served.grpc_url, port=port, demo=True, deployment="runner",

@@ -20,7 +20,7 @@ from app.deployments.triton_engine.deployment import TritonEngineDeployment
 from app.triton.client import TritonChatClient
 from setup.catalog.builds import families as build_families
 from setup.cpu.family_twins import template_twins, write_family_twin_repository
-from tests.conftest import _serve_repository, _triton_or_fail
+from tests.servers import serve_repository, triton_or_fail
 
 pytestmark = pytest.mark.integration
 
@@ -44,7 +44,7 @@ def chelsea(tmp_path_factory):
 def twin_served(request, tmp_path_factory, cpu_model_dir):
     """(family, its engine deployment) with the family's twin on a tritonserver of its own."""
     tmp = tmp_path_factory.mktemp(f"twin-{request.param}")
-    endpoints = _triton_or_fail(lambda: _serve_repository(
+    endpoints = triton_or_fail(lambda: serve_repository(
         tmp, write_family_twin_repository(tmp / "repo", request.param, log=lambda *_: None)))
     client = TritonChatClient(endpoints.grpc_url, model="tensorrt_llm_bls")
     yield request.param, TritonEngineDeployment(client, AdapterRegistry(tmp / "adapters"))

@@ -229,8 +229,8 @@ def test_killed_demo_server_comes_back_and_adapters_are_sent_again(tmp_path):
     """The CPU deployment with LoRA, killed and started again on the same ports: the app's next message
     with an adapter works (the server's LoRA cache is empty now: the weights travel again by themselves)."""
     from setup.cpu.demo import start_demo_triton
-    from tests.conftest import start_triton
     from tests.integration.test_lora import looks_pirate
+    from tests.servers import start_triton
 
     triton = start_triton(tmp_path)
     blocks, url, ctx = serve_app(triton.grpc_url, model="tensorrt_llm_bls")

@@ -12,7 +12,7 @@ import time
 
 from setup.launcher.reaper import members, python_env_dirs
 from setup.paths import PROJECT_ROOT
-from tests.conftest import free_port
+from tests.servers import free_port
 
 STARTER = """
 import sys, time

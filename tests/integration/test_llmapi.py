@@ -26,8 +26,9 @@ from app.deployments.llmapi.stream import LlmApiStream, send_llmapi_stop
 from app.deployments.llmapi.wire import build_inputs
 from app.triton.client import TritonChatClient
 from setup.catalog.llmapi_releases import LATEST, llmapi_releases
-from tests.conftest import start_llmapi_triton, stop_in_background
 from tests.lora_helpers import DEMO_ADAPTERS
+from tests.run_folder import stop_in_background
+from tests.servers import start_llmapi_triton
 
 UPSTREAM = Path(__file__).parents[1] / "data" / "upstream"
 FRANCE = Conversation.asking("What is the capital of France?")

@@ -14,8 +14,10 @@ from app.core.sampling import SamplingParams
 from app.triton.client import TritonChatClient
 from setup.cpu.model import model_dir
 from setup.lora.convert import convert_peft, save_converted
-from tests.conftest import run_in_threads, start_triton, stop_in_background
 from tests.lora_helpers import DEMO_ADAPTERS
+from tests.run_folder import stop_in_background
+from tests.servers import start_triton
+from tests.threads import run_in_threads
 
 QUESTION = "What is the capital of France?"
 GREEDY = SamplingParams(max_tokens=20)

@@ -17,7 +17,7 @@ from app.deployments.runner.deployment import RunnerDeployment
 from app.triton.client import TritonChatClient
 from cpu_runtime.family_outputs.messages import MSG_NO_BARS, MSG_NO_PAGE_TEXT
 from setup.cpu.runner_demo import model_name, write_runner_demo_repository
-from tests.conftest import _serve_repository, _triton_or_fail
+from tests.servers import serve_repository, triton_or_fail
 
 pytestmark = pytest.mark.integration
 
@@ -49,7 +49,7 @@ def chelsea(tmp_path_factory):
 @pytest.fixture(scope="module", params=GROUPS, ids=["+".join(g) for g in GROUPS])
 def group_served(request, tmp_path_factory, cpu_model_dir):
     tmp = tmp_path_factory.mktemp("runner-triton")
-    endpoints = _triton_or_fail(lambda: _serve_repository(
+    endpoints = triton_or_fail(lambda: serve_repository(
         tmp, write_runner_demo_repository(tmp / "repo", request.param, log=lambda *_: None)))
     yield request.param, endpoints
     endpoints.process.stop()

@@ -12,7 +12,8 @@ from app.core.conversation import Conversation
 from app.core.errors import InputTooLong, ModelNotReady, ServerUnreachable
 from app.core.sampling import SamplingParams
 from app.triton.client import TritonChatClient
-from tests.conftest import free_port, run_in_threads
+from tests.servers import free_port
+from tests.threads import run_in_threads
 
 QUESTION = Conversation.asking("What is the capital of France?")
 
@@ -224,7 +225,7 @@ def test_engine_contract_direct(triton, cpu_model_dir):
 
 def test_demo_repository_serves_the_pacing_model_at_its_rate(triton):
     """`python -m app --demo --pacing-rate R`: the pacing model beside the demo's models, words at R per second."""
-    from tests.conftest import DEMO_PACING_RATE
+    from tests.servers import DEMO_PACING_RATE
 
     stream = TritonChatClient(triton.grpc_url, model="pacing").stream("hi", SamplingParams(max_tokens=21))
     times = []

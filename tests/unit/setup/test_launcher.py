@@ -117,6 +117,6 @@ def test_stop_terminates_the_process_group_we_started(tmp_path):
 
 
 def free() -> int:
-    from tests.conftest import free_port
+    from tests.servers import free_port
 
     return free_port()

@@ -31,8 +31,8 @@ from setup.launcher import (
     start_triton,
 )
 from setup.paths import PROJECT_ROOT
-from tests.conftest import free_port
 from tests.proc_helpers import live_members
+from tests.servers import free_port
 
 # A stand-in tritonserver. MODE: "serve" answers /v2/health/ready on its --http-port; "busy" says what
 # tritonserver says when a port is taken and exits 1 (after DELAY s); "idle" never answers.

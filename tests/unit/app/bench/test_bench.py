@@ -236,7 +236,7 @@ def test_metrics_history_derives_rates(monkeypatch):
 
 def test_unreachable_metrics_give_a_message():
     from app.web.pages.server import charts
-    from tests.conftest import free_port
+    from tests.servers import free_port
 
     history = MetricsHistory(f"http://127.0.0.1:{free_port()}/metrics")
     summary, *_ = charts(history)

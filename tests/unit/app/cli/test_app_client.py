@@ -6,7 +6,7 @@ import pytest
 
 from app.cli.app_client import compare_through_app
 from app.core.errors import ChatError
-from tests.conftest import free_port
+from tests.servers import free_port
 
 
 def test_an_app_that_is_not_there_is_one_sentence():

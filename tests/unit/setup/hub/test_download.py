@@ -125,7 +125,7 @@ def test_a_gated_model_needs_a_token_with_access(loopback_hub, tmp_path):
 
 
 def test_no_network_is_one_sentence(monkeypatch, tmp_path):
-    from tests.conftest import free_port
+    from tests.servers import free_port
 
     monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{free_port()}")  # nothing listens there
     with pytest.raises(DownloadError, match=r"^Cannot reach the hub at http://127\.0\.0\.1:\d+ \(.+\): check the "):

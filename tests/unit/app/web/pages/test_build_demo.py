@@ -19,7 +19,7 @@ from app.web.pages.build_api import BuildApi
 from app.web.pages.build_handlers import BuildHandlers
 from setup.cpu.messages import MSG_NO_TWIN
 from setup.cpu.twins import cpu_twins
-from tests.conftest import free_port
+from tests.servers import free_port
 from tests.unit.app.web.test_build_page import service
 
 

@@ -1,0 +1,47 @@
+"""Browser tabs on the app: Debian's Chromium's path and flags, the launch-token cookie, a tab opened like a first
+visit.
+
+Only the test suite imports this module; it imports nothing of the app.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+
+def grant_access(browser_context, ctx, url: str) -> None:
+    """Give the browser the app's launch-token cookie (what opening the printed ?token= URL does)."""
+    browser_context.add_cookies([{"name": ctx.access.cookie, "value": ctx.access.token, "url": url,
+                                  "httpOnly": True, "sameSite": "Strict"}])
+
+
+BROWSER_TIMEOUT_MS = 90_000  # waits without a limit of their own: a page on a loaded 2-core machine can take a while
+
+
+
+# Each test's tab starts like a first visit (no conversations kept by earlier tests in this browser's
+# local storage); reloads within the test keep what the test stored.
+FIRST_VISIT_JS = """if (!sessionStorage.getItem("test-started")) {
+    localStorage.clear(); sessionStorage.setItem("test-started", "1");
+}"""
+
+
+@contextlib.contextmanager
+def app_tab(browser_context, served, timeout_ms: int = 30_000):
+    """A new tab on the app `served` ((context, URL)) opened like a first visit with the URL the console prints (its
+    token becomes a cookie), once the chat input shows; closed afterwards."""
+    ctx, app_url = served
+    page = browser_context.new_page()
+    page.add_init_script(FIRST_VISIT_JS)
+    page.goto(ctx.access.url(app_url))
+    page.wait_for_selector("#chat-input textarea", timeout=timeout_ms)
+    try:
+        yield page
+    finally:
+        page.close()
