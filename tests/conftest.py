@@ -29,7 +29,7 @@ from tests.run_folder import (
 )
 from tests.server_groups import TestNeeds, group_summary, server_groups
 from tests.server_lifetimes import by_group, finish_fixtures, group_fixtures_done
-from tests.server_memory import VLLM_GIB, BudgetedProcess
+from tests.server_memory import DEMO_COMMAND_GIB, VLLM_GIB, BudgetedProcess
 from tests.server_scheduling import write_groups
 from tests.servers import (
     DEMO_KINDS,
@@ -152,7 +152,7 @@ def cpu_model_dir() -> Path:
 @pytest.fixture(scope="session")
 def triton(tmp_path_factory) -> TritonEndpoints:
     """One real tritonserver (demo repository, CPU engine) shared by the integration tests."""
-    endpoints = triton_or_fail(lambda: start_triton(tmp_path_factory.mktemp("triton")))
+    endpoints = triton_or_fail(lambda: start_triton(tmp_path_factory.mktemp("triton"), lasting=True))
     yield endpoints
     stop_in_background(endpoints.process.stop, "the demo tritonserver")
 
@@ -312,3 +312,10 @@ def demo_page(browser_context, demo_app):
     """A browser tab on the app against each demo kind in turn (engine topology, llmapi)."""
     with app_tab(browser_context, demo_app) as page:
         yield page
+
+
+@pytest.fixture(scope="module")
+def demo_command_memory(request):
+    """Room in the run's server memory budget for the demos a module starts itself (`python -m app --demo`)."""
+    with memory_ledger().holding(f"demos of {request.module.__name__} {os.getpid()}", DEMO_COMMAND_GIB):
+        yield

@@ -53,13 +53,13 @@ def memory_ledger() -> MemoryLedger:
     return MemoryLedger(run_folder())
 
 
-def serve_repository(tmp: Path, repo: Path) -> TritonEndpoints:
+def serve_repository(tmp: Path, repo: Path, lasting: bool = False) -> TritonEndpoints:
     """tritonserver on free ports for a written demo repository (its log in `tmp`), once the run's server memory
-    budget has room for it; its process's stop() gives the room back."""
+    budget has room for it (`lasting`: kept for the whole session); its process's stop() gives the room back."""
     from setup.cpu.demo import start_demo_triton
 
     ledger, key = memory_ledger(), f"triton {tmp}"
-    ledger.acquire(key, repository_gib(repo))
+    ledger.acquire(key, repository_gib(repo), lasting=lasting)
     try:
         ports, process = on_free_ports(lambda *ports: start_demo_triton(
             *ports, repo=repo, log_path=tmp / "triton.log", log=lambda *_: None, ready_timeout=TRITON_READY_TIMEOUT))
@@ -69,12 +69,12 @@ def serve_repository(tmp: Path, repo: Path) -> TritonEndpoints:
     return TritonEndpoints(BudgetedProcess(process, ledger, key), *ports, repo)
 
 
-def start_triton(tmp: Path, overrides: dict | None = None) -> TritonEndpoints:
+def start_triton(tmp: Path, overrides: dict | None = None, lasting: bool = False) -> TritonEndpoints:
     """Write the demo repository into `tmp` and start tritonserver on free ports."""
     from setup.cpu.demo import write_demo_repository
 
     repo = write_demo_repository(tmp / "repo", overrides=overrides, log=lambda *_: None, pacing_rate=DEMO_PACING_RATE)
-    return serve_repository(tmp, repo)
+    return serve_repository(tmp, repo, lasting=lasting)
 
 
 TRITON_READY_TIMEOUT = 300.0  # the demo's models load in ~20 s idle; a loaded 2-core machine takes several times that

@@ -17,6 +17,8 @@ from tests.pictures import data_url, shape_image
 from tests.proc_helpers import children_of
 from tests.servers import DEMO_KINDS, free_port
 
+pytestmark = pytest.mark.usefixtures("demo_command_memory")  # the demos these tests start
+
 
 def ask(ui: int, content, model: str | None = None) -> str:
     body = {"messages": [{"role": "user", "content": content}], "max_tokens": 30, "temperature": 0,

@@ -19,6 +19,8 @@ from setup.paths import PROJECT_ROOT
 from tests.proc_helpers import live_members
 from tests.servers import free_port, start_triton
 
+pytestmark = pytest.mark.usefixtures("demo_command_memory")  # the demos these tests start
+
 STUBS = 6  # preprocessing, postprocessing, tensorrt_llm, tensorrt_llm_bls, multimodal_encoders (+ pacing)
 
 

@@ -26,7 +26,9 @@ def _models(repo, *names):
 
 
 def test_a_repository_is_estimated_from_its_models(tmp_path):
-    _models(tmp_path, "tensorrt_llm", "multimodal_encoders", "preprocessing", "runner-nougat", "runner-deplot")
+    _models(tmp_path, "tensorrt_llm", "multimodal_encoders", "preprocessing", "runner-nougat", "runner-deplot",
+            "ensemble")
+    (tmp_path / "ensemble" / "config.pbtxt").write_text('name: "ensemble"\nplatform: "ensemble"\n')
     expected = SERVER_GIB + MODEL_GIB["tensorrt_llm"] + MODEL_GIB["multimodal_encoders"] + OTHER_MODEL_GIB \
         + 2 * RUNNER_MODEL_GIB
     assert abs(repository_gib(tmp_path) - expected) < 1e-9
@@ -37,7 +39,7 @@ def test_a_start_over_the_budget_waits_until_another_stops(tmp_path):
     # another process holds 8 GiB (a live pid that is not this one: our parent)
     held = MemoryLedger(tmp_path, budget=10)
     with held._locked() as state:
-        state["held"]["other"] = [os.getppid(), 8.0]
+        state["held"]["other"] = [os.getppid(), 8.0, False]
     waited: list[float] = []
     thread = threading.Thread(target=lambda: waited.append(ledger.acquire("mine", 4.0)))
     thread.start()
@@ -65,17 +67,17 @@ def test_holders_that_died_are_dropped(tmp_path):
     dead.start()
     dead.join()
     with ledger._locked() as state:
-        state["held"]["gone"] = [dead.pid, 5.0]
+        state["held"]["gone"] = [dead.pid, 5.0, False]
     assert ledger.acquire("mine", 4.0) < 0.5
     assert ledger.held() == {"mine": 4.0}
 
 
 def test_when_every_other_holder_waits_the_lowest_waiter_goes_ahead(tmp_path):
     ledger = MemoryLedger(tmp_path, budget=5)
-    both_wait = {"held": {"a": [100, 4.0], "b": [200, 1.0]}, "waiting": [100, 200]}
+    both_wait = {"held": {"a": [100, 4.0, False], "b": [200, 1.0, False]}, "waiting": [100, 200]}
     assert ledger._may_start(both_wait, 100, 4.0)
     assert not ledger._may_start(both_wait, 200, 4.0)
-    one_runs = {"held": {"a": [100, 4.0], "b": [200, 1.0]}, "waiting": [200]}
+    one_runs = {"held": {"a": [100, 4.0, False], "b": [200, 1.0, False]}, "waiting": [200]}
     assert not ledger._may_start(one_runs, 200, 4.0)  # 100 runs its tests and will stop its server
 
 
@@ -91,4 +93,19 @@ def test_a_budgeted_process_gives_its_memory_back_when_stopped(tmp_path):
     process = BudgetedProcess(Server(), ledger, "server")
     assert process.pid == 123
     assert process.stop(grace=2.0) == 2.0
+    assert ledger.held() == {}
+
+
+def test_a_lasting_server_is_never_waited_for(tmp_path):
+    ledger = MemoryLedger(tmp_path, budget=5)
+    with ledger._locked() as state:  # the other worker's demo server, kept for its whole session
+        state["held"]["demo"] = [os.getppid(), 4.0, True]
+    assert ledger.acquire("family outputs", 6.0) < 0.5  # over the budget, but nothing would ever stop
+    assert ledger.acquire("my demo", 4.0, lasting=True) < 0.5
+
+
+def test_holding_gives_the_memory_back_after_the_block(tmp_path):
+    ledger = MemoryLedger(tmp_path, budget=5)
+    with ledger.holding("demos", 3.0):
+        assert ledger.held() == {"demos": 3.0}
     assert ledger.held() == {}
