@@ -33,10 +33,12 @@ from tests.server_memory import DEMO_COMMAND_GIB, VLLM_GIB, BudgetedProcess
 from tests.server_scheduling import write_groups
 from tests.servers import (
     DEMO_KINDS,
+    FAMILY_OUTPUT_TWINS,
     TritonEndpoints,
     free_port,
     memory_ledger,
     peer_or_fail,
+    serve_repository,
     start_llmapi_triton,
     start_triton,
     start_xcomposer2_triton,
@@ -255,6 +257,19 @@ def vllm(cpu_model_dir, tmp_path_factory):
     print(f"\nvLLM ready in {server.start_seconds:.0f} s", flush=True)
     yield server
     stop_in_background(BudgetedProcess(server, ledger, f"vllm {folder}").stop, "vLLM")
+
+
+@pytest.fixture(scope="session")
+def family_outputs_triton(tmp_path_factory, cpu_model_dir) -> TritonEndpoints:
+    """One tritonserver with the runner twins of FAMILY_OUTPUT_TWINS (runner-<family> models), shared by the tests of
+    their outputs through the runner kind, the browser and /v1, and of their runner formats."""
+    from setup.cpu.runner_demo import write_runner_demo_repository
+
+    tmp = tmp_path_factory.mktemp("family-outputs")
+    endpoints = triton_or_fail(lambda: serve_repository(
+        tmp, write_runner_demo_repository(tmp / "repo", FAMILY_OUTPUT_TWINS, log=lambda *_: None)))
+    yield endpoints
+    stop_in_background(endpoints.process.stop, "the family-outputs tritonserver")
 
 
 @pytest.fixture(scope="session")

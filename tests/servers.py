@@ -92,6 +92,7 @@ def triton_or_fail(start):
         errors = [line.strip() for line in lines[1:] if "error" in line.lower()]
         pytest.fail(lines[0] + (f" Its log: {errors[-1]}" if errors else ""), pytrace=False)
 
+FAMILY_OUTPUT_TWINS = ("nougat", "deplot", "kosmos-2", "video-neva")  # the families whose own output the chat renders
 DEMO_KINDS = ("engine", "llmapi")  # `python -m app --demo --deployment ...`: the CPU demo's two topologies
 
 

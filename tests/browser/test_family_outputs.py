@@ -16,7 +16,7 @@ from app.chat.history import FORMAT, VERSION
 from app.chat.media_intake import upload_root
 from app.outputs.grounding import grounded_phrase
 from app.outputs.grounding_picture import phrase_colour
-from setup.cpu.runner_demo import model_name, write_runner_demo_repository
+from setup.cpu.runner_demo import model_name
 from tests.browser.chat_helpers import (
     ask,
     bot_texts,
@@ -29,7 +29,7 @@ from tests.browser.chat_helpers import (
 from tests.browser_tabs import app_tab
 from tests.family_media import CHART_BARS, CHART_TITLE, PAGE_HEADING, bar_chart, document_page
 from tests.media import ball_video, page_with_heading, pdf_of_pages
-from tests.servers import free_port, serve_repository, triton_or_fail
+from tests.servers import free_port
 
 CHART = "TITLE | Sales <0x0A> Year | Sales <0x0A> 2021 | 12 <0x0A> 2022 | 30"
 PAGE = "# Results\n\nThe method works on small pages.\n\n- fast\n- small"
@@ -121,18 +121,13 @@ def test_table_boxes_and_markdown_replies_render(page, tmp_path):
 
 
 # ---- through the families' CPU twins (`python -m app --demo --deployment <family>`: the runner kind) ------------
-TWINS = ("nougat", "deplot", "kosmos-2", "video-neva")
 TWIN_REPLY_SECONDS = 300  # a twin's whole reply at once on a loaded 2-core machine
 
 
 @pytest.fixture(scope="module")
-def twins(tmp_path_factory, cpu_model_dir):
-    """One tritonserver with the four twins as runner-<family> models."""
-    tmp = tmp_path_factory.mktemp("family-twins")
-    endpoints = triton_or_fail(lambda: serve_repository(
-        tmp, write_runner_demo_repository(tmp / "repo", TWINS, log=lambda *_: None)))
-    yield endpoints
-    endpoints.process.stop()
+def twins(family_outputs_triton):
+    """The session's server of the four twins as runner-<family> models (tests/conftest.py)."""
+    return family_outputs_triton
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from app.outputs.chart_table import cell_number, parse_deplot
 from app.outputs.grounding import parse_grounding
 from app.triton.client import TritonChatClient
 from app.vision.documents import render_pdf
-from setup.cpu.runner_demo import model_name, write_runner_demo_repository
+from setup.cpu.runner_demo import model_name
 from tests.family_media import (
     CHART_BARS,
     CHART_TITLE,
@@ -28,22 +28,17 @@ from tests.family_media import (
     document_page,
 )
 from tests.media import ball_video, pdf_of_pages
-from tests.servers import serve_repository, triton_or_fail
 
 pytestmark = pytest.mark.integration
 
-FAMILIES = ("nougat", "deplot", "kosmos-2", "video-neva")
 SETTINGS = SamplingParams(max_tokens=512, top_k=1)
 VALUE_TOLERANCE = 2.0  # of an axis 0..100 about 320 pixels tall: a pixel or two of the tick labels' placing
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory, cpu_model_dir):
-    tmp = tmp_path_factory.mktemp("family-outputs")
-    endpoints = triton_or_fail(lambda: serve_repository(
-        tmp, write_runner_demo_repository(tmp / "repo", FAMILIES, log=lambda *_: None)))
-    yield endpoints
-    endpoints.process.stop()
+def served(family_outputs_triton):
+    """The session's server of the four twins (tests/conftest.py)."""
+    return family_outputs_triton
 
 
 def ask(served, family: str, files: list[str], question: str, tmp_path) -> str:

@@ -17,12 +17,13 @@ from app.deployments.runner.deployment import RunnerDeployment
 from app.triton.client import TritonChatClient
 from cpu_runtime.family_outputs.messages import MSG_NO_BARS, MSG_NO_PAGE_TEXT
 from setup.cpu.runner_demo import model_name, write_runner_demo_repository
-from tests.servers import serve_repository, triton_or_fail
+from tests.servers import FAMILY_OUTPUT_TWINS, serve_repository, triton_or_fail
 
 pytestmark = pytest.mark.integration
 
-GROUPS = (("kosmos-2", "phi-3-vision", "fuyu", "blip2-t5"), ("cogvlm", "llava-next", "neva"),
-          ("nougat", "deplot", "video-neva"), ("qwen2-vl", "mllama", "llava-onevision"))
+# the first group is the session's family-outputs server (tests/servers.py FAMILY_OUTPUT_TWINS)
+GROUPS = (FAMILY_OUTPUT_TWINS, ("phi-3-vision", "fuyu", "blip2-t5"), ("cogvlm", "llava-next", "neva"),
+          ("qwen2-vl", "mllama", "llava-onevision"))
 # plain greedy: no presence/frequency penalty, so the runner kind sends no repetition penalty in their place
 GREEDY = SamplingParams(max_tokens=48, top_k=1, presence_penalty=0.0, frequency_penalty=0.0)
 # what shows in each twin's figures: the family's own format
@@ -48,6 +49,9 @@ def chelsea(tmp_path_factory):
 
 @pytest.fixture(scope="module", params=GROUPS, ids=["+".join(g) for g in GROUPS])
 def group_served(request, tmp_path_factory, cpu_model_dir):
+    if request.param == FAMILY_OUTPUT_TWINS:
+        yield request.param, request.getfixturevalue("family_outputs_triton")
+        return
     tmp = tmp_path_factory.mktemp("runner-triton")
     endpoints = triton_or_fail(lambda: serve_repository(
         tmp, write_runner_demo_repository(tmp / "repo", request.param, log=lambda *_: None)))
