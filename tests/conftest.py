@@ -29,7 +29,7 @@ from tests.run_folder import (
 )
 from tests.server_groups import TestNeeds, group_summary, server_groups
 from tests.server_lifetimes import by_group, finish_fixtures, group_fixtures_done
-from tests.server_memory import DEMO_COMMAND_GIB, VLLM_GIB, BudgetedProcess
+from tests.server_memory import DEMO_COMMAND_GIB, LEDGER_FILES, VLLM_GIB, BudgetedProcess
 from tests.server_scheduling import write_groups
 from tests.servers import (
     DEMO_KINDS,
@@ -57,7 +57,8 @@ def pytest_configure(config) -> None:
 
 def pytest_terminal_summary(terminalreporter, config) -> None:
     """Name what the run left in its temporary folder (before pytest's closing line; the folder goes anyway)."""
-    left = left_in_run_folder() if getattr(config, "_run_tmp_owner", False) else []
+    left = [name for name in left_in_run_folder() if name not in LEDGER_FILES] \
+        if getattr(config, "_run_tmp_owner", False) else []
     if left:
         shown = ", ".join(left[:10]) + (f" and {len(left) - 10} more" if len(left) > 10 else "")
         terminalreporter.write_line(f"Left in the run's temporary folder, removed at exit: {shown}")

@@ -28,6 +28,7 @@ from pathlib import Path
 BUDGET_ENV = "SERVER_MEMORY_GIB"
 DEFAULT_BUDGET_GIB = 16.0
 LEDGER = "server-memory.json"
+LEDGER_FILES = (LEDGER, "server-memory.lock")  # the run's own, not left by a test
 POLL_SECONDS = 0.5
 
 # GiB per model folder of a Triton repository (resident stub processes on the CPU demo), and per server
