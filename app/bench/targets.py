@@ -10,7 +10,8 @@ from __future__ import annotations
 import base64
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import replace
 
 from app.bench.load import BenchRequest
@@ -42,8 +43,7 @@ class TritonSender:
 
     def __call__(self, request: BenchRequest) -> RequestRecord:
         record = RequestRecord(started=time.monotonic())
-        stream = None
-        try:
+        with recorded(record) as opened:
             info = self.client.model_info()
             prompt, extra = request.prompt, {}
             if request.min_tokens:
@@ -53,18 +53,28 @@ class TritonSender:
                 extra.update(more)
             record.started = time.monotonic()
             stream = self.client.stream(prompt, replace(self.params, max_tokens=request.max_tokens), extra=extra)
+            opened.append(stream)
             record.tokens = time_chunks(stream, record)
             record.text = stream.text
             record.tokens = getattr(stream, "chunks", record.tokens)  # responses that carried text
-        except ChatError as exc:
-            record.error = str(exc)
-        except Exception as exc:  # noqa: BLE001 - a benchmark reports every failure, it never stops on one
-            record.error = f"{type(exc).__name__}: {exc}"
-        finally:
-            record.ended = time.monotonic()
-            if stream is not None:
-                stream.cancel()
         return counted(record, self.count_tokens)
+
+
+@contextmanager
+def recorded(record: RequestRecord) -> Iterator[list]:
+    """Run one request's block: a failure becomes `record.error` (a benchmark reports every failure, it never
+    stops on one), the end time is noted, and the streams the block appends to the yielded list are cancelled."""
+    opened: list = []
+    try:
+        yield opened
+    except ChatError as exc:
+        record.error = str(exc)
+    except Exception as exc:  # noqa: BLE001 - reported in the record
+        record.error = f"{type(exc).__name__}: {exc}"
+    finally:
+        record.ended = time.monotonic()
+        for stream in opened:
+            stream.cancel()
 
 
 def time_chunks(stream, record: RequestRecord, stop=None) -> int:
@@ -100,23 +110,15 @@ class DeploymentSender:
 
     def __call__(self, request: BenchRequest) -> RequestRecord:
         record = RequestRecord(started=time.monotonic())
-        stream = None
-        try:
+        with recorded(record) as opened:
             if self.stop is not None and self.stop.is_set():
                 raise ChatError(MSG_BENCH_STOPPED)
             stream = self.deployment.open_reply(ReplyRequest(
                 Conversation.asking(request.prompt, self.images or ()), replace(self.params, max_tokens=request.max_tokens),
                 adapter=self.adapter, min_tokens=request.min_tokens))
+            opened.append(stream)
             time_chunks(stream, record, self.stop)
             record.text, record.tokens = stream.text, stream.chunks
-        except ChatError as exc:
-            record.error = str(exc)
-        except Exception as exc:  # noqa: BLE001 - a benchmark reports every failure, it never stops on one
-            record.error = f"{type(exc).__name__}: {exc}"
-        finally:
-            record.ended = time.monotonic()
-            if stream is not None:
-                stream.cancel()
         return record
 
 
