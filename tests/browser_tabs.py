@@ -7,6 +7,7 @@ Only the test suite imports this module; it imports nothing of the app.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -45,3 +46,23 @@ def app_tab(browser_context, served, timeout_ms: int = 30_000):
         yield page
     finally:
         page.close()
+
+
+@contextlib.contextmanager
+def served_page(browser_context, ctx, port: int, build: Callable[[], object]) -> Iterator[object]:
+    """The page `build()` lays out (a page module's build, alone), served in this process on `port` for the block's
+    length, and a tab on it holding the app's launch-token cookie; the tab (closed afterwards)."""
+    import gradio as gr
+
+    with gr.Blocks() as blocks:
+        build()
+    blocks.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    url = f"http://127.0.0.1:{port}/"
+    grant_access(browser_context, ctx, url)
+    page = browser_context.new_page()
+    try:
+        page.goto(url)
+        yield page
+    finally:
+        page.close()
+        blocks.close()

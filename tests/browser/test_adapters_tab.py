@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import shutil
 
-import gradio as gr
 import pytest
 
 from app.chat.context import AppConfig, AppContext
 from setup.paths import PROJECT_ROOT
-from tests.browser_tabs import grant_access
+from tests.browser_tabs import served_page
 from tests.servers import free_port
 
 
@@ -24,17 +23,9 @@ def adapters_page(tmp_path, browser_context):
     port = free_port()
     ctx = AppContext(AppConfig(triton_url=f"127.0.0.1:{free_port()}", port=port, adapters_dir=str(folder),
                                workspace=(str(tmp_path / "work"),)))
-    with gr.Blocks() as blocks:
-        adapters.build(ctx)
-    blocks.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    url = f"http://127.0.0.1:{port}/"
-    grant_access(browser_context, ctx, url)
-    page = browser_context.new_page()
-    page.goto(url)
-    page.wait_for_selector("#adapter-table")
-    yield page, folder, tmp_path / "work" / "mine"
-    page.close()
-    blocks.close()
+    with served_page(browser_context, ctx, port, lambda: adapters.build(ctx)) as page:
+        page.wait_for_selector("#adapter-table")
+        yield page, folder, tmp_path / "work" / "mine"
 
 
 def _options(page, element_id: str) -> list[str]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import shutil
 
-import gradio as gr
 import pytest
 
 from app.adapters.messages import MSG_CANCELLING, MSG_NOTHING_TO_CANCEL
@@ -16,7 +15,7 @@ from app.chat.context import AppConfig, AppContext
 from setup.paths import PROJECT_ROOT
 from tests.browser.chat_helpers import wait_for_uploads
 from tests.browser.plot_helpers import x_labels_reach
-from tests.browser_tabs import grant_access
+from tests.browser_tabs import served_page
 from tests.lora_training_helpers import PIRATE_PAIRS
 from tests.servers import free_port
 
@@ -60,21 +59,13 @@ def train_page(tmp_path, browser_context):
     trainer = ctx.training = StandInTrainer(tmp_path / "base")
     data = tmp_path / "pairs.jsonl"
     data.write_text("".join(json.dumps({"prompt": p, "response": r}) + "\n" for p, r in PIRATE_PAIRS[:3]))
-    with gr.Blocks() as blocks:
-        adapters.build(ctx)
-    blocks.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    url = f"http://127.0.0.1:{port}/"
-    grant_access(browser_context, ctx, url)
-    page = browser_context.new_page()
-    page.goto(url)
-    page.click("#train-section button:has-text('Train an adapter')")
-    page.wait_for_selector("#train-name textarea")
-    page.fill("#train-name textarea", "stand-in")
-    page.set_input_files("#train-data input[type=file]", str(data))
-    wait_for_uploads(page, "#train-data", ["pairs.jsonl"])
-    yield page, trainer
-    page.close()
-    blocks.close()
+    with served_page(browser_context, ctx, port, lambda: adapters.build(ctx)) as page:
+        page.click("#train-section button:has-text('Train an adapter')")
+        page.wait_for_selector("#train-name textarea")
+        page.fill("#train-name textarea", "stand-in")
+        page.set_input_files("#train-data input[type=file]", str(data))
+        wait_for_uploads(page, "#train-data", ["pairs.jsonl"])
+        yield page, trainer
 
 
 def train(page, trainer, steps: int, losses: int) -> None:
