@@ -17,32 +17,26 @@ class OneLineErrorParser(argparse.ArgumentParser):
 
 
 def port_number(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a port number") from None
-    if not 1 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"port {value} is outside 1-65535")
-    return value
+    return _whole_number(text, "a port number", 1, "port {value} is outside 1-65535", high=65535)
 
 
 def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
-    return value
+    return _whole_number(text, "a whole number", 1, "{value} must be at least 1")
 
 
 def non_negative_int(text: str) -> int:
+    return _whole_number(text, "a whole number", 0, "{value} cannot be negative")
+
+
+def _whole_number(text: str, kind: str, low: int, outside: str, high: int | None = None) -> int:
+    """`text` as an int from `low` to `high`, else argparse's error: `kind` names what it should be, `outside`
+    (formatted with the value) says why a number is refused."""
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} cannot be negative")
+        raise argparse.ArgumentTypeError(f"'{text}' is not {kind}") from None
+    if value < low or (high is not None and value > high):
+        raise argparse.ArgumentTypeError(outside.format(value=value))
     return value
 
 
