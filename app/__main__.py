@@ -125,26 +125,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["bench"]:
-        from app.bench.cli import main as bench_main
-
-        return bench_main(argv[1:])
-    if argv[:1] == ["compare"]:
-        from app.cli.compare import main as compare_main
-
-        return compare_main(argv[1:])
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def refuse_contradictions(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Options that contradict each other end the command with one line saying which to leave out."""
     if args.pacing_rate is not None and not args.demo:
         parser.error("--pacing-rate adds the pacing model to the demo's own server; use it with --demo")
     if (args.api_key_file or args.adapters_as) and not args.openai:
         parser.error("--api-key-file and --adapters-as are for an OpenAI-compatible server; use them with --openai")
-    from setup.cpu.model import ModelPreparationError
-    from setup.launcher import LaunchError
-    from setup.repo.writer import RepoError
-
     if args.openai and (args.deployment != AppConfig.deployment or args.server_adapters_dir):
         parser.error("--deployment and --server-adapters-dir are for a Triton server; leave them out with --openai")
     if args.model_adapter and (args.openai or args.deployment == "llmapi"):
@@ -160,6 +146,58 @@ def main(argv: list[str] | None = None) -> int:
                      "reads the served family)")
     if args.server_adapters_dir and args.deployment != "llmapi":
         parser.error("--server-adapters-dir is where an llmapi model reads adapters; use it with --deployment llmapi")
+
+
+def config_from_args(args: argparse.Namespace, url: str, metrics_url: str | None) -> AppConfig:
+    """The app's configuration from the command line, against the server at `url` (gRPC) and its metrics."""
+    openai = dict(openai_url=args.openai, openai_model=args.model, api_key_file=args.api_key_file,
+                  adapters_as=args.adapters_as) if args.openai else {}
+    model = AppConfig.model if args.openai or args.model is None else args.model
+    tokenizer_dir = args.tokenizer_dir
+    twin_runner = args.deployment in RUNNER_TWINS
+    if (twin_runner or args.deployment == "runner") and not args.openai:
+        model = args.model or RUNNER_MODEL
+    if args.deployment == "llmapi" and not args.openai:
+        model = args.model or LLMAPI_MODEL
+        if args.demo and not tokenizer_dir:  # the demo's model: the app reads its chat template
+            from setup.cpu.model import model_dir
+
+            tokenizer_dir = str(model_dir())
+    twin = {}
+    if args.deployment == XCOMPOSER2_DEMO:  # the twin's own adapters folder, holding the model's Partial LoRA
+        from setup.cpu.xcomposer2_demo import twin_settings
+
+        settings = twin_settings()
+        twin = dict(adapters_dir=str(settings.adapters_path), model_adapter=settings.model_adapter)
+    if args.model_adapter:
+        twin["model_adapter"] = args.model_adapter
+    return AppConfig(triton_url=url, model=model, host=args.host, port=args.port,
+                     concurrency=args.concurrency, template=args.template, tokenizer_dir=tokenizer_dir,
+                     system_prompt=args.system_prompt, max_file_size=args.max_file_size, demo=args.demo,
+                     auth=args.auth_file, metrics_url=metrics_url, workspace=tuple(args.workspace or ()),
+                     allowed_hosts=args.allowed_hosts,
+                     deployment="engine" if args.deployment in (XCOMPOSER2_DEMO, *TEMPLATE_TWINS) else
+                     "runner" if twin_runner else args.deployment,
+                     server_adapters_dir=args.server_adapters_dir, **openai, **twin)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["bench"]:
+        from app.bench.cli import main as bench_main
+
+        return bench_main(argv[1:])
+    if argv[:1] == ["compare"]:
+        from app.cli.compare import main as compare_main
+
+        return compare_main(argv[1:])
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    refuse_contradictions(parser, args)
+    from setup.cpu.model import ModelPreparationError
+    from setup.launcher import LaunchError
+    from setup.repo.writer import RepoError
+
     signal.signal(signal.SIGTERM, raise_interrupt)
     # Ctrl-C must stop the demo even when a launcher started us with SIGINT ignored (e.g. `make demo &`).
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -174,35 +212,7 @@ def main(argv: list[str] | None = None) -> int:
             metrics_url = f"http://127.0.0.1:{args.triton_metrics_port}/metrics"
         else:
             url, metrics_url = args.triton or AppConfig.triton_url, None
-        openai = dict(openai_url=args.openai, openai_model=args.model, api_key_file=args.api_key_file,
-                      adapters_as=args.adapters_as) if args.openai else {}
-        model = AppConfig.model if args.openai or args.model is None else args.model
-        tokenizer_dir = args.tokenizer_dir
-        twin_runner = args.deployment in RUNNER_TWINS
-        if (twin_runner or args.deployment == "runner") and not args.openai:
-            model = args.model or RUNNER_MODEL
-        if args.deployment == "llmapi" and not args.openai:
-            model = args.model or LLMAPI_MODEL
-            if args.demo and not tokenizer_dir:  # the demo's model: the app reads its chat template
-                from setup.cpu.model import model_dir
-
-                tokenizer_dir = str(model_dir())
-        twin = {}
-        if args.deployment == XCOMPOSER2_DEMO:  # the twin's own adapters folder, holding the model's Partial LoRA
-            from setup.cpu.xcomposer2_demo import twin_settings
-
-            settings = twin_settings()
-            twin = dict(adapters_dir=str(settings.adapters_path), model_adapter=settings.model_adapter)
-        if args.model_adapter:
-            twin["model_adapter"] = args.model_adapter
-        config = AppConfig(triton_url=url, model=model, host=args.host, port=args.port,
-                           concurrency=args.concurrency, template=args.template, tokenizer_dir=tokenizer_dir,
-                           system_prompt=args.system_prompt, max_file_size=args.max_file_size, demo=args.demo,
-                           auth=args.auth_file, metrics_url=metrics_url, workspace=tuple(args.workspace or ()),
-                           allowed_hosts=args.allowed_hosts,
-                           deployment="engine" if args.deployment in (XCOMPOSER2_DEMO, *TEMPLATE_TWINS) else
-                           "runner" if twin_runner else args.deployment,
-                           server_adapters_dir=args.server_adapters_dir, **openai, **twin)
+        config = config_from_args(args, url, metrics_url)
         from app.web.ui import launch
 
         ctx = AppContext(config)
