@@ -11,6 +11,8 @@ from tests.lora_training_helpers import app_on_own_adapters
 @pytest.fixture
 def served(tmp_path, triton, monkeypatch):
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # no hub: a job's download step fails at once
+    # the jobs list in the test's folder: the user's own list (in the cache under the home folder) stays as it was
+    monkeypatch.setattr("setup.build.jobs.default_store_path", lambda: tmp_path / "build_jobs.json")
     with app_on_own_adapters(tmp_path, triton) as served_app:
         yield served_app
 
@@ -34,6 +36,7 @@ def test_plan_run_status_and_cancel_through_the_api(served, tmp_path):
     assert status["id"] == started["job"] and [s["id"] for s in status["steps"]][0] == "download", status
     cancelled = owner.predict(started["job"], api_name="/build_cancel")
     assert cancelled["id"] == started["job"]
+    assert started["job"] in (tmp_path / "build_jobs.json").read_text()
 
 
 def test_without_the_launch_token_nothing_is_planned(served):
