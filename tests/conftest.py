@@ -249,12 +249,8 @@ def vllm(cpu_model_dir, tmp_path_factory):
         yield RunningVllm(os.environ["VLLM_TEST_URL"])
         return
     folder, ledger = tmp_path_factory.mktemp("vllm"), memory_ledger()
-    ledger.acquire(f"vllm {folder}", VLLM_GIB)
-    try:
-        server = peer_or_fail(lambda: start_vllm(cpu_model_dir, folder / "vllm.log"))
-    except BaseException:
-        ledger.release(f"vllm {folder}")
-        raise
+    server = ledger.start_held(f"vllm {folder}", VLLM_GIB,
+                               lambda: peer_or_fail(lambda: start_vllm(cpu_model_dir, folder / "vllm.log")))
     print(f"\nvLLM ready in {server.start_seconds:.0f} s", flush=True)
     yield server
     stop_in_background(BudgetedProcess(server, ledger, f"vllm {folder}").stop, "vLLM")

@@ -19,7 +19,7 @@ from tests.server_groups import ONE_WORKER, REACHES
 
 def by_group(items: Sequence, groups: Mapping[str, str]) -> list:
     """`items` with each group's tests together, groups in the order they first appear (stable within a group);
-    items without a group keep their place relative to the first of their module."""
+    an item without a group keeps its place among the groups."""
     order: dict[str, int] = {}
     for item in items:
         order.setdefault(groups.get(item.nodeid, item.nodeid), len(order))

@@ -3,8 +3,9 @@ memory while they run, and a start that would take the run's servers over the bu
 
 Why: each worker keeps its own servers (its demo tritonserver, then the servers of the group it runs); on 2 workers
 a family-output server (four runner stand-ins of ~1.4 GiB each), vLLM and two demo servers together filled 24 GiB and
-the machine thrashed until CI's time ran out. The budget is a fixed figure (`SERVER_MEMORY_GIB`, default 16; the estimates are resident sets, which count the libraries the stubs share once each, so 16 is about 11-12 GiB in use), not
-what the machine has free at the moment, so the run behaves the same on an idle and on a busy machine.
+the machine thrashed until CI's time ran out. The budget is a fixed figure (`SERVER_MEMORY_GIB`, default 16; the
+estimates are resident sets, which count the libraries the stubs share once each, so 16 is about 11-12 GiB in use),
+not what the machine has free at the moment, so the run behaves the same on an idle and on a busy machine.
 
 The figures are estimates measured with `ps` on the CPU demo (resident set of each model's stub process), kept
 here beside the rule. The ledger is a JSON file in the run's temporary folder, changed under `flock`. A lasting
@@ -22,8 +23,11 @@ import fcntl
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
 
 BUDGET_ENV = "SERVER_MEMORY_GIB"
 DEFAULT_BUDGET_GIB = 16.0
@@ -111,6 +115,16 @@ class MemoryLedger:
                 if pid not in state["waiting"]:
                     state["waiting"].append(pid)
             time.sleep(POLL_SECONDS)
+
+    def start_held(self, key: str, gib: float, start: Callable[[], T], lasting: bool = False) -> T:
+        """`start()` once `gib` is held under `key` (see acquire); the hold is given back when the start fails, and
+        otherwise when the server stops (BudgetedProcess)."""
+        self.acquire(key, gib, lasting=lasting)
+        try:
+            return start()
+        except BaseException:
+            self.release(key)
+            raise
 
     def release(self, key: str) -> None:
         with self._locked() as state:

@@ -35,25 +35,23 @@ class TritonEndpoints:
 
 def on_free_ports(start):
     """start(http, grpc, metrics) on free ports. Another process may take a port between the pick and the
-    bind (other test runs share the machine), so a start refused for a taken port is tried again on new ones.
-    A server that was not ready in time is tried once more too: once in a loaded run, one Python model of the
-    XComposer2 repository never finished loading (no line in 300 s, the other three loaded in 36 s) and its
-    nine tests failed; the launcher stops such a server before it raises, and the start is tried on new ports."""
+    bind (other test runs share the machine), so a start refused for a taken port is tried again on new ones
+    (twice). A server that was not ready in time is tried once more too: once in a loaded run, one Python model of
+    the XComposer2 repository never finished loading (no line in 300 s, the other three loaded in 36 s) and its
+    nine tests failed; the launcher stops such a server before it raises."""
     from setup.launcher.options import LaunchError
 
-    not_ready_again = True
-    for attempt in range(3):
+    retries = {"already in use": 2, "was not ready after": 1}  # what the launcher's error says -> tries left
+    while True:
         ports = [free_port() for _ in range(3)]
         try:
             return ports, start(*ports)
         except LaunchError as exc:
-            if "was not ready after" in str(exc) and not_ready_again and attempt < 2:
-                not_ready_again = False
-                print(f"\nStarting again: {str(exc).splitlines()[0]}", flush=True)
-                continue
-            if "already in use" not in str(exc) or attempt == 2:
+            reason = next((r for r in retries if r in str(exc)), None)
+            if reason is None or retries[reason] == 0:
                 raise
-    raise AssertionError("unreachable")
+            retries[reason] -= 1
+            print(f"\nStarting again on new ports: {str(exc).splitlines()[0]}", flush=True)
 
 
 def memory_ledger() -> MemoryLedger:
@@ -67,13 +65,12 @@ def serve_repository(tmp: Path, repo: Path, lasting: bool = False) -> TritonEndp
     from setup.cpu.demo import start_demo_triton
 
     ledger, key = memory_ledger(), f"triton {tmp}"
-    ledger.acquire(key, repository_gib(repo), lasting=lasting)
-    try:
-        ports, process = on_free_ports(lambda *ports: start_demo_triton(
-            *ports, repo=repo, log_path=tmp / "triton.log", log=lambda *_: None, ready_timeout=TRITON_READY_TIMEOUT))
-    except BaseException:
-        ledger.release(key)
-        raise
+
+    def start_on(*ports):
+        return start_demo_triton(*ports, repo=repo, log_path=tmp / "triton.log", log=lambda *_: None,
+                                 ready_timeout=TRITON_READY_TIMEOUT)
+
+    ports, process = ledger.start_held(key, repository_gib(repo), lambda: on_free_ports(start_on), lasting=lasting)
     return TritonEndpoints(BudgetedProcess(process, ledger, key), *ports, repo)
 
 
@@ -99,6 +96,7 @@ def triton_or_fail(start):
         lines = str(exc).splitlines()
         errors = [line.strip() for line in lines[1:] if "error" in line.lower()]
         pytest.fail(lines[0] + (f" Its log: {errors[-1]}" if errors else ""), pytrace=False)
+
 
 FAMILY_OUTPUT_TWINS = ("nougat", "deplot", "kosmos-2", "video-neva")  # the families whose own output the chat renders
 DEMO_KINDS = ("engine", "llmapi")  # `python -m app --demo --deployment ...`: the CPU demo's two topologies

@@ -7,6 +7,8 @@ import os
 import threading
 import time
 
+import pytest
+
 from tests.server_memory import (
     MODEL_GIB,
     OTHER_MODEL_GIB,
@@ -109,3 +111,16 @@ def test_holding_gives_the_memory_back_after_the_block(tmp_path):
     with ledger.holding("demos", 3.0):
         assert ledger.held() == {"demos": 3.0}
     assert ledger.held() == {}
+
+
+def test_a_start_that_fails_gives_its_memory_back(tmp_path):
+    ledger = MemoryLedger(tmp_path, budget=5)
+
+    def fails():
+        raise RuntimeError("no server")
+
+    with pytest.raises(RuntimeError, match="no server"):
+        ledger.start_held("server", 3.0, fails)
+    assert ledger.held() == {}
+    assert ledger.start_held("server", 3.0, lambda: "started") == "started"
+    assert ledger.held() == {"server": 3.0}
