@@ -24,7 +24,7 @@ from setup.launcher.options import (
     check_shared_memory,
 )
 from setup.launcher.procfs import group_members, health_ok, listening_inodes, process_table, socket_inodes
-from setup.launcher.reaper import python_env_dirs, remove_empty_dirs, start_time
+from setup.launcher.reaper import python_env_dirs, ready_line, remove_empty_dirs, start_time
 
 REAPER = Path(__file__).with_name("reaper.py")
 
@@ -60,6 +60,11 @@ class TritonProcess:
     @property
     def pid(self) -> int | None:
         return self._proc.pid if self._proc else None
+
+    @property
+    def backend_folders(self) -> frozenset[Path]:
+        """The python backend's /tmp folders this server made (empty until it is ready)."""
+        return frozenset(self._env_dirs or ())
 
     @property
     def ready_url(self) -> str:
@@ -98,6 +103,16 @@ class TritonProcess:
                                  repr(self._started_at)],
                                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True, close_fds=True)
+
+    def _tell_reaper(self, message: bytes) -> None:
+        reaper = self._reaper
+        if reaper is None:
+            return
+        try:
+            reaper.stdin.write(message)
+            reaper.stdin.flush()
+        except (BrokenPipeError, ValueError, OSError):
+            pass  # the reaper is gone or its pipe closed: it falls back to its time window
 
     def _release_reaper(self) -> None:
         """After our own stop: close the pipe; the reaper finds the group gone and exits."""
@@ -153,6 +168,7 @@ class TritonProcess:
                     raise self._exited_error()
                 if self.answers_itself():
                     self._env_dirs = python_env_dirs() - self._env_before
+                    self._tell_reaper(ready_line(self._env_dirs))
                     self.ready_seconds = time.monotonic() - start
                     return self.ready_seconds
                 foreign = True

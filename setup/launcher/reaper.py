@@ -2,10 +2,12 @@
 
     python reaper.py PGID STARTTIME SHM_PREFIX [SINCE]   # started by TritonProcess; stdin is a pipe from it
 
-The starter keeps the pipe's write end and never writes. When the starter exits, the kernel closes that end
-and this script reads end-of-file: if the group still exists (its leader has the same start time, or it has
+The starter keeps the pipe's write end. Once its server is ready it writes one line, READY and the python
+backend folders that server made, tab-separated. When the starter exits, the kernel closes that end and
+this script reads end-of-file: if the group still exists (its leader has the same start time, or it has
 members left after the leader), it gets SIGTERM, then SIGKILL after GRACE seconds, and the group's
-shared-memory segments and the empty python-backend folders it left in /tmp are removed. After a normal stop the group is already gone and nothing is done.
+shared-memory segments and the empty python-backend folders it left in /tmp are removed: those named in the
+READY line, or, for a server that was never ready, those made since SINCE. After a normal stop the group is already gone and nothing is done.
 Standard library only, run by path, so it works wherever the starter's interpreter runs.
 """
 
@@ -22,6 +24,7 @@ SHM_DIR = Path("/dev/shm")
 # Triton's python backend makes an empty folder /tmp/python_env_XXXXXX at start (a fixed path: TMPDIR is not
 # read) and removes it only when it exits cleanly; a server ended by SIGKILL leaves it behind.
 BACKEND_TMP = Path("/tmp")
+READY = "ready"
 
 
 def python_env_dirs(root: Path = BACKEND_TMP) -> set[Path]:
@@ -102,15 +105,32 @@ def end_group(pgid: int, leader_start: str, shm_prefix: str) -> bool:
     return ours
 
 
+def ready_line(folders) -> bytes:
+    """What the starter writes once its server is ready: READY and the server's backend folders."""
+    return ("\t".join([READY, *sorted(str(folder) for folder in folders)]) + "\n").encode()
+
+
+def folders_named(message: bytes) -> set[Path] | None:
+    """The folders of a READY line in what the starter wrote; None when it wrote none (never ready)."""
+    for line in message.decode(errors="replace").splitlines():
+        fields = line.split("\t")
+        if fields[0] == READY:
+            return {Path(field) for field in fields[1:] if Path(field).parent == BACKEND_TMP}
+    return None
+
+
 def main(argv: list[str]) -> int:
     pgid, leader_start, shm_prefix = int(argv[1]), argv[2], argv[3]
     # SINCE: when the starter started the server (on a loaded machine the backend may make its folder before
     # this script has even started, so a look at /tmp from here would be too late)
     since = float(argv[4]) if len(argv) > 4 else time.time()
-    while sys.stdin.buffer.read(4096):
-        pass  # nobody writes; EOF comes when the starter is gone
+    message = b""
+    while chunk := sys.stdin.buffer.read(4096):  # EOF comes when the starter is gone
+        message = (message + chunk)[-65536:]
     if end_group(pgid, leader_start, shm_prefix):
-        remove_empty_dirs(python_env_dirs_since(since))
+        named = folders_named(message)
+        # by name when the server was ready: a time window alone also holds other servers' folders
+        remove_empty_dirs(named if named is not None else python_env_dirs_since(since))
     return 0
 
 

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from setup.launcher.reaper import members, python_env_dirs
 from setup.paths import PROJECT_ROOT
@@ -21,22 +22,24 @@ from setup.cpu.pacing import start_pacing_triton, write_pacing_repository
 folder = Path(sys.argv[1])
 repo = write_pacing_repository(folder / "repo")
 process = start_pacing_triton(repo, *map(int, sys.argv[2:5]), folder / "triton.log")
-print(process.pid, flush=True)
+print(process.pid, *process.backend_folders, flush=True)
 time.sleep(600)
 """
 
 
 def test_sigkill_of_the_starter_ends_tritonserver(tmp_path):
     ports = [str(free_port()) for _ in range(3)]
-    before = python_env_dirs()
     starter = subprocess.Popen([sys.executable, "-c", STARTER, str(tmp_path), *ports], stdout=subprocess.PIPE,
                                text=True, cwd=PROJECT_ROOT)
     triton_pid = None
     try:
-        triton_pid = int(starter.stdout.readline())
+        pid, *folders = starter.stdout.readline().split()
+        triton_pid = int(pid)
         assert members(triton_pid), "tritonserver should be running in its own group"
-        made = python_env_dirs() - before  # the server is ready: its backend has made its folder
-        assert made, "the python backend should have made its /tmp/python_env_* folder"
+        # the server is ready: its backend has made its folder. The launcher names it (a look at /tmp from
+        # here would also see the folders of servers the other worker started meanwhile)
+        made = {Path(folder) for folder in folders}
+        assert made and made <= python_env_dirs(), "the python backend should have made its /tmp/python_env_* folder"
         starter.kill()  # SIGKILL: only the kernel closing the reaper's pipe tells anyone
         starter.wait(timeout=10)
         deadline = time.monotonic() + 30

@@ -82,3 +82,34 @@ def test_backend_folders_since_a_time_are_those_made_from_then_on(tmp_path):
     os.utime(old, (1_000_000, 1_000_000))
     assert python_env_dirs_since(2_000_000, tmp_path) == {new}
     assert python_env_dirs_since(0, tmp_path) == {old, new}
+
+
+def test_the_ready_line_names_the_folders_to_remove():
+    mine, theirs = reaper.BACKEND_TMP / "python_env_mine01", reaper.BACKEND_TMP / "python_env_theirs"
+    message = reaper.ready_line({mine})
+    assert reaper.folders_named(message) == {mine}
+    assert reaper.folders_named(reaper.ready_line(set())) == set()  # ready, and made none: remove none
+    assert reaper.folders_named(b"") is None  # never ready: the reaper falls back to its time window
+    assert reaper.folders_named(b"ready\t/etc/passwd\t" + str(theirs).encode() + b"\n") == {theirs}
+
+
+def test_a_ready_server_s_reaper_removes_only_its_named_folders():
+    server = _group_with_child()
+    before = reaper.python_env_dirs()
+    mine = Path(reaper.BACKEND_TMP) / f"python_env_t{os.getpid()}a"
+    other = Path(reaper.BACKEND_TMP) / f"python_env_t{os.getpid()}b"
+    mine.mkdir()
+    other.mkdir()  # as if another server had started meanwhile
+    try:
+        watcher = subprocess.Popen([sys.executable, str(REAPER), str(server.pid), reaper.start_time(server.pid), "",
+                                    "0"], stdin=subprocess.PIPE, start_new_session=True)
+        watcher.stdin.write(reaper.ready_line({mine}))
+        watcher.stdin.close()
+        assert watcher.wait(timeout=20) == 0
+        server.wait(timeout=5)
+        assert not mine.exists() and other.exists()
+        assert reaper.python_env_dirs() - before == {other}
+    finally:
+        for folder in (mine, other):
+            if folder.exists():
+                folder.rmdir()
