@@ -57,13 +57,15 @@ class EndlessStream(WordStream):
 
 class RecordingDeployment:
     """Takes any image but 'broken.png' and the adapters in `known`; records every request it opens. `endless`:
-    every reply runs until cancelled."""
+    every reply runs until cancelled; `replies`: a column's reply by adapter (None: the base model), else "reply
+    from <adapter>"."""
 
     kind, url, model = "fake", "fake://", "fake"
 
-    def __init__(self, known: tuple[str, ...] = ("pirate", "french", "formal", "terse"), endless: bool = False):
+    def __init__(self, known: tuple[str, ...] = ("pirate", "french", "formal", "terse"), endless: bool = False,
+                 replies: dict[str | None, str] | None = None):
         self.requests, self.checked, self.opened = [], [], []
-        self.known, self.endless = known, endless
+        self.known, self.endless, self.replies = known, endless, replies or {}
 
     def check_images(self, files, text):
         self.checked.append(list(files))
@@ -76,7 +78,8 @@ class RecordingDeployment:
     def open_reply(self, request):
         check_adapter_name(request.adapter, self.known)
         self.requests.append(request)
-        stream = (EndlessStream if self.endless else WordStream)(f"reply from {request.adapter or 'base'}",
+        text = self.replies.get(request.adapter, f"reply from {request.adapter or 'base'}")
+        stream = (EndlessStream if self.endless else WordStream)(text,
                                                                  request.sampling.max_tokens, request.continues)
         self.opened.append(stream)
         return stream

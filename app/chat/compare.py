@@ -7,7 +7,10 @@ adapter of its own (InternLM-XComposer2's Partial LoRA) the base column keeps th
 is refused in a sentence unless the deployment combines adapters: the chat's rules, applied by the deployment.
 
 Continue goes on, at the same time, with every column of a run that stopped at the max-new-tokens limit: each such
-column's model gets the same prompt and images and the column's text as the start of its reply."""
+column's model gets the same prompt and images and the column's text as the start of its reply.
+
+A column that ends is read as the chat reads a reply (a chart's table, grounded boxes, a markdown page): its
+`outputs`, which the APIs give as structured fields beside the text."""
 
 from __future__ import annotations
 
@@ -26,7 +29,8 @@ from app.chat.messages import (
     MSG_COMPARE_NOTHING_TO_CONTINUE,
     MSG_COMPARE_TOO_MANY,
 )
-from app.chat.turns import add_user_message, check_new_turn, open_stream, reply_text
+from app.chat.reply_outputs import ReplyOutputs, as_fields, parse_reply
+from app.chat.turns import add_user_message, check_new_turn, open_stream, reply_text, served_family
 from app.core.constants import MAX_COMPARE_ADAPTERS
 from app.core.conversation import Conversation
 from app.core.errors import ChatError, InvalidRequest
@@ -41,12 +45,14 @@ CUT = "length"  # a finish reason: the reply reached the max-new-tokens limit
 @dataclass(frozen=True)
 class ColumnView:
     """One column as shown: its text so far, its state, (once it has tokens) its figures line and (once done) why
-    its reply ended: "length" (CUT) at the max-new-tokens limit, "stop", None when unknown."""
+    its reply ended: "length" (CUT) at the max-new-tokens limit, "stop", None when unknown; and (once done) what
+    its text was parsed into, None for prose."""
 
     text: str
     state: str
     figures: str = ""
     finish_reason: str | None = None
+    outputs: ReplyOutputs | None = None
 
 
 def column_names(adapters: object) -> list[str | None]:
@@ -79,9 +85,10 @@ def is_cut(view: ColumnView) -> bool:
 
 def column_entries(columns: list[str | None], views: list[ColumnView]) -> list[dict[str, str | None]]:
     """The columns as the APIs and the command line give them: one {column, text, state, figures, finish_reason}
-    per column, `column` naming its adapter ("base model" for None)."""
+    per column, `column` naming its adapter ("base model" for None), with the structured fields of a parsed reply
+    (`table`, `grounding`, `markdown`)."""
     return [{"column": name or BASE_MODEL_WORDS, "text": view.text, "state": view.state, "figures": view.figures,
-             "finish_reason": view.finish_reason}
+             "finish_reason": view.finish_reason, **as_fields(view.outputs)}
             for name, view in zip(columns, views, strict=True)]
 
 
@@ -112,6 +119,9 @@ class CompareRun:
         self._starts = [starts[name] for name in self.columns]  # a column named twice: its first start
         self._kind = ctx.deployment.kind
         asked = add_user_message(Conversation(), prompt, media)  # the text and its media (a video's frames...)
+        pictures = asked.current_images()
+        self._family, self._picture = served_family(ctx), (pictures[-1] if pictures else None)
+        self._outputs: dict[int, ReplyOutputs | None] = {}  # each ended column's, parsed once
         self._started = time.monotonic()
         self._streams = []
         try:
@@ -160,8 +170,14 @@ class CompareRun:
                 state = STREAMING if stream.chunks else WAITING
             figures = figures_text(measure(stream, self._started, ended), self.columns[i], self._kind) \
                 if stream.chunks else ""
-            out.append(ColumnView(text, state, figures, stream.finish_reason if state == DONE else None))
+            out.append(ColumnView(text, state, figures, stream.finish_reason if state == DONE else None,
+                                  self._parsed(i, text) if state == DONE else None))
         return out
+
+    def _parsed(self, index: int, text: str) -> ReplyOutputs | None:
+        if index not in self._outputs:
+            self._outputs[index] = parse_reply(text.strip(), self._family, self._picture) if text.strip() else None
+        return self._outputs[index]
 
     def cancel(self) -> None:
         for stream in self._streams:

@@ -84,19 +84,23 @@ def grounded_words(outputs: ReplyOutputs) -> str:
     return "".join(out) + escape(text[at:], quote=False)
 
 
-def output_words(version: ReplyVersion) -> str:
-    """A reply's words as its parsed outputs show them: the table, the marked clean text, the markdown page with
-    its copy block; the raw words for prose."""
-    outputs = version.outputs
-    if not isinstance(outputs, ReplyOutputs):
-        return version.text
+def parsed_words(outputs: ReplyOutputs) -> str | None:
+    """Parsed outputs as Markdown: the table, the marked clean text, the markdown page with its copy block; None
+    when they hold none of these."""
     if outputs.table is not None:
         return table_markdown(outputs.table)
     if outputs.grounding is not None:
         return grounded_words(outputs)
     if outputs.markdown is not None:
         return outputs.markdown + COPY_MARKDOWN.format(text=outputs.markdown.replace("~~~~", "~~~ ~"))
-    return version.text
+    return None
+
+
+def output_words(version: ReplyVersion) -> str:
+    """A reply's words as its parsed outputs show them (`parsed_words`); the raw words for prose."""
+    outputs = version.outputs
+    words = parsed_words(outputs) if isinstance(outputs, ReplyOutputs) else None
+    return version.text if words is None else words
 
 
 def reply_content(version: ReplyVersion, before: tuple[Turn, ...] = ()) -> str:

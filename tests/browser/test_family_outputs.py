@@ -197,3 +197,19 @@ def test_the_video_neva_twin_says_the_ball_is_red(twin_page, tmp_path):
     wait_until(lambda: any("frames.png" in src for src in user_pictures(twin_page)), what="the strip")
     assert "red" in reply.splitlines()[0].lower(), reply
     assert "12 frames sampled evenly, sent as the model's video input" in reply.splitlines()[-1], reply
+
+
+@pytest.mark.parametrize("twin_page", ["kosmos-2"], indirect=True)
+def test_compare_renders_the_kosmos2_twins_boxes_under_its_column(twin_page, tmp_path):
+    from tests.browser.compare_helpers import run_compare
+
+    astronaut = tmp_path / "astronaut.png"
+    Image.fromarray(skimage_data.astronaut()).save(astronaut)
+    texts = run_compare(twin_page, "Describe this picture.", astronaut, max_tokens=512, timeout=TWIN_REPLY_SECONDS)
+    assert "patch_index" in texts[0], texts  # the column's raw text, as the model wrote it
+    face = twin_page.locator("#compare-view-0 mark.grounded-phrase", has_text="a face")
+    wait_until(lambda: face.count() == 1, what="the grounded face under the column")
+    drawn = twin_page.locator("#compare-boxes-0 img")
+    wait_until(lambda: drawn.count() == 1 and drawn.evaluate("i => i.complete && i.naturalWidth") == 512,
+               what="the astronaut with its boxes under the column")
+    assert not twin_page.locator("#compare-view-1").is_visible()  # an unused column renders nothing

@@ -1,6 +1,7 @@
 """Compare tab: the same prompt (and optionally images) through the base model and up to three adapters, side
 by side, streamed, each column with its state and figures; Continue goes on with the columns cut at the token
-limit."""
+limit. A column whose reply the chat would render (a chart's table, grounded boxes, a markdown page) shows that
+under its raw text once it ends: the Markdown, the picture with its boxes, the table's CSV."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ import gradio as gr
 from app.chat.compare import CUT, DEFAULT_MAX_TOKENS, ColumnView, CompareRun, continue_cut, is_cut
 from app.chat.context import AppConfig, AppContext
 from app.chat.messages import MSG_COMPARE_CUT
+from app.chat.reply_outputs import ReplyOutputs
 from app.core.constants import MAX_COMPARE_ADAPTERS
 from app.core.errors import ChatError
 from app.core.sampling import SamplingParams
+from app.web.chat_view import parsed_words
 from app.web.labels import (
     COMPARE_IMAGE_HEIGHT,
     COMPARE_IMAGE_LABEL,
@@ -28,6 +31,7 @@ from app.web.labels import (
     adapter_choices,
     adapter_of,
 )
+from app.web.media_view import csv_file, grounded_file
 
 TITLE = "Compare"
 COLUMNS = MAX_COMPARE_ADAPTERS + 1
@@ -90,22 +94,38 @@ class Finished:
         return Finished(self.prompt, self.images, {**self.views, **dict(zip(names, views, strict=True))})
 
 
-def column_updates(names: list[str | None], shown: dict[str, ColumnView], limit: int, fresh: bool) -> list:
-    """Each column's text box, then each one's state line, for the columns `shown` (by picked name); the others
-    emptied when `fresh` (a new run), else left as they are (Continue)."""
-    texts, states = [], []
+def rendered_updates(outputs: ReplyOutputs | None) -> list:
+    """A column's rendered reply, its picture with boxes and its CSV; each hidden when the reply gives none."""
+    words = parsed_words(outputs) if outputs is not None else None
+    picture = grounded_file(outputs) if outputs is not None else None
+    table = csv_file(outputs) if outputs is not None else None
+    return [gr.Markdown(value=words or "", visible=words is not None), gr.Image(value=picture, visible=bool(picture)),
+            gr.File(value=table, visible=bool(table))]
+
+
+def column_updates(names: list[str | None], shown: dict[str, ColumnView], limit: int, fresh: bool,
+                   before: dict[str, ColumnView] | None = None) -> list:
+    """Each column's text box, then each one's state line, then each one's rendered parts (`rendered_updates`),
+    for the columns `shown` (by picked name); the others emptied when `fresh` (a new run), else left as they are
+    (Continue). Rendered parts that are as in the update `before` are left as they are."""
+    texts, states, rendered = [], [], []
     for i, name in enumerate(names):
         view = shown.get(name) if name else None
         if view is None and not fresh:
             texts.append(gr.skip())
             states.append(gr.skip())
+            rendered.append([gr.skip()] * RENDERED)
             continue
         texts.append(gr.Textbox(value=view.text if view else "", label=name or f"Column {i + 1}"))
         states.append(state_line(view, limit))
-    return [*texts, *states]
+        same = before is not None and view is not None and name in before and before[name].outputs is view.outputs
+        rendered.append([gr.skip()] * RENDERED if same else rendered_updates(view.outputs if view else None))
+    return [*texts, *states, *[part for parts in zip(*rendered, strict=True) for part in parts]]
 
 
-OUTPUTS = 3 * COLUMNS + 4  # every column's text and state line, Compare, Continue, Stop, the pickers, the record
+RENDERED = 3  # per column: the rendered reply, the picture with boxes, the CSV
+# every column's text, state line and rendered parts, Compare, Continue, Stop, the pickers, the record
+OUTPUTS = (3 + RENDERED) * COLUMNS + 4
 Runs = dict  # the run each browser session is showing, by session (for Stop)
 
 
@@ -120,16 +140,16 @@ def follow(runs: Runs, session: str, compare: CompareRun, chosen: list[str], nam
            record: Finished, fresh: bool) -> Iterator[list]:
     """Show `compare` (its columns: the picked `chosen`) until it ends, then keep its end in the record."""
     runs[session] = compare
-    opening = True
+    before = None
     try:
         for views in compare.view_updates():
             done = compare.done()  # true for the last snapshot: its update re-enables Compare
             ended = record.after(chosen, views) if done else None
-            locks = compare_controls(not done, bool(ended and ended.cut(names))) if opening or done \
+            locks = compare_controls(not done, bool(ended and ended.cut(names))) if before is None or done \
                 else [gr.skip()] * (COLUMNS + 3)
-            yield [*column_updates(names, dict(zip(chosen, views, strict=True)), limit, fresh), *locks,
-                   ended or gr.skip()]
-            opening = False
+            shown = dict(zip(chosen, views, strict=True))
+            yield [*column_updates(names, shown, limit, fresh, before), *locks, ended or gr.skip()]
+            before = shown
     finally:
         runs.pop(session, None)
 
@@ -172,11 +192,12 @@ def on_stop(runs: Runs, session: str) -> None:
         compare.cancel()  # the run then shows each column's last text with "(stopped)"
 
 
-def on_pick(number: int, pick: str | None, record: Finished, picks: list[str]) -> tuple[gr.Textbox, str, gr.Button]:
+def on_pick(number: int, pick: str | None, record: Finished, picks: list[str]) -> list:
     """Column `number`'s new pick empties its column (the text was another model's) and says what it will run;
     Continue stays offered while a picked model's column is cut."""
     can_continue = bool(record.cut([column_name(p) for p in picks]))
-    return gr.Textbox(value="", label=f"Column {number}"), pick_line(pick), gr.Button(interactive=can_continue)
+    return [gr.Textbox(value="", label=f"Column {number}"), pick_line(pick), gr.Button(interactive=can_continue),
+            *rendered_updates(None)]
 
 
 def build(ctx: AppContext) -> None:
@@ -199,13 +220,18 @@ def build(ctx: AppContext) -> None:
         run = gr.Button("Compare", variant="primary", elem_id="compare-run")
         resume = gr.Button(CONTINUE, elem_id="compare-continue", interactive=False)
         stop = gr.Button(STOP, elem_id="compare-stop", interactive=False)
-    outputs, states = [], []
+    outputs, states, rendered = [], [], []
     with gr.Row():
         for i in range(COLUMNS):
             with gr.Column(min_width=200):
                 outputs.append(gr.Textbox(label=f"Column {i + 1}", lines=10, interactive=False,
                                           elem_id=f"compare-out-{i}"))
                 states.append(gr.Markdown(pick_line(picks[i]), elem_id=f"compare-state-{i}"))
+                rendered.append([gr.Markdown(visible=False, elem_id=f"compare-view-{i}"),
+                                 gr.Image(visible=False, interactive=False, buttons=["download"],
+                                          label="Boxes", elem_id=f"compare-boxes-{i}"),
+                                 gr.File(visible=False, interactive=False, label="Table (CSV)",
+                                         elem_id=f"compare-csv-{i}")])
     finished = gr.State(Finished())
     runs: Runs = {}
 
@@ -227,9 +253,10 @@ def build(ctx: AppContext) -> None:
     for i, picker in enumerate(pickers):
         picker.focus(lambda: gr.Dropdown(choices=column_choices(ctx)), None, picker,
                      api_visibility="private", show_progress="hidden")
-        picker.change(picked(i + 1), [picker, finished, *pickers], [outputs[i], states[i], resume],
+        picker.change(picked(i + 1), [picker, finished, *pickers], [outputs[i], states[i], resume, *rendered[i]],
                       api_visibility="private", show_progress="hidden")
-    shown = [*outputs, *states, run, resume, stop, *pickers, finished]
+    shown = [*outputs, *states, *[part for parts in zip(*rendered, strict=True) for part in parts], run, resume,
+             stop, *pickers, finished]
     run.click(run_columns, [prompt, image, max_tokens, *pickers], shown, api_visibility="private")
     resume.click(continue_columns, [finished, max_tokens, *pickers], shown, api_visibility="private")
     # No `cancels=`: it would end the run before its last update, so "(stopped)" would never show.

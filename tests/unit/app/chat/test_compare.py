@@ -219,3 +219,32 @@ def test_continues_that_are_not_one_text_per_column_are_refused_in_a_sentence(tm
     with pytest.raises(InvalidRequest, match="continues must list one text per column"):
         CompareRun(context(tmp_path, deployment), "Hi", [None, "pirate"], PARAMS, continues=given)
     assert deployment.requests == []
+
+
+CHART = "TITLE | Sales <0x0A> Year | Units <0x0A> 2023 | 12 <0x0A> 2024 | 30"
+GROUNDED = ("<grounding><phrase> A red square</phrase><object><patch_index_0000><patch_index_1023></object> on "
+            "white.")
+
+
+def test_an_ended_column_is_read_as_the_chat_reads_a_reply_and_the_entries_carry_its_fields(tmp_path, picture):
+    deployment = RecordingDeployment(replies={None: CHART, "pirate": GROUNDED})
+    run = CompareRun(context(tmp_path, deployment), "Read it.", [None, "pirate", "french"],
+                     SamplingParams(max_tokens=64), images=[picture])
+    views = finish(run)
+    table, grounded, prose = views
+    assert table.outputs.table.title == "Sales" and table.outputs.table.rows == (("2023", "12"), ("2024", "30"))
+    assert grounded.outputs.grounding.phrases[0].text.strip() == "A red square"
+    assert grounded.outputs.picture == picture  # the boxes are drawn on the picture sent
+    assert prose.outputs is None
+    entries = column_entries(run.columns, views)
+    assert entries[0]["table"]["rows"] == [["2023", "12"], ["2024", "30"]] and "2024,30" in entries[0]["table"]["csv"]
+    assert entries[1]["grounding"]["phrases"][0]["boxes"] == [[0.0156, 0.0156, 0.9844, 0.9844]]  # patch centres
+    assert "table" not in entries[2] and "grounding" not in entries[2]
+
+
+def test_a_column_still_streaming_is_not_parsed(tmp_path):
+    run = CompareRun(context(tmp_path, RecordingDeployment(endless=True, replies={None: CHART})), "Hi", [None], PARAMS)
+    updates = run.view_updates()
+    first = next(updates)
+    run.cancel()
+    assert first[0].outputs is None and list(updates)[-1][0].outputs is None  # stopped: shown as it came
