@@ -73,7 +73,7 @@ def register(ctx: AppContext) -> None:
         """
         stream = None
         try:
-            text = validate_user_text(require_text(text))
+            text = validate_user_text(require_text(text), bool(images))
             values = dict(max_tokens=max_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
                           repetition_penalty=repetition_penalty, seed=seed, presence_penalty=presence_penalty,
                           frequency_penalty=frequency_penalty)

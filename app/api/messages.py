@@ -6,8 +6,14 @@ MSG_API_BODY_TOO_LARGE = "The request body is larger than {limit_mb:.0f} MB."
 MSG_API_NO_MESSAGES = "messages must be a non-empty list of {role, content} objects."
 MSG_API_BAD_ROLE = "messages[{index}].role must be system, user or assistant, got {role!r}."
 MSG_API_BAD_CONTENT = "messages[{index}].content must be text or a list of text and image_url parts."
-MSG_API_BAD_PART = ("messages[{index}].content[{part}] is a {kind!r} part; only text, image_url and video_url parts "
-                    "are read.")
+MSG_API_BAD_PART = ("messages[{index}].content[{part}] is a {kind!r} part; only text, image_url, video_url and file "
+                    "(PDF) parts are read.")
+MSG_API_FILE_ID = ("messages[{index}]: this app keeps no uploaded files, so a file_id cannot be read; send the PDF "
+                   "inline as file_data: data:application/pdf;base64,...")
+MSG_API_NOT_PDF_DATA = ("messages[{index}]: a file part's file_data must be a data:application/pdf;base64,... URL "
+                        "(PDF documents are the files this app reads).")
+MSG_API_PDF_PAGES = ("messages[{index}]: a file part's pages must be a page range such as \"1-3,5\" (the same range "
+                     "for every PDF of the message).")
 MSG_API_REMOTE_VIDEO = ("messages[{index}]: send videos inline as data:video/mp4;base64,... (or video/webm, image/gif) "
                         "URLs in a video_url part; this server fetches no URL.")
 MSG_API_REMOTE_IMAGE = ("messages[{index}]: send images inline as data:image/...;base64,... URLs; "

@@ -45,7 +45,7 @@ from app.chat.context import AppContext
 from app.chat.reply_outputs import parse_reply
 from app.chat.turns import check_new_turn, open_stream, served_family, validate_user_text
 from app.core.constants import API_MAX_BODY_BYTES
-from app.core.conversation import VIDEO, Conversation
+from app.core.conversation import PDF, VIDEO, Conversation
 from app.core.errors import (
     ChatError,
     InputTooLong,
@@ -194,11 +194,11 @@ class OpenAIApi:
 
     def _open(self, chat: ChatRequest):
         """Worker thread: the chat panel's path from request to an open server stream (a video part sampled to
-        the served family's frame count, checked against every limit first)."""
+        the served family's frame count, a PDF's pages rendered, checked against every limit first)."""
         last = chat.conversation.turns[-1]
-        validate_user_text(last.text)
-        if any(m.kind == VIDEO and not m.frames for m in last.media):
-            media = check_new_turn(self.ctx, last.text, last.media)
+        validate_user_text(last.text, bool(last.media))
+        if any(m.kind in (VIDEO, PDF) and not m.frames for m in last.media):
+            media = check_new_turn(self.ctx, last.text, last.media, chat.pdf_pages)
             turns = (*chat.conversation.turns[:-1], replace(last, media=media))
             chat = replace(chat, conversation=Conversation(turns))
         return open_stream(self.ctx, chat.conversation, chat.params, chat.system_prompt, chat.adapter,

@@ -30,12 +30,15 @@ from app.api.messages import (
     MSG_API_BAD_PART,
     MSG_API_BAD_ROLE,
     MSG_API_BOOL,
+    MSG_API_FILE_ID,
     MSG_API_LAST_NOT_USER,
     MSG_API_MIN_TOKENS,
     MSG_API_MODEL_NAME,
     MSG_API_N,
     MSG_API_NO_MESSAGES,
     MSG_API_NOT_AN_OBJECT,
+    MSG_API_NOT_PDF_DATA,
+    MSG_API_PDF_PAGES,
     MSG_API_REMOTE_IMAGE,
     MSG_API_REMOTE_VIDEO,
     MSG_API_STOP,
@@ -53,9 +56,10 @@ from app.core.constants import (
     MAX_CONVERSATION_MESSAGES,
     MAX_IMAGE_BYTES,
     MAX_JSON_DEPTH,
+    MAX_PDF_BYTES,
     MAX_VIDEO_BYTES,
 )
-from app.core.conversation import IMAGE, VIDEO, Conversation, Media, ReplyVersion, Turn
+from app.core.conversation import IMAGE, PDF, VIDEO, Conversation, Media, ReplyVersion, Turn
 from app.core.errors import InvalidImage, InvalidRequest
 from app.core.messages import (
     MSG_CONVERSATION_TOO_LONG,
@@ -64,11 +68,13 @@ from app.core.messages import (
     MSG_INVALID_TEXT,
 )
 from app.core.sampling import SAMPLING_LIMITS, SamplingParams
-from app.vision.messages import MSG_VIDEO_TOO_LARGE_BYTES
+from app.vision.messages import MSG_PDF_TOO_LARGE_BYTES, MSG_VIDEO_TOO_LARGE_BYTES
 
 ROLES = ("system", "user", "assistant")
 DATA_URL = re.compile(r"data:image/[A-Za-z0-9.+-]+;base64,(?P<data>.*)", re.S)
 VIDEO_DATA_URL = re.compile(r"data:(?:video/[A-Za-z0-9.+-]+|image/gif);base64,(?P<data>.*)", re.S)
+PDF_DATA_URL = re.compile(r"data:application/pdf;base64,(?P<data>.*)", re.S)
+PAGE_RANGE = re.compile(r"\s*\d+(\s*-\s*\d+)?(\s*,\s*\d+(\s*-\s*\d+)?)*\s*")
 SURROGATE = re.compile("[\ud800-\udfff]")  # a lone surrogate: text with no UTF-8 form
 OUTPUTS_FIELD = "outputs"  # extension on the reply's message (and the last streamed delta); OpenAI clients ignore it
 OPENAI_DEFAULTS = {"temperature": 1.0, "top_p": 1.0}
@@ -88,6 +94,7 @@ class ChatRequest:
     stop: list[str] = field(default_factory=list)
     include_usage: bool = False  # stream_options.include_usage: a last chunk with the token count
     min_tokens: int = 0  # extension (as vLLM): no end-of-sequence before this many tokens
+    pdf_pages: str | None = None  # extension: a file part's "pages", the range read of the message's PDFs
 
 
 def _flag(body: dict, name: str) -> bool:
@@ -97,6 +104,13 @@ def _flag(body: dict, name: str) -> bool:
     if not isinstance(value, bool):
         raise InvalidRequest(MSG_API_BOOL.format(name=name))
     return value
+
+
+def _base64(data: str, index: int) -> bytes:
+    try:
+        return base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        raise InvalidRequest(MSG_API_BAD_BASE64.format(index=index)) from None
 
 
 def _image_bytes(url: object, index: int, decode: bool = True, video: bool = False) -> bytes:
@@ -116,32 +130,66 @@ def _image_bytes(url: object, index: int, decode: bool = True, video: bool = Fal
                                                             limit_mb=MAX_IMAGE_BYTES / _MB))
     if not decode:  # an earlier message's image: checked, but not sent (so not decoded)
         return b""
-    try:
-        return base64.b64decode(data, validate=True)
-    except (binascii.Error, ValueError):
-        raise InvalidRequest(MSG_API_BAD_BASE64.format(index=index)) from None
+    return _base64(data, index)
 
 
-def _content(message: dict, index: int, decode: bool = True) -> tuple[str, list[tuple[str, bytes]]]:
-    """Text and (kind, bytes) of the images and videos of one message's content (a string or a list of parts);
-    they are decoded only with `decode`."""
+def _pdf_part(file: object, index: int, decode: bool = True) -> tuple[bytes, str, str | None]:
+    """A file part's PDF as OpenAI's chat API sends one ({"file_data": "data:application/pdf;base64,...",
+    "filename": ...}): its bytes (b"" unless `decode`), its name and the page range asked for (extension)."""
+    if not isinstance(file, dict):
+        raise InvalidRequest(MSG_API_NOT_PDF_DATA.format(index=index))
+    if file.get("file_id") is not None and file.get("file_data") is None:
+        raise InvalidRequest(MSG_API_FILE_ID.format(index=index))
+    url = file.get("file_data")
+    match = PDF_DATA_URL.fullmatch(url.strip()) if isinstance(url, str) else None
+    if match is None:
+        raise InvalidRequest(MSG_API_NOT_PDF_DATA.format(index=index))
+    name = file.get("filename") if isinstance(file.get("filename"), str) and file["filename"].strip() else None
+    name = (name or f"messages[{index}]'s PDF").strip()[:200]
+    pages = file.get("pages")
+    if pages is not None and not (isinstance(pages, str) and PAGE_RANGE.fullmatch(pages)):
+        raise InvalidRequest(MSG_API_PDF_PAGES.format(index=index))
+    data = match.group("data")
+    if len(data) * 3 // 4 > MAX_PDF_BYTES + 3:  # refuse before decoding
+        raise InvalidImage(MSG_PDF_TOO_LARGE_BYTES.format(name=name, size_mb=len(data) * 3 / 4 / _MB,
+                                                          limit_mb=MAX_PDF_BYTES / _MB))
+    return (_base64(data, index) if decode else b""), name, pages.strip() if pages else None
+
+
+@dataclass(frozen=True)
+class _Content:
+    """One message's content in the app's terms: its text, its files as (kind, bytes, name) (bytes only for the
+    message that is sent) and the page range its file parts asked for."""
+
+    text: str
+    files: list[tuple[str, bytes, str | None]]
+    pdf_pages: str | None = None
+
+
+def _content(message: dict, index: int, decode: bool = True) -> _Content:
+    """Text and files of one message's content (a string or a list of parts); the files are decoded only with
+    `decode`."""
     content = message.get("content")
     if content is None or isinstance(content, str):
-        return content or "", []
+        return _Content(content or "", [])
     if not isinstance(content, list):
         raise InvalidRequest(MSG_API_BAD_CONTENT.format(index=index))
-    texts, images = [], []
+    texts, files, pages = [], [], None
     for number, part in enumerate(content):
         kind = part.get("type") if isinstance(part, dict) else type(part).__name__
         if kind == "text" and isinstance(part.get("text"), str):
             texts.append(part["text"])
         elif kind == "image_url":
-            images.append((IMAGE, _image_bytes(part.get("image_url"), index, decode)))
+            files.append((IMAGE, _image_bytes(part.get("image_url"), index, decode), None))
         elif kind == "video_url":  # as vLLM takes it: {"type": "video_url", "video_url": {"url": "data:video/..."}}
-            images.append((VIDEO, _image_bytes(part.get("video_url"), index, decode, video=True)))
+            files.append((VIDEO, _image_bytes(part.get("video_url"), index, decode, video=True), None))
+        elif kind == "file":  # as OpenAI takes a PDF: {"type": "file", "file": {"file_data": ..., "filename": ...}}
+            data, name, asked = _pdf_part(part.get("file"), index, decode)
+            files.append((PDF, data, name))
+            pages = asked or pages
         else:
             raise InvalidRequest(MSG_API_BAD_PART.format(index=index, part=number, kind=kind))
-    return "\n".join(texts), images
+    return _Content("\n".join(texts), files, pages)
 
 
 def _text_chars(message: object) -> int:
@@ -165,11 +213,12 @@ def check_conversation_size(messages: list) -> None:
         raise InvalidRequest(MSG_CONVERSATION_TOO_LONG.format(chars=chars, limit=MAX_CONVERSATION_CHARS))
 
 
-def _conversation(messages: object) -> tuple[Conversation, str | None]:
+def _conversation(messages: object) -> tuple[Conversation, str | None, str | None]:
+    """The conversation, the system prompt and the page range the last message's PDFs are read in."""
     if not isinstance(messages, list) or not messages:
         raise InvalidRequest(MSG_API_NO_MESSAGES)
     check_conversation_size(messages)
-    turns, system = [], []
+    turns, system, pages = [], [], None
     last = len(messages) - 1
     for index, message in enumerate(messages):
         if not isinstance(message, dict):
@@ -177,20 +226,22 @@ def _conversation(messages: object) -> tuple[Conversation, str | None]:
         role = message.get("role")
         if role not in ROLES:
             raise InvalidRequest(MSG_API_BAD_ROLE.format(index=index, role=role))
-        text, images = _content(message, index, decode=index == last)  # only the last message's images are sent
+        content = _content(message, index, decode=index == last)  # only the last message's files are sent
         if role == "system":
-            system.append(text)
+            system.append(content.text)
         elif role == "assistant":
-            turns.append(Turn.reply(ReplyVersion(text)))
-        else:  # an earlier message's images are checked, then named only (not decoded, not sent)
-            # a video is read (sampled to the served family's frame count) when the request is opened
-            media = ((Media(name=f"video {number}", data=data, kind=VIDEO) if kind == VIDEO else Media.of(data))
-                     if index == last else Media(name=f"{kind} {number}", kind=kind)
-                     for number, (kind, data) in enumerate(images, 1))
-            turns.append(Turn.user(text, tuple(media)))
+            turns.append(Turn.reply(ReplyVersion(content.text)))
+        else:  # an earlier message's files are checked, then named only (not decoded, not sent)
+            # a video is read (sampled to the served family's frame count) and a PDF rendered when the request
+            # is opened
+            media = ((Media.of(data) if kind == IMAGE else Media(name=name or f"{kind} {number}", data=data, kind=kind))
+                     if index == last else Media(name=name or f"{kind} {number}", kind=kind)
+                     for number, (kind, data, name) in enumerate(content.files, 1))
+            turns.append(Turn.user(content.text, tuple(media)))
+            pages = content.pdf_pages if index == last else pages
     if messages[-1].get("role") != "user":
         raise InvalidRequest(MSG_API_LAST_NOT_USER)
-    return Conversation(tuple(turns)), "\n".join(system) if system else None
+    return Conversation(tuple(turns)), "\n".join(system) if system else None, pages
 
 
 def _include_usage(body: dict) -> bool:
@@ -256,12 +307,13 @@ def parse_chat_request(body: object, served_model: str, defaults: dict | None = 
         raise InvalidRequest(MSG_API_NOT_AN_OBJECT)
     if len(model) > API_MAX_MODEL_CHARS:
         raise InvalidRequest(MSG_API_MODEL_NAME.format(limit=API_MAX_MODEL_CHARS))
-    conversation, system = _conversation(body.get("messages"))
+    conversation, system, pdf_pages = _conversation(body.get("messages"))
     params = _sampling(body, defaults)
     return ChatRequest(
         conversation=conversation, system_prompt=system, params=params, min_tokens=_min_tokens(body, params),
         adapter=None if model_is_base(model, served_model) else model, model=model or served_model,
         stream=_flag(body, "stream"), stop=_stop_words(body.get("stop")), include_usage=_include_usage(body),
+        pdf_pages=pdf_pages,
     )
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from app.chat.adapter_check import Verdict, reply_shows_adapter
 from app.chat.context import AppContext
 from app.chat.figures import figures_text, measure
-from app.chat.media_intake import media_for
+from app.chat.media_intake import media_for, pdf_media
 from app.chat.messages import (
     MSG_EMPTY_PROMPT,
     MSG_NO_REGENERATE,
@@ -28,16 +28,18 @@ from app.core.constants import (
     MAX_CONVERSATION_MESSAGES,
     MAX_PROMPT_CHARS,
 )
-from app.core.conversation import VIDEO, ContextPolicy, Conversation, Media, ReplyVersion, Turn
+from app.core.conversation import IMAGE, PDF, VIDEO, ContextPolicy, Conversation, Media, ReplyVersion, Turn
 from app.core.errors import ChatError, InvalidRequest, TooManyImages
 from app.core.messages import MSG_CONVERSATION_TOO_LONG, MSG_CONVERSATION_TOO_MANY_MESSAGES, MSG_STOPPED
 from app.core.sampling import SamplingParams
 from app.deployments.base import ReplyRequest, check_adapter_name
 
 
-def validate_user_text(text: str) -> str:
+def validate_user_text(text: str, with_files: bool = False) -> str:
+    """The message's text, stripped; InvalidRequest when it is empty (allowed `with_files`: a picture, video or PDF
+    alone is a message, as OpenAI's API takes one, and Nougat's and Deplot's prompts ask nothing) or too long."""
     text = (text or "").strip()
-    if not text:
+    if not text and not with_files:
         raise InvalidRequest(MSG_EMPTY_PROMPT)
     if len(text) > MAX_PROMPT_CHARS:
         raise InvalidRequest(MSG_PROMPT_TOO_LONG.format(limit=MAX_PROMPT_CHARS))
@@ -48,7 +50,7 @@ def add_user_message(conversation: Conversation, text: str, files: Sequence[str 
     """The conversation with the person's new message and its files (paths, or media already read by
     `message_media`); InvalidRequest for bad text."""
     media = tuple(item if isinstance(item, Media) else Media.of(item) for item in files or ())
-    return conversation.with_turn(Turn.user(validate_user_text(text), media))
+    return conversation.with_turn(Turn.user(validate_user_text(text, bool(media)), media))
 
 
 def served_family(ctx: AppContext) -> str | None:
@@ -67,14 +69,17 @@ def message_media(ctx: AppContext, files: Sequence[str | bytes | Media], pages: 
                   frame_count: int | None = None) -> tuple[Media, ...]:
     """The files of a message as media: videos sampled to the served family's frame count (or `frame_count`),
     PDFs rendered (the page range `pages`, else every page up to the limit); media already read stays, a video
-    not read yet (an API's video part) is read. InvalidImage (a video or PDF over a limit) first."""
+    or PDF not read yet (an API's video or file part) is read. InvalidImage (a video or PDF over a limit) first."""
     family, video = served_family(ctx), takes_video(ctx)
 
     def read(item: str | bytes | Media) -> Media:
         if isinstance(item, Media):
-            if item.kind != VIDEO or item.frames or item.source is None:
+            if item.kind == IMAGE or item.frames or item.source is None:
                 return item
-            return media_for(item.source, name=item.name, family=family, takes_video=video, frame_count=frame_count)
+            if item.kind == PDF:  # an API's file part: a PDF, or refused as not one
+                return pdf_media(item.source, item.name, pages)
+            return media_for(item.source, name=item.name, family=family, takes_video=video, pages=pages,
+                             frame_count=frame_count)
         return media_for(item, family=family, takes_video=video, pages=pages, frame_count=frame_count)
     return tuple(read(item) for item in files or ())
 
@@ -84,7 +89,7 @@ def check_new_turn(ctx: AppContext, text: str, files: Sequence[str | bytes | Med
     """Refuse a message before it enters the conversation: bad text, a video or PDF over a limit, pictures a
     deployment cannot take. The message's media (read once: a video sampled, a PDF rendered); a video sent as
     frames to a deployment that takes fewer pictures is sampled to as many as fit."""
-    validate_user_text(text)
+    validate_user_text(text, bool(files))
     media = message_media(ctx, files or (), pages)
     try:
         check_pictures(ctx, media, text)

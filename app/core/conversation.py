@@ -196,6 +196,15 @@ class Conversation:
             turns.pop()
         return Conversation(tuple(turns))
 
+    def current_media(self) -> tuple[Media, ...]:
+        """The media of the trailing message(s) of the person (after the last reply), as sent."""
+        media: list[Media] = []
+        for turn in reversed(self.turns):
+            if turn.is_reply:
+                break
+            media[:0] = turn.media
+        return tuple(media)
+
     def current_images(self) -> tuple[str | bytes, ...]:
         """The images of the trailing message(s) of the person (after the last reply)."""
         images: list[str | bytes] = []

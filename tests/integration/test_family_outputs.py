@@ -109,34 +109,83 @@ def test_video_neva_twin_says_the_ball_is_red_and_moves_right(served, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def deplot_app_url(served):
-    """The web app against the Deplot twin, as `python -m app --demo --deployment deplot` serves it (the runner
-    kind), here one model of the shared server."""
+def app_url(served):
+    """The web app against one twin, as `python -m app --demo --deployment <family>` serves it (the runner kind),
+    here one model of the shared server: a function of the family, each app started once."""
     from app.chat.context import AppConfig, AppContext
     from app.web.ui import launch
     from tests.servers import free_port
 
-    port = free_port()
-    ctx = AppContext(AppConfig(triton_url=served.grpc_url, port=port, demo=True, deployment="runner",
-                               model=model_name("deplot", several=True)))
-    blocks = launch(ctx, prevent_thread_lock=True)
-    yield f"http://127.0.0.1:{port}/"
-    blocks.close()
+    apps = {}
+
+    def url(family: str) -> str:
+        if family not in apps:
+            port = free_port()
+            ctx = AppContext(AppConfig(triton_url=served.grpc_url, port=port, demo=True, deployment="runner",
+                                       model=model_name(family, several=True)))
+            apps[family] = (launch(ctx, prevent_thread_lock=True), f"http://127.0.0.1:{port}/")
+        return apps[family][1]
+    yield url
+    for blocks, _ in apps.values():
+        blocks.close()
 
 
-def test_the_openai_route_returns_deplots_table_for_a_chart_sent_as_a_data_url(deplot_app_url):
+def data_url(kind: str, data: bytes) -> str:
     import base64
-    import io
 
+    return f"data:{kind};base64," + base64.b64encode(data).decode()
+
+
+def completion(url: str, *parts: dict) -> dict:
+    """One /v1/chat/completions reply (greedy) to a user message of `parts`: its message."""
     import httpx
+
+    reply = httpx.post(url + "v1/chat/completions", timeout=300, json={
+        "max_tokens": 512, "temperature": 0, "messages": [{"role": "user", "content": list(parts)}]})
+    assert reply.status_code == 200, reply.text
+    return reply.json()["choices"][0]["message"]
+
+
+def test_the_openai_route_returns_deplots_table_for_a_chart_sent_as_a_data_url(app_url):
+    import io
 
     buffer = io.BytesIO()
     bar_chart().save(buffer, format="PNG")
-    url = "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
-    reply = httpx.post(deplot_app_url + "v1/chat/completions", timeout=120, json={
-        "max_tokens": 512, "temperature": 0, "messages": [{"role": "user", "content": [
-            {"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": "Read the chart."}]}]})
-    assert reply.status_code == 200, reply.text
-    table = parse_deplot(reply.json()["choices"][0]["message"]["content"])
-    assert table.title == CHART_TITLE, reply.text
+    message = completion(app_url("deplot"), {"type": "image_url", "image_url": {"url": data_url("image/png",
+                                                                                                  buffer.getvalue())}},
+                         {"type": "text", "text": "Read the chart."})
+    table = parse_deplot(message["content"])
+    assert table.title == CHART_TITLE, message
     assert [(row[0], cell_number(row[1])) for row in table.rows] == [(label, value) for label, value, _ in CHART_BARS]
+    fields = message["outputs"]["table"]  # the structured field beside the raw text
+    assert fields["title"] == CHART_TITLE and [row[0] for row in fields["rows"]] == [label for label, _, _ in CHART_BARS]
+
+
+def test_the_openai_route_reads_a_pdf_file_part_and_returns_nougats_markdown(app_url):
+    pdf = pdf_of_pages([document_page()])
+    message = completion(app_url("nougat"), {"type": "file", "file": {"file_data": data_url("application/pdf", pdf),
+                                                                      "filename": "report.pdf"}})
+    assert f"# {PAGE_HEADING}" in message["content"].splitlines(), message
+    assert message["outputs"]["markdown"] == message["content"].strip()
+
+
+def test_the_openai_route_returns_kosmos2s_boxes_around_the_astronauts_face(app_url):
+    import io
+
+    from skimage import data
+
+    buffer = io.BytesIO()
+    Image.fromarray(data.astronaut()).save(buffer, format="PNG")
+    message = completion(app_url("kosmos-2"), {"type": "image_url", "image_url": {"url": data_url(
+        "image/png", buffer.getvalue())}}, {"type": "text", "text": "Describe this picture."})
+    assert "<patch_index_" in message["content"], message  # the raw text, as the model wrote it
+    phrases = {phrase["text"].strip(): phrase["boxes"] for phrase in message["outputs"]["grounding"]["phrases"]}
+    (x1, y1, x2, y2), *_ = phrases["a face"]
+    assert x1 < 0.5 < x2 and y1 < 0.25 < y2, phrases  # the face: upper middle of the photo
+
+
+def test_the_openai_route_takes_a_video_url_part_and_video_neva_says_red(app_url, tmp_path):
+    video = ball_video(tmp_path / "ball.gif", frames=30)
+    message = completion(app_url("video-neva"), {"type": "video_url", "video_url": {"url": data_url(
+        "image/gif", video.read_bytes())}}, {"type": "text", "text": "What happens in this video?"})
+    assert "red" in message["content"].splitlines()[0].lower(), message

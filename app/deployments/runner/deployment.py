@@ -14,7 +14,7 @@ from pathlib import Path
 
 from app.adapters.registry import AdapterRegistry
 from app.core.constants import WHOLE_REPLY_STALL_SECONDS
-from app.core.conversation import Conversation
+from app.core.conversation import VIDEO, Conversation
 from app.core.errors import InvalidRequest, TextOnlyDeployment
 from app.core.messages import MSG_TEXT_ONLY
 from app.core.sampling import REPETITION_FOR_PENALTIES, SamplingParams
@@ -45,6 +45,12 @@ def runner_repetition(sampling: SamplingParams) -> tuple[float, str]:
     if sampling.repetition_penalty == 1.0 and (sampling.presence_penalty > 0 or sampling.frequency_penalty > 0):
         return REPETITION_FOR_PENALTIES, MSG_RUNNER_PENALTIES.format(value=REPETITION_FOR_PENALTIES)
     return float(sampling.repetition_penalty), ""
+
+
+def sent_video(conversation: Conversation) -> str | bytes | None:
+    """The new message's video that goes to the model whole (a path, or the bytes an API caller sent), if any."""
+    return next((m.source for m in conversation.current_media() if m.kind == VIDEO and m.as_video
+                 and m.source is not None), None)
 
 
 def file_bytes(item: str | bytes) -> bytes:
@@ -107,7 +113,9 @@ class RunnerDeployment(TritonServed):
     def check_images(self, files: Sequence[str | bytes], text: str) -> None:
         self._pictures(list(files))
 
-    def _pictures(self, files: list) -> dict[str, object]:
+    def _pictures(self, files: list, video: str | bytes | None = None) -> dict[str, object]:
+        """The request's picture inputs for `files`; `video`: the message's video, sent whole (its path or bytes)
+        where the model takes video, else a video file among `files` (by its name)."""
         if not files:
             return {}
         inputs = self.client.model_info().inputs
@@ -116,7 +124,8 @@ class RunnerDeployment(TritonServed):
         if len(files) > self.max_images():
             raise InvalidRequest(MSG_RUNNER_IMAGES.format(family=self.family or self.client.model,
                                                           limit=self.max_images(), count=len(files)))
-        videos = [f for f in files if isinstance(f, str) and f.lower().endswith(VIDEO_SUFFIXES)]
+        videos = [video] if video is not None else \
+            [f for f in files if isinstance(f, str) and f.lower().endswith(VIDEO_SUFFIXES)]
         if videos and self.takes_video() and "video_bytes" in inputs:
             return {"video_bytes": file_bytes(videos[0])}
         return {"image_bytes": [file_bytes(f) for f in files]}
@@ -135,7 +144,7 @@ class RunnerDeployment(TritonServed):
         values: dict[str, object] = {
             "text_input": text, "max_tokens": int(p.max_tokens), "temperature": float(p.temperature),
             "top_k": int(p.top_k), "top_p": float(p.top_p), "repetition_penalty": repetition,
-            "stop_words": list(request.stop) or None, **self._pictures(images),
+            "stop_words": list(request.stop) or None, **self._pictures(images, sent_video(request.conversation)),
         }
         if request.adapter:
             if not self.takes_lora():

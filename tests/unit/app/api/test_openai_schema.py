@@ -86,7 +86,18 @@ BAD = [
     (body(messages="hi"), "messages must be a non-empty list"),
     (body(messages=[{"role": "tool", "content": "x"}]), "messages[0].role must be system, user or assistant"),
     (body(messages=[{"role": "user", "content": 5}]), "messages[0].content must be text or a list"),
-    (body(messages=[{"role": "user", "content": [{"type": "input_audio"}]}]), "only text, image_url and video_url parts"),
+    (body(messages=[{"role": "user", "content": [{"type": "input_audio"}]}]),
+     "only text, image_url, video_url and file (PDF) parts"),
+    (body(messages=[{"role": "user", "content": [{"type": "file", "file": {"file_id": "file-abc"}}]}]),
+     "this app keeps no uploaded files, so a file_id cannot be read"),
+    (body(messages=[{"role": "user", "content": [{"type": "file", "file": {"file_data": "data:image/png;base64,"
+                                                                                       + PNG}}]}]),
+     "file_data must be a data:application/pdf;base64,... URL"),
+    (body(messages=[{"role": "user", "content": [{"type": "file", "file": "paper.pdf"}]}]),
+     "file_data must be a data:application/pdf;base64,... URL"),
+    (body(messages=[{"role": "user", "content": [{"type": "file", "file": {
+        "file_data": "data:application/pdf;base64,JVBERi0=", "pages": "all of them"}}]}]),
+     "pages must be a page range such as \"1-3,5\""),
     (body(messages=[{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://x/y.png"}}]}]),
      "the app does not fetch remote files"),
     (body(messages=[{"role": "user", "content": [{"type": "image_url", "image_url": "data:image/png;base64,@@"}]}]),
@@ -190,6 +201,25 @@ def test_video_url_parts_are_taken_as_vllm_takes_them(tmp_path):
     with pytest.raises(InvalidRequest, match=r"send videos inline as data:video/mp4;base64"):
         parse_chat_request(body(messages=[{"role": "user", "content": [
             {"type": "text", "text": "x"}, {"type": "video_url", "video_url": {"url": "https://x/v.mp4"}}]}]), SERVED)
+
+
+def test_file_parts_carry_a_pdf_as_openai_sends_one():
+    from app.core.constants import MAX_PDF_BYTES
+    from app.core.conversation import PDF
+    pdf = b"%PDF-1.4 not rendered here"
+    url = "data:application/pdf;base64," + base64.b64encode(pdf).decode()
+    first = {"role": "user", "content": [{"type": "file", "file": {"file_data": url, "filename": "old.pdf"}}]}
+    chat = parse_chat_request(body(messages=[first, {"role": "assistant", "content": "Read."}, {"role": "user", "content": [
+        {"type": "text", "text": "Convert it."},
+        {"type": "file", "file": {"file_data": url, "filename": "report.pdf", "pages": "2-3"}}]}]), SERVED)
+    (earlier,), (media,) = chat.conversation.turns[0].media, chat.conversation.turns[-1].media
+    assert (media.kind, media.name, media.data, media.frames) == (PDF, "report.pdf", pdf, ())  # rendered on open
+    assert (earlier.kind, earlier.name, earlier.data) == (PDF, "old.pdf", None)  # named only, as earlier images
+    assert chat.pdf_pages == "2-3"
+    huge = "A" * ((MAX_PDF_BYTES // 3 + 10) * 4)
+    with pytest.raises(InvalidImage, match=r"big\.pdf is 20\.0 MB; PDF files may be at most 20 MB"):
+        parse_chat_request(body(messages=[{"role": "user", "content": [{"type": "file", "file": {
+            "file_data": "data:application/pdf;base64," + huge, "filename": "big.pdf"}}]}]), SERVED)
 
 
 def test_parsed_outputs_ride_on_the_message_and_the_last_delta():

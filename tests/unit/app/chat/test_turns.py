@@ -27,6 +27,15 @@ def test_add_user_message_keeps_its_images_on_the_turn():
         chat_logic.add_user_message(talk, "  ", None)
 
 
+def test_a_file_alone_is_a_message():
+    assert chat_logic.validate_user_text("  ", with_files=True) == ""
+    talk = chat_logic.add_user_message(Conversation(), " ", ["/tmp/page.png"])
+    assert talk.turns == (Turn.user("", (Media.of("/tmp/page.png"),)),)
+    assert talk.current_media() == (Media.of("/tmp/page.png"),)
+    with pytest.raises(InvalidRequest, match=str(MAX_PROMPT_CHARS)):
+        chat_logic.validate_user_text("x" * (MAX_PROMPT_CHARS + 1), with_files=True)
+
+
 class FakeStream:
     def __init__(self, text, cancelled=False):
         self.text, self.cancelled = text, cancelled

@@ -108,6 +108,17 @@ def test_a_video_goes_as_video_bytes_where_the_model_takes_video(tmp_path, opene
     assert sent["video_bytes"] == [b"not decoded here"] and "image_bytes" not in sent
 
 
+def test_a_video_an_api_caller_sent_as_bytes_goes_as_video_bytes(tmp_path, opened):
+    from app.core.conversation import VIDEO
+
+    gif = b"GIF89a sent inline"  # a video_url part: bytes with no file name to tell it by
+    video = Media(name="video 1", data=gif, kind=VIDEO, frames=(b"frame",), as_video=True)
+    deployment(tmp_path, takes_video="true", multimodal_family="video-neva").open_reply(
+        ReplyRequest(Conversation((Turn.user("What happens?", (video,)),))))
+    sent = sent_values(opened[0].inputs)
+    assert sent["video_bytes"] == [gif] and "image_bytes" not in sent
+
+
 def test_a_video_for_a_model_without_video_goes_as_image_bytes_for_the_runner_to_refuse(tmp_path, opened):
     clip = tmp_path / "clip.mp4"
     clip.write_bytes(b"frames")
