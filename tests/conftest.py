@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser_tabs import BROWSER_TIMEOUT_MS, CHROMIUM, CHROMIUM_ARGS, app_tab
+from tests.group_times import GROUP_PROPERTY, UNGROUPED, GroupTimes
 from tests.run_folder import (
     STOP_ERRORS,
     enter_run_folder,
@@ -46,6 +47,7 @@ from tests.servers import (
 )
 
 TESTS = Path(__file__).resolve().parent
+GROUP_TIMES = GroupTimes()
 FOLDER_MARKERS = {"integration": ("integration",), "browser": ("integration", "browser")}
 
 
@@ -55,8 +57,28 @@ def pytest_configure(config) -> None:
     config._run_tmp_owner = enter_run_folder()
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Each server test's report carries its group (tests/group_times.py)."""
+    outcome = yield
+    if item.get_closest_marker("integration"):
+        group = getattr(item.config, "_test_groups", {}).get(item.nodeid) or UNGROUPED
+        outcome.get_result().user_properties.append((GROUP_PROPERTY, group))
+
+
+def pytest_runtest_logreport(report) -> None:
+    if GROUP_PROPERTY in dict(report.user_properties):
+        GROUP_TIMES.add(report)
+
+
 def pytest_terminal_summary(terminalreporter, config) -> None:
-    """Name what the run left in its temporary folder (before pytest's closing line; the folder goes anyway)."""
+    """The server pass's time by group; then name what the run left in its temporary folder (before pytest's
+    closing line; the folder goes anyway)."""
+    table = GROUP_TIMES.lines()
+    if table:
+        terminalreporter.write_sep("=", "time by server group (tests/group_times.py)")
+        for line in table:
+            terminalreporter.write_line(line)
     left = [name for name in left_in_run_folder() if name not in LEDGER_FILES] \
         if getattr(config, "_run_tmp_owner", False) else []
     if left:

@@ -17,6 +17,7 @@ from app.deployments.runner.deployment import RunnerDeployment
 from app.triton.client import TritonChatClient
 from cpu_runtime.family_outputs.messages import MSG_NO_BARS, MSG_NO_PAGE_TEXT
 from setup.cpu.runner_demo import model_name, write_runner_demo_repository
+from tests.server_lifetimes import finish_fixtures
 from tests.servers import FAMILY_OUTPUT_TWINS, serve_repository, triton_or_fail
 
 pytestmark = pytest.mark.integration
@@ -52,6 +53,9 @@ def group_served(request, tmp_path_factory, cpu_model_dir):
     if request.param == FAMILY_OUTPUT_TWINS:
         yield request.param, request.getfixturevalue("family_outputs_triton")
         return
+    # The family-outputs server's other tests ran before this module (same group, collected first): stop it now, so
+    # it and this group's server (~5-6 GiB each) are never resident together. A later test would start it again.
+    finish_fixtures(request._pyfuncitem, ["family_outputs_triton"])
     tmp = tmp_path_factory.mktemp("runner-triton")
     endpoints = triton_or_fail(lambda: serve_repository(
         tmp, write_runner_demo_repository(tmp / "repo", request.param, log=lambda *_: None)))
