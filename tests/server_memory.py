@@ -75,7 +75,9 @@ def _alive(pid: int) -> bool:
 
 
 class MemoryLedger:
-    """The run's ledger: {"held": {hold id: [pid, GiB, lasting]}, "waiting": [pid, ...]}, one file for all workers."""
+    """The run's ledger: {"held": {hold id: [pid, GiB, lasting, server pid or None]}, "waiting": [pid, ...]}, one
+    file for all workers. A hold goes when its holder dies, or when the server it was bound to (`bind`) is gone: a
+    test that kills its server and starts another by other means must not leave a hold that nobody gives back."""
 
     def __init__(self, folder: Path, budget: float | None = None) -> None:
         self.path = folder / LEDGER
@@ -89,7 +91,8 @@ class MemoryLedger:
                 state = json.loads(self.path.read_text()) if self.path.is_file() else {}
                 state.setdefault("held", {})
                 state.setdefault("waiting", [])
-                state["held"] = {k: v for k, v in state["held"].items() if _alive(v[0])}
+                state["held"] = {k: v for k, v in state["held"].items()
+                                 if _alive(v[0]) and (len(v) < 4 or v[3] is None or _alive(v[3]))}
                 state["waiting"] = [pid for pid in state["waiting"] if _alive(pid)]
                 yield state
                 self.path.write_text(json.dumps(state))
@@ -129,6 +132,12 @@ class MemoryLedger:
             self.release(key)
             raise
 
+    def bind(self, key: str, server_pid: int | None) -> None:
+        """Tie the hold `key` to its server's process: the hold goes when that process is gone."""
+        with self._locked() as state:
+            if key in state["held"] and server_pid:
+                state["held"][key] = [*state["held"][key][:3], server_pid]
+
     def release(self, key: str) -> None:
         with self._locked() as state:
             state["held"].pop(key, None)
@@ -150,8 +159,15 @@ class MemoryLedger:
 class BudgetedProcess:
     """A started server whose stop() also gives its memory back to the ledger (other attributes pass through)."""
 
-    def __init__(self, process, ledger: MemoryLedger, key: str) -> None:
-        self._process, self._ledger, self._key = process, ledger, key
+    def __init__(self, process, ledger: MemoryLedger, key: str, gib: float = 0.0) -> None:
+        self._process, self._ledger, self._key, self._gib = process, ledger, key, gib
+        ledger.bind(key, getattr(process, "pid", None))
+
+    def restarted(self, process) -> BudgetedProcess:
+        """The same hold for a server started again in this one's place (the killed one's hold went with it)."""
+        self._ledger.release(self._key)
+        self._ledger.acquire(self._key, self._gib)
+        return BudgetedProcess(process, self._ledger, self._key, self._gib)
 
     def stop(self, *args, **kwargs):
         try:

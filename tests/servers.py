@@ -70,8 +70,9 @@ def serve_repository(tmp: Path, repo: Path, lasting: bool = False) -> TritonEndp
         return start_demo_triton(*ports, repo=repo, log_path=tmp / "triton.log", log=lambda *_: None,
                                  ready_timeout=TRITON_READY_TIMEOUT)
 
-    ports, process = ledger.start_held(key, repository_gib(repo), lambda: on_free_ports(start_on), lasting=lasting)
-    return TritonEndpoints(BudgetedProcess(process, ledger, key), *ports, repo)
+    gib = repository_gib(repo)
+    ports, process = ledger.start_held(key, gib, lambda: on_free_ports(start_on), lasting=lasting)
+    return TritonEndpoints(BudgetedProcess(process, ledger, key, gib), *ports, repo)
 
 
 def start_triton(tmp: Path, overrides: dict | None = None, lasting: bool = False) -> TritonEndpoints:

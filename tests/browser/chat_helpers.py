@@ -36,7 +36,8 @@ def ask_about_image(page, path, question: str, timeout: float = 240) -> str:
 def settled_reply(page, quiet: float = 5.0, timeout: float = 240) -> str:
     """The last bot message once it is finished: its figures line is there (a reply that ended normally or was
     stopped) and nothing is pending; a reply without figures (an error said in its place) once it has not
-    changed for `quiet` seconds."""
+    changed for `quiet` seconds with no reply running (a reply that pauses longer than that between tokens, as on
+    a machine short of memory, is still being written)."""
     last, since, deadline = None, time.monotonic(), time.monotonic() + timeout
     while time.monotonic() < deadline:
         texts = bot_texts(page)
@@ -45,7 +46,7 @@ def settled_reply(page, quiet: float = 5.0, timeout: float = 240) -> str:
             last, since = current, time.monotonic()
         if current and any(FIGURES.match(line.strip()) for line in current.splitlines()) and not replying(page):
             return current
-        if current and time.monotonic() - since > quiet:
+        if current and time.monotonic() - since > quiet and not replying(page):
             return current
         time.sleep(0.1)
     raise AssertionError(f"reply did not settle: {last!r}")

@@ -244,8 +244,10 @@ def test_killed_demo_server_comes_back_and_adapters_are_sent_again(tmp_path):
         triton.process.wait()
         down = httpx.post(url + "v1/chat/completions", json=body, timeout=30)
         assert down.status_code == 503 and "cannot be reached" in down.json()["error"]["message"]
-        triton.process = start_demo_triton(triton.http_port, triton.grpc_port, triton.metrics_port, repo=triton.repo,
-                                           log_path=tmp_path / "triton-again.log", log=lambda *_: None)
+        # the same memory hold for the new server (a plain process here would never give it back)
+        triton.process = triton.process.restarted(start_demo_triton(
+            triton.http_port, triton.grpc_port, triton.metrics_port, repo=triton.repo,
+            log_path=tmp_path / "triton-again.log", log=lambda *_: None))
         again = httpx.post(url + "v1/chat/completions", json=body, timeout=60)
         assert again.status_code == 200, again.text
         assert again.json()["choices"][0]["message"]["content"] == pirate  # greedy: the same adapter's words

@@ -85,7 +85,7 @@ def test_when_every_other_holder_waits_the_lowest_waiter_goes_ahead(tmp_path):
 
 def test_a_budgeted_process_gives_its_memory_back_when_stopped(tmp_path):
     class Server:
-        pid = 123
+        pid = os.getpid()  # alive: only stop() gives the hold back
 
         def stop(self, grace=15.0):
             return grace
@@ -93,8 +93,32 @@ def test_a_budgeted_process_gives_its_memory_back_when_stopped(tmp_path):
     ledger = MemoryLedger(tmp_path, budget=5)
     ledger.acquire("server", 3.0)
     process = BudgetedProcess(Server(), ledger, "server")
-    assert process.pid == 123
+    assert process.pid == os.getpid() and ledger.held() == {"server": 3.0}
     assert process.stop(grace=2.0) == 2.0
+    assert ledger.held() == {}
+
+
+def test_a_hold_goes_with_its_server_and_a_restart_holds_again(tmp_path):
+    import subprocess
+    import sys
+
+    class Server:
+        def __init__(self):
+            self.child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+            self.pid = self.child.pid
+
+        def stop(self):
+            self.child.kill()
+            self.child.wait()
+
+    ledger = MemoryLedger(tmp_path, budget=5)
+    ledger.acquire("server", 3.0)
+    first = BudgetedProcess(Server(), ledger, "server", 3.0)
+    first._process.stop()  # killed by the test, not through the budget: nobody would give its room back
+    assert ledger.held() == {}  # ...so the hold went with the server
+    second = first.restarted(Server())
+    assert ledger.held() == {"server": 3.0}
+    second.stop()
     assert ledger.held() == {}
 
 
