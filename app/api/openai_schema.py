@@ -113,6 +113,12 @@ def _base64(data: str, index: int) -> bytes:
         raise InvalidRequest(MSG_API_BAD_BASE64.format(index=index)) from None
 
 
+def _refuse_over(data: str, limit: int, message: str, name: str) -> None:
+    """InvalidImage with `message` when the base64 text `data` holds more than `limit` bytes (before decoding)."""
+    if len(data) * 3 // 4 > limit + 3:
+        raise InvalidImage(message.format(name=name, size_mb=len(data) * 3 / 4 / _MB, limit_mb=limit / _MB))
+
+
 def _image_bytes(url: object, index: int, decode: bool = True, video: bool = False) -> bytes:
     if isinstance(url, dict):
         url = url.get("url")
@@ -120,14 +126,10 @@ def _image_bytes(url: object, index: int, decode: bool = True, video: bool = Fal
     if match is None:
         raise InvalidRequest((MSG_API_REMOTE_VIDEO if video else MSG_API_REMOTE_IMAGE).format(index=index))
     data = match.group("data")
-    if video and len(data) * 3 // 4 > MAX_VIDEO_BYTES + 3:
-        raise InvalidImage(MSG_VIDEO_TOO_LARGE_BYTES.format(name=f"messages[{index}]'s video",
-                                                            size_mb=len(data) * 3 / 4 / _MB,
-                                                            limit_mb=MAX_VIDEO_BYTES / _MB))
-    if not video and len(data) * 3 // 4 > MAX_IMAGE_BYTES + 3:  # refuse before decoding
-        raise InvalidImage(MSG_IMAGE_TOO_LARGE_BYTES.format(name=f"messages[{index}]'s image",
-                                                            size_mb=len(data) * 3 / 4 / _MB,
-                                                            limit_mb=MAX_IMAGE_BYTES / _MB))
+    if video:
+        _refuse_over(data, MAX_VIDEO_BYTES, MSG_VIDEO_TOO_LARGE_BYTES, f"messages[{index}]'s video")
+    else:
+        _refuse_over(data, MAX_IMAGE_BYTES, MSG_IMAGE_TOO_LARGE_BYTES, f"messages[{index}]'s image")
     if not decode:  # an earlier message's image: checked, but not sent (so not decoded)
         return b""
     return _base64(data, index)
@@ -150,9 +152,7 @@ def _pdf_part(file: object, index: int, decode: bool = True) -> tuple[bytes, str
     if pages is not None and not (isinstance(pages, str) and PAGE_RANGE.fullmatch(pages)):
         raise InvalidRequest(MSG_API_PDF_PAGES.format(index=index))
     data = match.group("data")
-    if len(data) * 3 // 4 > MAX_PDF_BYTES + 3:  # refuse before decoding
-        raise InvalidImage(MSG_PDF_TOO_LARGE_BYTES.format(name=name, size_mb=len(data) * 3 / 4 / _MB,
-                                                          limit_mb=MAX_PDF_BYTES / _MB))
+    _refuse_over(data, MAX_PDF_BYTES, MSG_PDF_TOO_LARGE_BYTES, name)
     return (_base64(data, index) if decode else b""), name, pages.strip() if pages else None
 
 
