@@ -16,14 +16,15 @@ from setup.paths import DATA_DIR
 
 def chat_messages(conversation: Conversation, system: str | None) -> list[dict[str, str]]:
     """The conversation in a chat template's (and OpenAI's) shape, [{role, content: text}]: the system prompt
-    first, each turn's words (a reply's shown version), turns without words left out, two messages of the
-    same role in a row merged (templates expect the roles to alternate)."""
+    first, each turn's words (a reply's shown version), turns without words left out (but a person's picture, video or
+    PDF sent alone stays, as an empty message the image markers go into), two messages of the same role in a row
+    merged (templates expect the roles to alternate)."""
     out = [{"role": "system", "content": system}] if system else []
     for turn in conversation.turns:
-        if not turn.text:
+        if not turn.text and (turn.is_reply or not turn.media):
             continue
         if out and out[-1]["role"] == turn.role:
-            out[-1]["content"] += "\n" + turn.text
+            out[-1]["content"] = "\n".join(part for part in (out[-1]["content"], turn.text) if part)
         else:
             out.append({"role": turn.role, "content": turn.text})
     return out

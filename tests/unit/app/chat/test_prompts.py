@@ -43,3 +43,10 @@ def test_tokenizer_chat_template_preferred(cpu_model_dir):
     prompt = builder.build(Conversation.asking("Hi"))
     assert prompt.endswith("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")
     assert builder.stop_words() == []
+
+
+def test_a_picture_sent_alone_is_an_empty_message_of_the_person():
+    asked = Conversation((Turn.user("", (Media.of("/y.png"),)),))  # a template needs at least one message
+    assert chat_messages(asked, None) == [{"role": "user", "content": ""}]
+    assert PromptBuilder(template_name="chatml").build(asked) == ("<|im_start|>user\n<|im_end|>\n"
+                                                                  "<|im_start|>assistant\n")
