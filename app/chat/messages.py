@@ -8,6 +8,8 @@ MSG_IMPORT_SHAPE = "{name} is not a conversation file: {detail}"
 MSG_IMPORT_TOO_BIG = "{name} is {size:,} bytes; a conversation file may be at most {limit:,} bytes."
 MSG_IMAGE_NOT_KEPT = "[image {name}: not kept]"
 MSG_NO_TEXT_REPLY = "(the model returned no text)"
+MSG_REPLY_FAILED = ("The reply failed on an error the app did not expect ({kind}: {detail}). The app's log has the "
+                    "details; try again, or press Clear and start over.")
 
 MSG_EMPTY_PROMPT = "Type a message first."
 MSG_PROMPT_TOO_LONG = "The message is longer than {limit} characters; shorten it."

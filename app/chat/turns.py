@@ -21,6 +21,7 @@ from app.chat.messages import (
     MSG_PROMPT_TOO_LONG,
 )
 from app.chat.model_saw import image_reports, saw_lines
+from app.chat.reply_guard import opened, reply_failed
 from app.chat.reply_outputs import parse_reply
 from app.chat.throttle import throttled
 from app.core.constants import (
@@ -158,7 +159,7 @@ def open_stream(ctx: AppContext, conversation: Conversation, params: SamplingPar
     request = ReplyRequest(conversation=conversation, sampling=params, adapter=adapter or None,
                            system_prompt=system_prompt, stop=tuple(stop or ()), min_tokens=min_tokens,
                            continues=continues)
-    return ctx.live.track(ctx.deployment.open_reply(request))  # counted for the Server tab
+    return ctx.live.track(opened(lambda: ctx.deployment.open_reply(request)))  # counted for the Server tab
 
 
 DEFAULT_POLICY = ContextPolicy()
@@ -269,9 +270,11 @@ def _streamed(ctx: AppContext, session: str, conversation: Conversation, recipe:
         late_note = check_note(ctx, adapter, prompt, words) if adapter and not version.note else ""
         if late_note:
             yield ReplyUpdate(conversation.with_turn(recorded(replace(version, note=late_note))))
-    except ChatError as exc:
+    except Exception as exc:  # noqa: BLE001 - every reply ends with a sentence (app.chat.reply_guard)
+        error = exc if isinstance(exc, ChatError) else reply_failed(exc)
         partial = (start + stream.text).strip() if stream is not None else start
-        failed = ReplyVersion(text=partial, adapter=adapter, sampling=params, context=context.places, note=f"⚠️ {exc}")
+        failed = ReplyVersion(text=partial, adapter=adapter, sampling=params, context=context.places,
+                              note=f"⚠️ {error}")
         yield ReplyUpdate(conversation.with_turn(recorded(failed)))
     finally:
         if stream is not None:

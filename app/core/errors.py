@@ -47,6 +47,10 @@ class Cancelled(ChatError):
     pass
 
 
+class ReplyFailed(ChatError):
+    """A reply ended by an error the app did not expect (app.chat.reply_guard); the log has its traceback."""
+
+
 _RULES: list[tuple[re.Pattern, type[ChatError], str]] = [
     (re.compile(r"LoRA task (\d+) not found in cache", re.I), LoraNotInCache,
      "The server no longer holds adapter task {0}; it has to be sent again."),
