@@ -78,6 +78,7 @@ QUEUE_SIZE_PER_SLOT = 4  # Gradio's queue holds at most concurrency x this many 
 UNREAD_JOB_GRACE_SECONDS = 10.0  # a Gradio job nobody reads the result of is cancelled after this long
 
 
-# The runner topology sends its whole reply at once (no recorded runner streams): its silence lasts the whole
-# generation, so its stall limit is this rather than STREAM_STALL_SECONDS.
+# The runner topology sends the whole reply at once where its runner cannot stream (encoder-decoder LLMs, mllama,
+# eras before the late one), and even a streamed reply is silent through the runner's preprocessing: its silence can
+# last the whole generation, so its stall limit is this rather than STREAM_STALL_SECONDS.
 WHOLE_REPLY_STALL_SECONDS = 600.0

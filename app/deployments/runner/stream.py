@@ -1,6 +1,7 @@
-"""A reply from the runner model: text_output holds all text so far (the whole reply in one response when the
-runner cannot stream), beside its figures: finish_reason, reply_mode, runner_era and prompt_format; and the
-request's own notes (a setting sent in place of one the runner cannot read)."""
+"""A reply from the runner model: each response's text_output is new text (one piece per response when the runner
+streams, the whole reply in one response when it cannot), and the final response carries the figures:
+finish_reason, reply_mode ("streamed" or "whole reply"), runner_era and prompt_format; beside them the request's
+own notes (a setting sent in place of one the runner cannot read)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ class RunnerStream(TokenStream):
     def __init__(self, url: str, info: ModelInfo, inputs: list, stall_timeout: float, notes: tuple[str, ...] = ()):
         self.details: dict[str, str] = {}
         self.notes = notes  # what the request sent differently from what was asked (and why)
-        super().__init__(url, replace(info, accumulated_text=True, engine_model=None), inputs, stall_timeout)
+        super().__init__(url, replace(info, accumulated_text=False, engine_model=None), inputs, stall_timeout)
 
     def _observe(self, result) -> None:
         for name in FIGURES:
@@ -27,7 +28,7 @@ class RunnerStream(TokenStream):
                 self.details[name] = item.decode("utf-8", "replace") if isinstance(item, bytes) else str(item)
 
     def details_line(self) -> str:
-        """'finished: stop · whole reply · runner era late · prompt: kosmos-2 ...'; empty when nothing came."""
+        """'finished: stop · streamed · runner era late · prompt: kosmos-2 ...'; empty when nothing came."""
         d = self.details
         parts = [f"finished: {d['finish_reason']}"] if d.get("finish_reason") else []
         parts += [d[k] for k in ("reply_mode",) if d.get(k)]
@@ -37,7 +38,7 @@ class RunnerStream(TokenStream):
 
     @property
     def whole_reply(self) -> bool:
-        """The runner sent its reply at once (the recorded runners cannot stream)."""
+        """The runner sent its reply at once (its LLM cannot stream: encoder-decoder, mllama, an earlier era)."""
         return self.details.get("reply_mode") == "whole reply"
 
     @property

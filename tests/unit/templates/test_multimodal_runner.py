@@ -11,8 +11,6 @@ and call run()/load_test_data() exactly as that era's signature requires.
 from __future__ import annotations
 
 import io
-import json
-import sys
 import types
 from pathlib import Path
 
@@ -20,9 +18,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from tests.template_models import load_template_model
-
-MODEL = "multimodal_runner/multimodal_runner/1/model.py"
+from tests.unit.templates.conftest import ask_all
+from tests.unit.templates.conftest import start_model as _start
 
 # Fields each era's constructor reads (facts §1); a missing one is an AttributeError in the real runner.
 COMMON = ("visual_engine_name", "hf_model_dir", "batch_size", "num_beams", "top_k", "top_p", "temperature",
@@ -115,79 +112,8 @@ class UnknownRunner(_Base):
 RUNNERS = {"early": EarlyRunner, "middle": MiddleRunner, "late": LateRunner}
 
 
-# ---- a stand-in for triton_python_backend_utils ---------------------------------------------------------------
-class _Tensor:
-    def __init__(self, name, value):
-        self.name, self.value = name, np.asarray(value)
-
-    def as_numpy(self):
-        return self.value
-
-
-class _Response:
-    def __init__(self, output_tensors=(), error=None):
-        self.tensors, self.error = {t.name: t.value.reshape(-1)[0] for t in output_tensors}, error
-
-
-class _Sender:
-    def __init__(self):
-        self.sent = []
-
-    def send(self, response=None, flags=0):
-        self.sent.append((response, flags))
-
-
-class _Request:
-    def __init__(self, inputs):
-        self.inputs, self.sender = inputs, _Sender()
-
-    def get_response_sender(self):
-        return self.sender
-
-    def is_cancelled(self):
-        return False
-
-
-def _pb_utils():
-    stub = types.ModuleType("triton_python_backend_utils")
-    stub.Tensor = _Tensor
-    stub.TritonError = lambda text: text
-    stub.InferenceResponse = _Response
-    stub.TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1
-    stub.get_input_tensor_by_name = lambda request, name: (
-        _Tensor(name, request.inputs[name]) if name in request.inputs else None)
-    stub.using_decoupled_model_transaction_policy = lambda config: True
-    stub.Logger = types.SimpleNamespace(log_info=lambda text: None, log_error=lambda text: None)
-    return stub
-
-
-@pytest.fixture
-def folders(tmp_path):
-    for name in ("visual", "llm", "hf"):
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "config.json").write_text("{}")
-    return tmp_path
-
-
-def _start(folders, runner, **parameters):
-    module = types.ModuleType("fake_tensorrt_llm_runtime")
-    module.MultimodalModelRunner = runner
-    sys.modules[module.__name__] = module
-    values = {"runner_class": f"{module.__name__}:MultimodalModelRunner",
-              "visual_engine_dir": str(folders / "visual"), "llm_engine_dir": str(folders / "llm"),
-              "hf_model_dir": str(folders / "hf"), "max_num_images": "1", **parameters}
-    config = {"parameters": {k: {"string_value": v} for k, v in values.items()}}
-    model = load_template_model(MODEL, _pb_utils(), name="runner_model_under_test").TritonPythonModel()
-    model.initialize({"model_config": json.dumps(config)})
-    return model
-
-
 def _ask(model, **inputs):
-    request = _Request({k: np.array(v if isinstance(v, list) else [v], dtype=object if isinstance(
-        v, str | bytes) or (isinstance(v, list) and isinstance(v[0], str | bytes)) else None) for k, v in inputs.items()})
-    model.execute([request])
-    model.finalize()  # the worker answers the queued request before it stops
-    [(response, flags)] = request.sender.sent
+    [(response, flags)] = ask_all(model, **inputs)
     assert flags == 1
     return response
 

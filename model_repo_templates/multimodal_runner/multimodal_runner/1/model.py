@@ -3,9 +3,13 @@
 At start it imports the runner class (parameter runner_class), finds its era by the signatures recorded in
 runner_eras.yaml, builds the `args` object that era's constructor reads from the family's visual engine, LLM engine
 and Hugging Face folders, and constructs the runner, so preprocessing and the prompt template are the release's
-own. Each request's question, picture and settings go through the era's run(); the runner is not thread-safe
-(facts §5), so one worker thread runs the requests in arrival order. No recorded runner streams: the reply is sent
-whole, and reply_mode says so. The logic is in runner_lib/, beside this file.
+own. The runner is not thread-safe (facts §5), so one worker thread runs the requests in arrival order.
+
+The runner itself never streams. Where its era records how (late: decoder-only LLMs but mllama, in a session whose
+LLM runner takes `streaming`), a request is answered by the runner's own preprocessing and LLM call with streaming
+on, each new piece of text as its own response (runner_lib/streaming.py); otherwise through the era's run(), the
+whole reply in one response. The final response's reply_mode says which ("streamed" or "whole reply"). The logic is
+in runner_lib/, beside this file.
 """
 
 import json
@@ -21,10 +25,11 @@ import triton_python_backend_utils as pb_utils
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from model_params import as_bool, optional_input, param  # noqa: E402
-from runner_lib.eras import detect_era, import_runner_class, parse_eras, require_era  # noqa: E402
+from runner_lib.eras import detect_era, import_runner_class, load_eras, parse_eras, require_era  # noqa: E402
 from runner_lib.replies import STREAMED, WHOLE_REPLY, answer  # noqa: E402
 from runner_lib.requests import read_request  # noqa: E402
 from runner_lib.runner_args import EngineFolders, build_args, combined_engine_dir, parse_settings  # noqa: E402
+from runner_lib.streaming import StreamPlan, stream_answer, stream_plan  # noqa: E402
 
 DEFAULT_CLASS = "tensorrt_llm.runtime:MultimodalModelRunner"
 
@@ -38,7 +43,8 @@ class TritonPythonModel:
         config = json.loads(args["model_config"])
         self.decoupled = pb_utils.using_decoupled_model_transaction_policy(config)
         runner_class = import_runner_class(param(config, "runner_class", DEFAULT_CLASS))
-        self.era = detect_era(runner_class)
+        book = load_eras()
+        self.era = detect_era(runner_class, book)
         self.family = param(config, "multimodal_family", "")
         # a family only some eras' runners handle (runner_eras), and args fields it must have (runner_required)
         require_era(self.era, parse_eras(param(config, "runner_eras", "")), runner_class, self.family)
@@ -60,7 +66,11 @@ class TritonPythonModel:
         self.takes_video = as_bool(param(config, "takes_video", "false"))
         # takes_lora false: the family's path in the runner passes no LoRA task (mllama), so none is accepted
         self.family_takes_lora = param(config, "takes_lora", "").strip().lower() not in ("false", "0", "no")
-        self.reply_mode = STREAMED if self.era.streams else WHOLE_REPLY
+        plan = stream_plan(self.runner, self.era, book)
+        # streamed replies need a decoupled model (several responses per request)
+        self.plan = plan if isinstance(plan, StreamPlan) and self.decoupled else None
+        how = f"{STREAMED} through {plan.llm_runner}" if self.plan else \
+            f"{WHOLE_REPLY}: {plan if isinstance(plan, str) else 'the model is not decoupled'}"
         model_type = getattr(self.runner, "model_type", "")
         self.prompt_format = getattr(self.runner, "prompt_format", None) or \
             f"{model_type or 'this family'}: the runner's own template"
@@ -68,7 +78,7 @@ class TritonPythonModel:
         self.worker = threading.Thread(target=self._work, name="multimodal-runner", daemon=True)
         self.worker.start()
         pb_utils.Logger.log_info(f"multimodal_runner: {runner_class.__module__}.{runner_class.__name__}, era "
-                                 f"{self.era.name}, {self.prompt_format}, {self.reply_mode}")
+                                 f"{self.era.name}, {self.prompt_format}, {how}")
 
     def execute(self, requests):
         done = []
@@ -96,6 +106,7 @@ class TritonPythonModel:
             finished.set()
 
     def _respond(self, request, sender):
+        """The request's final response (None when the client has gone); a streamed reply sends its pieces first."""
         if sender is not None and hasattr(request, "is_cancelled") and request.is_cancelled():
             sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
             return None
@@ -104,15 +115,33 @@ class TritonPythonModel:
                                  self.max_images)
             if asked.video is not None and not self.takes_video:
                 raise ValueError("This family reads images, not videos; send image_bytes.")
+            if self.plan is not None:
+                return self._streamed(request, sender, asked)
             reply = answer(self.runner, self.era, asked, self.family_takes_lora, self.family)
         except ValueError as exc:
             return pb_utils.InferenceResponse(error=pb_utils.TritonError(str(exc)))
         except Exception as exc:  # a runner failure ends this request only
             pb_utils.Logger.log_error(f"multimodal_runner: {type(exc).__name__}: {exc}")
             return pb_utils.InferenceResponse(error=pb_utils.TritonError(f"The runner failed: {exc}"))
+        return self._final(reply.text, reply.finish_reason, WHOLE_REPLY)
+
+    def _streamed(self, request, sender, asked):
+        """Each new piece of text as a non-final response, then the final one with the rest and the figures."""
+        def send(delta):
+            sender.send(pb_utils.InferenceResponse(output_tensors=[_strings("text_output", delta)]))
+
+        cancelled = getattr(request, "is_cancelled", lambda: False)
+        streamed = stream_answer(self.runner, self.era, self.plan, asked, send, cancelled, self.family_takes_lora,
+                                 self.family)
+        if streamed.cancelled:
+            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+            return None
+        return self._final(streamed.rest, streamed.reply.finish_reason, STREAMED)
+
+    def _final(self, text, finish_reason, reply_mode):
         return pb_utils.InferenceResponse(output_tensors=[
-            _strings("text_output", reply.text), _strings("finish_reason", reply.finish_reason),
-            _strings("reply_mode", self.reply_mode), _strings("runner_era", self.era.name),
+            _strings("text_output", text), _strings("finish_reason", finish_reason),
+            _strings("reply_mode", reply_mode), _strings("runner_era", self.era.name),
             _strings("prompt_format", self.prompt_format)])
 
     def _remove_links(self):

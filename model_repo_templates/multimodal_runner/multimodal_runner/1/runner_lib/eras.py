@@ -32,7 +32,7 @@ class Era:
     run_returns: tuple[str, ...] = ()
     served: bool = True
     why: str = ""
-    streams: bool = False
+    streaming: dict = field(default_factory=dict)  # how this era's generate is redone with streaming (or empty)
     sampling_args: tuple[str, ...] = ()
     combined_engine_dir: bool = False
 
@@ -58,6 +58,7 @@ class EraBook:
 
     eras: tuple[Era, ...]
     sources: dict = field(default_factory=dict)
+    llm_runners: dict = field(default_factory=dict)  # the LLM runners' recorded generate parameters (ModelRunnerCpp)
 
 
 def load_eras(path: Path = ERAS_FILE) -> EraBook:
@@ -66,10 +67,11 @@ def load_eras(path: Path = ERAS_FILE) -> EraBook:
     eras = tuple(
         Era(name=str(name), args={**common, **(entry.get("args") or {})}, methods=dict(entry["methods"]),
             sources=tuple(entry.get("sources") or ()), run_returns=tuple(entry.get("run_returns") or ()),
-            served=bool(entry.get("served", True)), why=str(entry.get("why", "")), streams=bool(entry.get("streams")),
+            served=bool(entry.get("served", True)), why=str(entry.get("why", "")),
+            streaming=dict(entry.get("streaming") or {}),
             sampling_args=sampling, combined_engine_dir=entry.get("engine_dirs") == "combined")
         for name, entry in raw["eras"].items())
-    return EraBook(eras=eras, sources=dict(raw.get("sources") or {}))
+    return EraBook(eras=eras, sources=dict(raw.get("sources") or {}), llm_runners=dict(raw.get("llm_runners") or {}))
 
 
 def parameter_names(function) -> tuple[str, ...] | None:

@@ -80,7 +80,8 @@ def finish(text: str, stop: tuple[str, ...], tokens: int | None, max_new_tokens:
 
 
 def answer(runner, era: Era, request: RunnerRequest, family_takes_lora: bool = True, family: str = "") -> Reply:
-    """The whole reply to `request` (the recorded runners cannot stream: facts §2)."""
+    """The whole reply to `request` through the era's run() (the runner itself never streams: facts §2;
+    streaming.py streams where the runner's LLM runner can)."""
     apply_settings(runner, era, request, family_takes_lora, family)
     picture = load_picture(runner, era, request)
     text = call_run(runner, era, request.text or None, picture, request.max_tokens)

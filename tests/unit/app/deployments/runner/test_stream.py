@@ -1,6 +1,6 @@
 """Replies of the runner kind read from real gRPC responses (an in-process GRPCInferenceService on loopback plays
 the multimodal_runner model): the whole reply and its figures (finish_reason, reply_mode, runner_era,
-prompt_format), the one-line summary, and the model's errors in its own words."""
+prompt_format), a streamed reply's pieces, the one-line summary, and the model's errors in its own words."""
 
 from __future__ import annotations
 
@@ -36,12 +36,14 @@ def outputs(values: dict[str, str]) -> service_pb2.ModelInferResponse:
 
 
 class RunnerModel(service_pb2_grpc.GRPCInferenceServiceServicer):
-    """Answers each request with `replies` (dicts of outputs, the last one final) or with `error`."""
+    """Answers each request with `replies` (dicts of outputs, the last one final) or with `error`; with
+    `error_after`, the replies are pieces of a reply the error then ends."""
 
     def __init__(self):
         self.requests: list = []
         self.replies: list[dict[str, str]] = []
         self.error = ""
+        self.error_after = ""  # sent after `replies` (all then non-final)
 
     def ModelStreamInfer(self, request_iterator, context):  # noqa: N802 - the gRPC method name
         self.requests.append(next(request_iterator))
@@ -50,8 +52,11 @@ class RunnerModel(service_pb2_grpc.GRPCInferenceServiceServicer):
             return
         for number, values in enumerate(self.replies, 1):
             response = outputs(values)
-            response.parameters["triton_final_response"].bool_param = number == len(self.replies)
+            response.parameters["triton_final_response"].bool_param = number == len(self.replies) and \
+                not self.error_after
             yield service_pb2.ModelStreamInferResponse(infer_response=response)
+        if self.error_after:  # the model's error response ends a reply that had begun
+            yield service_pb2.ModelStreamInferResponse(error_message=self.error_after)
 
 
 @pytest.fixture
@@ -87,13 +92,36 @@ def test_a_reply_cut_at_max_tokens_says_length(served):
     assert stream.details_line().startswith("finished: length · whole reply")
 
 
-def test_accumulated_text_yields_only_what_is_new(served):
-    """A runner that streams sends all text so far in each response; the chat gets the new part of each."""
+def test_a_streamed_reply_comes_in_pieces_and_the_final_response_carries_its_figures(served):
+    """A runner that streams sends each new piece of text as its own response, the final one with the rest (may be
+    empty) and the figures; the chat gets each piece as it comes, and the figures say "streamed"."""
     model, deployment = served
-    model.replies = [{"text_output": "A cat"}, {"text_output": "A cat on a sofa.", **FIGURES,
-                                                "reply_mode": "streamed"}]
+    model.replies = [{"text_output": "A cat"}, {"text_output": " on a"},
+                     {"text_output": " sofa.", **FIGURES, "reply_mode": "streamed", "finish_reason": "length"}]
     stream = deployment.open_reply(ReplyRequest(Conversation.asking("What is it?")))
-    assert list(stream) == ["A cat", " on a sofa."] and stream.details["reply_mode"] == "streamed"
+    assert list(stream) == ["A cat", " on a", " sofa."] and stream.text == "A cat on a sofa."
+    assert stream.details["reply_mode"] == "streamed" and not stream.whole_reply and stream.chunks == 3
+    assert stream.finish_reason == "length" and stream.details_line().startswith("finished: length · streamed · ")
+
+
+def test_a_streamed_reply_may_end_with_an_empty_final_response(served):
+    model, deployment = served
+    model.replies = [{"text_output": "A cat"}, {"text_output": " sleeps."},
+                     {"text_output": "", **FIGURES, "reply_mode": "streamed"}]
+    stream = deployment.open_reply(ReplyRequest(Conversation.asking("What is it?")))
+    assert list(stream) == ["A cat", " sleeps."] and stream.text == "A cat sleeps." and stream.chunks == 2
+    assert stream.details["reply_mode"] == "streamed" and stream.finish_reason == "stop"
+
+
+def test_an_error_after_some_pieces_ends_the_reply_with_the_models_words(served):
+    model, deployment = served
+    model.replies = [{"text_output": "A cat"}]
+    model.error_after = "The runner failed: Executor error on request 3"
+    stream = deployment.open_reply(ReplyRequest(Conversation.asking("What is it?")))
+    assert next(stream) == "A cat"
+    with pytest.raises(ChatError, match="Executor error on request 3"):
+        list(stream)
+    assert stream.finish_reason is None
 
 
 def test_a_reply_without_figures_has_an_empty_summary(served):
