@@ -1,8 +1,10 @@
 """StandInRunner: MultimodalModelRunner's late-era surface (constructor over `args`, load_test_data,
-load_test_audio, setup_inputs, generate, run; facts §1-2) on the CPU. The picture is prepared as the family's
-processor would size it, seen by the vision step (rows of token ids saying what is in it), put where the family's
-format puts the image, and the LLM answers. Subclasses give `load_llm` and `load_vision` (the model folder's
-wiring)."""
+load_test_audio, setup_inputs, preprocess, generate, run, and `model`, `decoder_llm`, `session`; facts §1-2) on the
+CPU. The picture is prepared as the family's processor would size it, seen by the vision step (rows of token ids
+saying what is in it), put where the family's format puts the image, and the LLM answers. For a decoder-only
+family `model` is ModelRunnerCpp's surface (llm.py), so a caller can redo generate's LLM call with streaming; an
+encoder-decoder family's LLM (t5 types, nougat, pix2struct: EncDecModelRunner upstream) has none. Subclasses give
+`load_llm`, `load_vision` and `load_output` (the model folder's wiring)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,17 @@ from pathlib import Path
 from cpu_runtime.runner_standin.messages import MSG_LAYOUT, MSG_NO_PICTURE
 
 from .formats import FamilyFormat, read_format
+from .llm import StandInModel
+
+# The runner's rule for an encoder-decoder LLM ([V] facts §3): the type contains "t5", or is one of these.
+ENC_DEC_TYPES = ("nougat", "pix2struct")
+# What preprocess returns as ptuning_args for these types ([V]): [visual_features] alone, not [table, tasks, size].
+FEATURES_ONLY_TYPES = ("fuyu", "kosmos-2", "phi-3-vision", "llava_next", "pixtral")
+
+
+def decoder_llm(model_type: str) -> bool:
+    """The runner's decoder_llm: False for BLIP-2 (T5), Pix2Struct (Deplot) and Nougat."""
+    return not ("t5" in model_type or model_type in ENC_DEC_TYPES)
 
 
 class StandInRunner:
@@ -24,16 +37,23 @@ class StandInRunner:
             raise ValueError(MSG_LAYOUT.format(path=engine))
         self.format: FamilyFormat = read_format(engine / "vision")
         self.model_type = self.format.model_type
+        self.decoder_llm = decoder_llm(self.model_type)
+        self.session = getattr(args, "session", None) or "cpp_llm_only"
         self.llm, self.tokenizer = self.load_llm(engine / "llm")
+        self.model = StandInModel(self.llm) if self.decoder_llm else None
         self.vision = self.load_vision(engine / "vision")
         self.output = self.load_output(engine / "vision") if self.format.twin_output else None
         self._raw: list = []
         self.prompt_format = self.format.describe(self.format.visual_tokens(*(self.format.image_size or (0, 0))))
         self.last_visual_tokens = 0
 
+    @property
+    def cpp_e2e(self) -> bool:
+        return self.session == "cpp"
+
     # ---- given by the model folder's wiring -------------------------------------------------------------
     def load_llm(self, folder: Path):
-        """(generate(ids, max_new_tokens, sampling) -> text, tokenizer)."""
+        """(the LLM: llm.TokenLLM, tokenizer)."""
         raise NotImplementedError
 
     def load_vision(self, folder: Path):
@@ -96,11 +116,50 @@ class StandInRunner:
                 text = self.tokenizer.decode(ids[:int(max_new_tokens)])
             return [[text] for _ in range(int(self.args.batch_size))]
         rows = self.vision(image) if image is not None else []
+        ids = self.prompt_ids(pre_prompt, list(rows), post_prompt)
+        sampling = {name: getattr(self.args, name) for name in ("temperature", "top_k", "top_p", "repetition_penalty")}
+        tokens = self.llm.tokens(ids, int(max_new_tokens), self.tokenizer.eos_token_id, sampling)
+        text = self.tokenizer.decode(list(tokens), skip_special_tokens=True).strip()
+        return [[text] for _ in range(int(self.args.batch_size))]
+
+    def prompt_ids(self, pre_prompt: str | None, rows: list[int], post_prompt: str | None) -> list[int]:
+        """The family's prompt up to its answer cue with the picture's `rows` in place, inside the CPU LLM's chat
+        template."""
         encode = lambda text: self.tokenizer.encode(text, add_special_tokens=False) if text else []  # noqa: E731
         cut = self.format.before_answer_cue
-        ids = self.chat_ids(encode(cut(pre_prompt)) + list(rows) + encode(cut(post_prompt)))
-        sampling = {name: getattr(self.args, name) for name in ("temperature", "top_k", "top_p", "repetition_penalty")}
-        return [[self.llm(ids, int(max_new_tokens), sampling).strip()] for _ in range(int(self.args.batch_size))]
+        return self.chat_ids(encode(cut(pre_prompt)) + rows + encode(cut(post_prompt)))
+
+    def preprocess(self, pre_prompt, post_prompt, image, other_vision_inputs, other_audio_inputs):
+        """(input_ids, input_lengths, ptuning_args, visual_features, model_runner_input) as the late runner's
+        preprocess returns them (qwen2_vl: mrope_args last): the prompt with fake ids (from the vocabulary size up)
+        where the picture's rows go, and the prompt table holding those rows. A family output (twin_output) is what
+        the picture gives: its ids are the rows, and the next model.generate plays them back."""
+        import torch
+
+        text = self.output(self._raw or list(image), pre_prompt + post_prompt) \
+            if self.output is not None and image is not None else None
+        if text is not None:
+            rows = self.tokenizer.encode(text, add_special_tokens=False) or [self.tokenizer.eos_token_id]
+        else:
+            rows = [int(i) for i in self.vision(image)] if image is not None else []
+        if self.model is not None:
+            self.model.scripted = rows if text is not None else None
+        ids = self.prompt_ids(pre_prompt, [self.llm.vocab_size + i for i in range(len(rows))], post_prompt)
+        batch = int(self.args.batch_size)
+        table = torch.tensor(rows * batch, dtype=torch.int32).view(-1, 1)  # [batch * rows, 1]: one id per row
+        args = [table] if self.model_type in FEATURES_ONLY_TYPES else \
+            [table, torch.arange(batch, dtype=torch.int32), torch.tensor([len(rows)], dtype=torch.int32)]
+        # qwen2_vl's mrope_args (cos/sin table, position deltas): the CPU LLM has plain RoPE, so no table, no deltas
+        last = [None, torch.zeros((batch, 1), dtype=torch.int32)] if self.model_type == "qwen2_vl" else None
+        return (torch.tensor([ids] * batch, dtype=torch.int32), torch.tensor([len(ids)] * batch, dtype=torch.int32),
+                args, table.view(batch, -1, 1), last)
+
+    def prepare_position_ids_for_cogvlm(self, input_ids):
+        """Per-row position ids, as the runner gives cogvlm's: here the CPU LLM's plain ones (ModelRunnerCpp drops
+        this keyword into **kwargs, [M])."""
+        import torch
+
+        return [torch.arange(len(row), dtype=torch.int32) for row in input_ids]
 
     def chat_ids(self, user_ids: list[int]) -> list[int]:
         """The user turn's ids inside the CPU LLM's own chat template (its answer needs its template)."""

@@ -1,6 +1,9 @@
 """The CPU twin's MultimodalModelRunner (runner_class cpu_runner:MultimodalModelRunner): cpu_runtime's runner
-stand-in, given the CPU engine as its LLM and the CPU image encoder as its vision step. The runner model
-(model.py) finds its era by signature, as it does for TensorRT-LLM's class."""
+stand-in, given the CPU engine as its LLM (token by token, EngineRunner.step) and the CPU image encoder as its vision
+step. The runner model (model.py) finds its era by signature, as it does for TensorRT-LLM's class, and streams
+through `model` (ModelRunnerCpp's surface) where the family's LLM is decoder-only. MropeParams is here as
+TensorRT-LLM's runner module imports it (the runner model builds qwen2_vl's call with the runner module's own).
+"""
 
 import os
 import sys
@@ -8,6 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from cpu_runtime.runner_standin.llm import MropeParams  # noqa: E402, F401 - the runner module's, as upstream's
 from cpu_runtime.runner_standin.runner import StandInRunner  # noqa: E402
 
 FRAMES_SEEN = 3  # of a video's frames, the encoder describes this many (evenly spaced)
@@ -25,22 +29,27 @@ class MultimodalModelRunner(StandInRunner):
         engine = EngineRunner(folder, {})
         tokenizer = AutoTokenizer.from_pretrained(str(Path(folder) / engine.config["hf_model_dir"]))
 
-        def generate(ids, max_new_tokens, sampling):
-            gen = GenerationRequest(request_id="runner", input_ids=list(ids), max_new_tokens=max_new_tokens,
-                                    end_id=tokenizer.eos_token_id, temperature=float(sampling["temperature"]),
-                                    top_k=int(sampling["top_k"]), top_p=float(sampling["top_p"]),
-                                    repetition_penalty=float(sampling["repetition_penalty"]))
-            try:
-                while not gen.finished:
-                    token, _ = engine.step(gen)
-                    if token is None:
-                        break
-                    gen.output_ids.append(token)
-            finally:
-                engine.release(gen)
-            return tokenizer.decode(gen.output_ids, skip_special_tokens=True)
+        class EngineLLM:
+            """The CPU engine one request at a time: its tokens as they come (the end id ends them)."""
 
-        return generate, tokenizer
+            vocab_size, max_seq_len = engine.vocab_size, engine.limits.max_seq_len
+
+            def tokens(self, ids, max_new_tokens, end_id, sampling):
+                gen = GenerationRequest(request_id="runner", input_ids=list(ids), max_new_tokens=max_new_tokens,
+                                        end_id=end_id, temperature=float(sampling["temperature"]),
+                                        top_k=int(sampling["top_k"]), top_p=float(sampling["top_p"]),
+                                        repetition_penalty=float(sampling["repetition_penalty"]))
+                try:
+                    while not gen.finished:
+                        token, _ = engine.step(gen)
+                        if token is None:
+                            break
+                        gen.output_ids.append(token)
+                        yield token
+                finally:
+                    engine.release(gen)
+
+        return EngineLLM(), tokenizer
 
     def load_vision(self, folder):
         import numpy as np

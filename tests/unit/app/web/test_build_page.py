@@ -71,7 +71,8 @@ def test_form_to_plan_and_problems(tmp_path):
 def test_family_markdown_shows_the_triton_path_first():
     text = logic.family_markdown("cogvlm", "0.19")
     assert text.startswith("**Triton:** Served by this app's runner topology (template multimodal_runner)")
-    assert "whole reply comes at once" in text and "bfloat16" in text
+    assert "replies stream token by token" in text and "bfloat16" in text
+    assert "whole reply comes at once" in logic.family_markdown("nougat", "0.19")  # an encoder-decoder LLM
     # only the late runner ([V], 1.x) is recorded handling qwen2_vl
     assert logic.family_markdown("qwen2-vl", "0.19").startswith("**Triton:** The templates serve Qwen2-VL from "
                                                                  "backend 1.0; with 0.19 the plan stops")

@@ -33,13 +33,18 @@ class _Recording(StandInRunner):
 
     def load_llm(self, folder):
         self.seen_ids = []
-        tokenizer = SimpleNamespace(encode=lambda text, add_special_tokens=False: [f"t:{text}"])
+        tokenizer = SimpleNamespace(encode=lambda text, add_special_tokens=False: [f"t:{text}"], eos_token_id=0,
+                                    decode=lambda ids, skip_special_tokens=False: " ".join(ids))
+        seen = self.seen_ids
 
-        def generate(ids, max_new_tokens, sampling):
-            self.seen_ids.append(list(ids))
-            return "reply"
+        class LLM:
+            vocab_size, max_seq_len = 1000, 4096
 
-        return generate, tokenizer
+            def tokens(self, ids, max_new_tokens, end_id, sampling):
+                seen.append(list(ids))
+                yield "reply"
+
+        return LLM(), tokenizer
 
     def load_vision(self, folder):
         return lambda images: [f"rows of {len(images)} picture(s) {images[0].size}"]
