@@ -90,7 +90,10 @@ class StandInRunner:
 
     def setup_inputs(self, input_text, raw_image, raw_audio=None):
         """(input_text, pre_prompt, post_prompt, image, decoder_input_ids, other_vision_inputs, other_audio_inputs,
-        other_decoder_inputs), as the late runner returns them."""
+        other_decoder_inputs), as the late runner returns them. A list of texts (one per batch slot, as qwen2_vl's
+        runner takes them) is read by its first."""
+        if isinstance(input_text, list | tuple):
+            input_text = input_text[0] if input_text else None
         if raw_image is None and self.format.text_only:  # mllama: the question alone, no picture in the prompt
             self.last_visual_tokens = 0
             return (input_text, *self.format.parts(input_text), None, None, {}, {}, {})

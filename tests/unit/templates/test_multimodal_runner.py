@@ -227,3 +227,17 @@ def test_takes_lora_false_refuses_a_lora_task_the_runner_would_drop(folders):
     assert "takes no LoRA task (takes_lora is false: mllama's path" in error and LateRunner.calls == []
     model = _start(folders, LateRunner, takes_lora="false", multimodal_family="mllama")
     assert _ask(model, text_input="Hi").error is None and LateRunner.calls[0][4]["lora_task_uids"] is None
+
+
+def test_qwen2_vl_gets_one_text_and_one_picture_per_batch_slot(folders):
+    """[V]: setup_inputs reads input_text[idx] and raw_image[idx] for qwen2_vl (a bare string would be read a
+    character per slot), so run() gets lists of batch_size; other types get the bare values."""
+    class Qwen(LateRunner):
+        def __init__(self, args):
+            super().__init__(args)
+            self.model_type = "qwen2_vl"
+
+    model = _start(folders, Qwen, runner_settings="batch_size=2")
+    assert _ask(model, text_input="What is it?", image_bytes=[_png()]).error is None
+    [(_, text, seen, _, _)] = Qwen.calls
+    assert text == ["What is it?"] * 2 and [getattr(i, "size", None) for i in seen] == [(32, 24)] * 2

@@ -129,7 +129,8 @@ class LateStreamingRunner:
     def load_test_audio(self, audio_path): ...
 
     def setup_inputs(self, input_text, raw_image, raw_audio=None):
-        self.setups.append((input_text, None if raw_image is None else raw_image.size, raw_audio))
+        seen = [i.size for i in raw_image] if isinstance(raw_image, list) else getattr(raw_image, "size", None)
+        self.setups.append((input_text, seen, raw_audio))
         return input_text, "USER: ", f" {input_text} ASSISTANT:", "pixels", None, {"fresh": True}, {}, {}
 
     def preprocess(self, pre_prompt, post_prompt, image, other_vision_inputs, other_audio_inputs):
@@ -231,6 +232,7 @@ def test_the_llm_call_is_valued_as_the_runner_values_it(folders):
 def test_qwen2_vl_gets_mrope_params_and_cogvlm_its_position_ids(folders):
     cls = runner(model_type="qwen2_vl")
     pieces_and_final(ask_all(start_model(folders, cls), text_input="Hi", image_bytes=[_png()]))
+    assert cls.last.setups == [(["Hi"], [(32, 24)], None)]  # [V]: one text and one picture per batch slot
     [call] = cls.last.model.calls
     assert isinstance(call["mrope_params"], MropeParams) and call["mrope_params"].mrope_position_deltas.shape == (1, 1)
     cls = runner(model_type="cogvlm")

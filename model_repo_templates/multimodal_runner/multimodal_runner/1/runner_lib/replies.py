@@ -15,6 +15,9 @@ MSG_FAMILY_NO_LORA = ("This family's runner takes no LoRA task (takes_lora is fa
                       "passes none); send no lora_task_id.")
 MSG_NO_VIDEO = "This runner ({era} era) has no method that loads a video."
 WHOLE_REPLY, STREAMED = "whole reply", "streamed"
+# [V] setup_inputs builds one chat message per batch slot for these types from input_text[idx] and raw_image[idx], so
+# both go as lists of batch_size (a bare string would be read a character per slot, a bare image not at all)
+PER_SLOT_TYPES = ("qwen2_vl",)
 
 
 @dataclass(frozen=True)
@@ -60,9 +63,19 @@ def load_picture(runner, era: Era, request: RunnerRequest):
     return decode_image(request.images[0]) if request.images else None
 
 
+def per_slot(runner, text: str | None, picture):
+    """(text, picture) as the runner's setup_inputs reads them: one of each per batch slot for PER_SLOT_TYPES (None
+    stays None: the runner's own default text, its own refusal of no picture), else as they are."""
+    if str(getattr(runner, "model_type", "")) not in PER_SLOT_TYPES:
+        return text, picture
+    slots = int(runner.args.batch_size)
+    return tuple(None if value is None else [value] * slots for value in (text, picture))
+
+
 def call_run(runner, era: Era, text: str | None, picture, max_new_tokens: int) -> str:
     """runner.run(...) with exactly the era's parameters, positionally in the recorded order; the first beam of the
     first batch slot of its output_text."""
+    text, picture = per_slot(runner, text, picture)
     values = {"input_text": text, "input_image": picture, "input_audio": None, "max_new_tokens": max_new_tokens}
     result = runner.run(*(values[p] for p in era.params("run")))
     output = result[era.run_returns.index("output_text")]

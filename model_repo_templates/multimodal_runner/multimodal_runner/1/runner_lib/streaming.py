@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from .deltas import StreamedText
 from .eras import Era, EraBook
 from .llm_call import Contract, llm_call, prepare
-from .replies import Reply, apply_settings, load_picture
+from .replies import Reply, apply_settings, load_picture, per_slot
 from .requests import RunnerRequest
 
 WHY_NOT_RECORDED = "the {era} runner's streaming is not recorded (runner_eras.yaml has no streaming for it)"
@@ -131,9 +131,8 @@ def stream_answer(runner, era: Era, plan: StreamPlan, request: RunnerRequest, se
                   family: str = "") -> Streamed:
     """The reply to `request` streamed through runner.model.generate (calls are serialised by the caller)."""
     apply_settings(runner, era, request, family_takes_lora, family)
-    picture = load_picture(runner, era, request)
-    prepared = prepare(runner, plan.contract, era.params("setup_inputs"), era.name, request.text or None, picture,
-                       request.max_tokens)
+    text, picture = per_slot(runner, request.text or None, load_picture(runner, era, request))
+    prepared = prepare(runner, plan.contract, era.params("setup_inputs"), era.name, text, picture, request.max_tokens)
     args, kwargs = llm_call(plan.contract, prepared)
     generator = runner.model.generate(*args, **kwargs)
     return relay(generator, runner.tokenizer, prepared.input_length, request, send, cancelled)
