@@ -86,7 +86,8 @@ def test_the_repository_step_writes_and_validates_the_runner_topology(tmp_path, 
     params = {k: v.string_value for k, v in config.parameters.items()}
     assert params["runner_class"] == "tensorrt_llm.runtime:MultimodalModelRunner"
     assert params["visual_engine_dir"] == values["visual_engine_dir"] and params["multimodal_family"] == family
-    for part in ("model.py", "model_params.py", "runner_eras.yaml", "runner_lib/eras.py"):
+    for part in ("model.py", "model_params.py", "runner_eras.yaml", "runner_lib/eras.py", "runner_lib/streaming.py",
+                 "runner_lib/llm_call.py", "runner_lib/deltas.py"):
         assert (model / "1" / part).is_file(), part
     assert Path(repository.outputs[0]) == model / "config.pbtxt"
 
