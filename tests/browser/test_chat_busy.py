@@ -30,6 +30,7 @@ def test_a_message_sent_while_replying_waits_and_is_answered_next(sized_page):
     assert not replying(page)  # nothing runs yet: Stop is disabled
     start_long_reply(page, 100)
     pick(page, "adapter", "pirate")  # for the next message only
+    set_number(page, "max-tokens", 12)  # ... and a short reply: a queued message keeps the settings it was sent with
     ask(page, "Second question")
     wait_until(lambda: page.locator("#chat-input textarea").input_value() == "",
                what="the box to be emptied")  # the server took the message
@@ -41,6 +42,7 @@ def test_a_message_sent_while_replying_waits_and_is_answered_next(sized_page):
     assert user_texts(page) == ["Tell me a long story about a dragon and a knight.", "Second question"]
     story, second = bot_texts(page)
     assert named_adapter(story) == "base model" and named_adapter(second) == "pirate"  # each with its own adapter
+    assert len(story.split()) > 40 >= len(second.split())  # each with its own token limit (100, then 12)
 
 
 def test_stop_is_enabled_only_while_a_reply_runs(sized_page):
