@@ -32,12 +32,6 @@ ONE_WORKER: Mapping[str, str] = {
     "family_outputs_triton": "family-outputs",  # four runner stand-ins: the heaviest server of the pass
 }
 
-# Groups whose servers take several GiB (family-outputs' four runner stand-ins, the llmapi and XComposer2 servers,
-# vLLM, the template twins): the scheduler keeps two of them from running at once when other work is left, since
-# beside both workers' demo servers two of them overrun the memory budget and one worker would wait for the other.
-HEAVY: frozenset[str] = frozenset({"family-outputs", "llmapi", "xcomposer2", "vllm",
-                                   "tests/integration/test_family_twins.py"})
-
 # Fixtures that reach a server through request.getfixturevalue (not in a test's fixture names): what they may reach.
 REACHES: Mapping[str, tuple[str, ...]] = {
     "demo_app": ("app_served", "llmapi_triton"),  # tests/conftest.py: each demo kind in turn
@@ -112,8 +106,3 @@ def group_summary(groups: Mapping[str, str]) -> list[str]:
         modules = ", ".join(f"{m.rsplit('/', 1)[-1]} ({n})" for m, n in sorted(counts.items()))
         lines.append(f"{group}: {sum(counts.values())} tests: {modules}")
     return lines
-
-
-def is_heavy(group: str) -> bool:
-    """Whether `group` (a name server_groups gives: "llmapi+xcomposer2", a module path) holds a `HEAVY` server."""
-    return group in HEAVY or any(part in HEAVY for part in group.split("+"))

@@ -1,8 +1,5 @@
 """The pytest-xdist scheduler of the server pass: `--dist loadgroup` with the groups of tests/server_groups.py.
 
-A worker that needs work while another worker runs a heavy group (server_groups.HEAVY) gets the first light group
-waiting, when there is one: two heavy groups at once overrun the memory budget and one worker would wait.
-
 xdist 3.8 hands a test's `xdist_group` to its scheduler by appending "@group" to the test id, which pytest 9.2's
 structured ids no longer take (pytest-xdist issue #1386): the tests would spread as if unmarked. So each worker
 writes the groups it computed into the run's temporary folder, and this scheduler reads them by test id; ids that
@@ -16,8 +13,6 @@ import os
 from pathlib import Path
 
 from xdist.scheduler import LoadGroupScheduling
-
-from tests.server_groups import is_heavy
 
 GROUPS_FILE = "server-groups.json"
 
@@ -56,20 +51,3 @@ class ServerGroupScheduling(LoadGroupScheduling):
 
     def _split_scope(self, nodeid: str) -> str:
         return self._file.group(nodeid) or super()._split_scope(nodeid)
-
-    def _assign_work_unit(self, node) -> None:
-        """Assign the next group to `node`, a light one first while another worker runs a heavy one."""
-        busy = [scope for other, work in self.assigned_work.items() if other is not node
-                for scope, tests in work.items() if not all(tests.values())]
-        scope = next_scope(list(self.workqueue), busy)
-        if scope is not None:
-            self.workqueue.move_to_end(scope, last=False)
-        super()._assign_work_unit(node)
-
-
-def next_scope(waiting: list[str], running_elsewhere: list[str]) -> str | None:
-    """The group to hand out next: the first waiting one, unless it is heavy while a heavy group runs on another
-    worker; then the first light one waiting (None: keep the queue's order)."""
-    if not waiting or not is_heavy(waiting[0]) or not any(is_heavy(g) for g in running_elsewhere):
-        return None
-    return next((g for g in waiting if not is_heavy(g)), None)
