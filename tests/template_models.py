@@ -7,8 +7,20 @@ import importlib.util
 import sys
 import types
 
+import numpy as np
+
 from setup.paths import TEMPLATES_DIR
 from setup.repo.writer import SHARED_DIR
+
+
+class StandInTensor:
+    """pb_utils.Tensor as the template models use it: a name and an array."""
+
+    def __init__(self, name, value):
+        self.name, self.value = name, np.asarray(value)
+
+    def as_numpy(self):
+        return self.value
 
 
 def load_template_model(relative: str, pb_utils: types.ModuleType, name: str | None = None):

@@ -10,20 +10,12 @@ import types
 import numpy as np
 import pytest
 
-from tests.template_models import load_template_model
+from tests.template_models import StandInTensor, load_template_model
 
 MODEL = "multimodal_runner/multimodal_runner/1/model.py"
 
 
 # ---- a stand-in for triton_python_backend_utils ---------------------------------------------------------------
-class _Tensor:
-    def __init__(self, name, value):
-        self.name, self.value = name, np.asarray(value)
-
-    def as_numpy(self):
-        return self.value
-
-
 class _Response:
     def __init__(self, output_tensors=(), error=None):
         self.tensors, self.error = {t.name: t.value.reshape(-1)[0] for t in output_tensors}, error
@@ -52,12 +44,12 @@ class _Request:
 
 def _pb_utils():
     stub = types.ModuleType("triton_python_backend_utils")
-    stub.Tensor = _Tensor
+    stub.Tensor = StandInTensor
     stub.TritonError = lambda text: text
     stub.InferenceResponse = _Response
     stub.TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1
     stub.get_input_tensor_by_name = lambda request, name: (
-        _Tensor(name, request.inputs[name]) if name in request.inputs else None)
+        StandInTensor(name, request.inputs[name]) if name in request.inputs else None)
     stub.using_decoupled_model_transaction_policy = lambda config: True
     stub.Logger = types.SimpleNamespace(log_info=lambda text: None, log_error=lambda text: None)
     return stub

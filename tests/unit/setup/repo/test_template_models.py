@@ -7,15 +7,7 @@ import types
 import numpy as np
 import pytest
 
-from tests.template_models import load_template_model
-
-
-class _Tensor:
-    def __init__(self, name, value):
-        self.name, self.value = name, np.asarray(value)
-
-    def as_numpy(self):
-        return self.value
+from tests.template_models import StandInTensor, load_template_model
 
 
 class _Response:
@@ -43,12 +35,12 @@ class _Sender:
 def _stub(models):
     """A triton_python_backend_utils whose InferenceRequest.exec calls models[model_name](inputs)."""
     stub = types.ModuleType("triton_python_backend_utils")
-    stub.Tensor = _Tensor
+    stub.Tensor = StandInTensor
     stub.TritonError = lambda text: text
     stub.InferenceResponse = lambda tensors=(), error=None: _Response(tensors, error)
     stub.TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1
     stub.get_input_tensor_by_name = lambda request, name: (
-        _Tensor(name, request[name]) if request.get(name) is not None else None)
+        StandInTensor(name, request[name]) if request.get(name) is not None else None)
     stub.get_output_tensor_by_name = lambda response, name: response.tensors.get(name)
     stub.using_decoupled_model_transaction_policy = lambda config: config["model_transaction_policy"]["decoupled"]
 
@@ -69,7 +61,7 @@ def _load(relative, models=None):
 
 
 def _response(**tensors):
-    return _Response([_Tensor(k, v) for k, v in tensors.items()])
+    return _Response([StandInTensor(k, v) for k, v in tensors.items()])
 
 
 PROMPT = [ord(c) for c in "Q?"]
