@@ -15,7 +15,7 @@ hold (each worker's demo tritonserver, kept for its whole session) counts agains
 for. No deadlock: a start goes ahead when no other passing server runs, or when every other holder is waiting too
 (the lowest pid first), so the budget can be overrun, never hang the run. Holders that died are dropped.
 
-Only the test suite imports this module; it imports nothing of the app.
+Only the test suite imports this module; it imports nothing of the app (of the CPU twins, one list of names).
 """
 
 from __future__ import annotations
@@ -24,10 +24,13 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
+
+from cpu_runtime.family_outputs.jobs import ANSWERS_EVERY_PICTURE
 
 T = TypeVar("T")
 
@@ -39,8 +42,11 @@ POLL_SECONDS = 0.5
 
 # GiB per model folder of a Triton repository (proportional set size of each stub process on the CPU demo, measured
 # during the server pass), and per server
-MODEL_GIB = {"tensorrt_llm": 1.5, "multimodal_encoders": 0.8}
+MODEL_GIB = {"tensorrt_llm": 1.3, "multimodal_encoders": 0.8}
 RUNNER_MODEL_GIB = 1.6  # runner-<family>: the CPU engine, the image encoder and OCR in one stub (1.4-1.7 measured)
+# a runner twin whose own output answers every picture (cpu_runtime/family_outputs/jobs.py) never loads the CPU
+# engine: the image encoder and OCR (0.54 measured at start)
+RUNNER_OWN_OUTPUT_GIB = 0.8
 OTHER_MODEL_GIB = 0.3  # preprocessing, postprocessing, BLS, pacing: a Python stub with the tokenizer
 DEMO_COMMAND_GIB = 3.8  # a test's own `python -m app --demo` (the demo repository and the app)
 SERVER_GIB = 0.3  # tritonserver itself
@@ -54,10 +60,22 @@ def repository_gib(repo: Path) -> float:
         if 'platform: "ensemble"' in (model / "config.pbtxt").read_text(encoding="utf-8", errors="replace"):
             continue  # an ensemble only routes: no process of its own
         if model.name.startswith("runner-"):
-            total += RUNNER_MODEL_GIB
+            total += RUNNER_OWN_OUTPUT_GIB if _answers_every_picture(model) else RUNNER_MODEL_GIB
         else:
             total += MODEL_GIB.get(model.name, OTHER_MODEL_GIB)
     return total
+
+
+def _answers_every_picture(model: Path) -> bool:
+    """Whether the runner twin in `model` gives its family's own output for every picture (its visual folder's
+    runner_format names such a job), so it never loads its LLM."""
+    found = re.search(r'key: "visual_engine_dir" value: \{ string_value: "([^"]+)" \}',
+                      (model / "config.pbtxt").read_text(encoding="utf-8", errors="replace"))
+    try:
+        raw = json.loads((Path(found.group(1)) / "config.json").read_text(encoding="utf-8")) if found else {}
+    except (OSError, ValueError):
+        return False
+    return (raw.get("runner_format") or {}).get("twin_output") in ANSWERS_EVERY_PICTURE
 
 
 def budget_gib() -> float:

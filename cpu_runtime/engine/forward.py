@@ -28,8 +28,9 @@ class Dense:
     faster than F.linear for the few rows of a decode step on the CPU), else F.linear."""
 
     def __init__(self, weight: torch.Tensor):
-        self.weight = weight
         self.packed = weight.to_mkldnn() if ONEDNN else None
+        # one copy per process: with the packed one, the plain weight is not kept (a fused one would be a second)
+        self.weight = weight if self.packed is None else None
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         if self.packed is None:
@@ -102,14 +103,9 @@ class SlotCache:
 
 
 def _fuse(linears) -> torch.Tensor:
-    """Concatenate Linear weights by output rows; the Linears then use views of the fused tensor."""
-    fused = torch.cat([lin.weight.detach() for lin in linears], dim=0).contiguous()
-    offset = 0
-    for lin in linears:
-        rows = lin.weight.shape[0]
-        lin.weight = torch.nn.Parameter(fused[offset:offset + rows], requires_grad=False)
-        offset += rows
-    return fused
+    """The Linear weights concatenated by output rows (one matmul for several projections). The Linears keep their
+    own weights (read from the safetensors file's mapping, shared by every process that loads it)."""
+    return torch.cat([lin.weight.detach() for lin in linears], dim=0).contiguous()
 
 
 class BatchedLlama:

@@ -9,11 +9,11 @@ import numpy as np
 from .chart import deplot_table
 from .frames import describe_frames
 from .grounding import Grounded, grounded_text
+from .jobs import KINDS
 from .layout import INK_CONTRAST, TextBox, from_ocr, starts_with_mark, tighten, widened, word_gaps
 from .markdown import page_markdown
 from .messages import MSG_UNKNOWN_OUTPUT
 
-KINDS = ("markdown", "chart_table", "grounding", "frame_changes")
 PAGE_MIN_SCORE = 0.5     # OCR scores kept on documents and charts
 PHOTO_MIN_SCORE = 0.85   # and on photos (stray shapes read as text score lower)
 MAX_TEXT_REGIONS = 5

@@ -63,6 +63,24 @@ def wait_until(condition, timeout: float = 90, step: float = 0.05, what: str = "
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
+def open_accordion(page, elem_id: str, tries: int = 4) -> None:
+    """Open the accordion `#elem_id` and wait for it to show open. A click that lands while the page is still
+    laying out (on a busy machine, right after a resize) can go unhandled: then it is made again, never while the
+    accordion already shows open (a second click would close it)."""
+    header = page.locator(f"#{elem_id} .label-wrap").first
+    for _ in range(tries):
+        if "open" in (header.get_attribute("class") or "").split():
+            return
+        header.click()
+        try:
+            wait_until(lambda: "open" in (header.get_attribute("class") or "").split(), timeout=10,
+                       what=f"#{elem_id} to open")
+            return
+        except AssertionError:
+            continue
+    raise AssertionError(f"#{elem_id} did not open after {tries} clicks")
+
+
 def open_sampling(page) -> None:
     if not page.locator("#max-tokens").is_visible():
         page.get_by_text("Sampling", exact=True).click()

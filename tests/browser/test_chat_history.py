@@ -8,6 +8,7 @@ from tests.browser.chat_helpers import (
     ask,
     ask_about_image,
     bot_texts,
+    open_accordion,
     open_sampling,
     reply_body,
     set_number,
@@ -66,7 +67,7 @@ def download(page, button: str) -> tuple[str, str]:
 def test_export_json_and_markdown_then_import(sized_page, tmp_path):
     page = sized_page
     reply = short_reply(page, "What is the capital of France?")
-    page.get_by_text("Export / import this conversation").click()
+    open_accordion(page, "export-import")
     name, text = download(page, "#export-json")
     data = json.loads(text)
     assert name == "what-is-the-capital-of-france.json"
@@ -103,7 +104,7 @@ def test_markdown_export_is_clean_and_embeds_the_picture(page, tmp_path):
     open_sampling(page)
     set_number(page, "max-tokens", 12)
     ask_about_image(page, picture, "What shape is this?")
-    page.get_by_text("Export / import this conversation").click()
+    open_accordion(page, "export-import")
     _, markdown = download(page, "#export-markdown")
     assert "<" not in markdown and "[image circle.png]" not in markdown
     embedded = "![circle.png](data:image/png;base64,"
@@ -126,7 +127,7 @@ def test_400px_the_list_shows_a_long_titles_count_of_turns(page, tmp_path):
     saved = tmp_path / "long.json"
     saved.write_text(json.dumps({"format": "triton-vlm-lora-demo conversation", "version": 1, "title": question,
                                  "messages": messages}), encoding="utf-8")
-    page.get_by_text("Export / import this conversation").click()
+    open_accordion(page, "export-import")
     page.set_input_files("#export-import input[type=file]", str(saved))
     wait_until(lambda: listed(page).endswith("· 12 turns"), what="the imported conversation in the list")
     assert listed(page).startswith("Please describe")

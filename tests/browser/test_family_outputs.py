@@ -20,6 +20,7 @@ from setup.cpu.runner_demo import model_name
 from tests.browser.chat_helpers import (
     ask,
     bot_texts,
+    open_accordion,
     open_sampling,
     set_number,
     settled_reply,
@@ -93,7 +94,7 @@ def test_table_boxes_and_markdown_replies_render(page, tmp_path):
     ]}
     file = tmp_path / "family-outputs.json"
     file.write_text(json.dumps(saved), encoding="utf-8")
-    page.get_by_text("Export / import this conversation").click()
+    open_accordion(page, "export-import")
     page.set_input_files("#export-import input[type=file]", str(file))
     wait_until(lambda: len(bot_texts(page)) >= 3, what="the import")
 

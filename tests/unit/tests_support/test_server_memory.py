@@ -13,6 +13,7 @@ from tests.server_memory import (
     MODEL_GIB,
     OTHER_MODEL_GIB,
     RUNNER_MODEL_GIB,
+    RUNNER_OWN_OUTPUT_GIB,
     SERVER_GIB,
     BudgetedProcess,
     MemoryLedger,
@@ -34,6 +35,24 @@ def test_a_repository_is_estimated_from_its_models(tmp_path):
     expected = SERVER_GIB + MODEL_GIB["tensorrt_llm"] + MODEL_GIB["multimodal_encoders"] + OTHER_MODEL_GIB \
         + 2 * RUNNER_MODEL_GIB
     assert abs(repository_gib(tmp_path) - expected) < 1e-9
+
+
+def test_a_runner_twin_whose_own_output_answers_every_picture_is_estimated_without_its_llm(tmp_path):
+    """Nougat's markdown answers every picture (its engine never loads); Video NeVA's frame account answers videos
+    only (one picture goes to its LLM); a visual folder that cannot be read counts as a runner with its LLM."""
+    import json
+
+    repo = tmp_path / "repo"
+    for family, job in (("nougat", "markdown"), ("video-neva", "frame_changes"), ("lost", None)):
+        vision = tmp_path / f"vision-{family}"
+        if job:
+            vision.mkdir()
+            (vision / "config.json").write_text(json.dumps({"runner_format": {"twin_output": job}}))
+        (repo / f"runner-{family}").mkdir(parents=True)
+        (repo / f"runner-{family}" / "config.pbtxt").write_text(
+            f'parameters: {{ key: "visual_engine_dir" value: {{ string_value: "{vision}" }} }}\n')
+    expected = SERVER_GIB + RUNNER_OWN_OUTPUT_GIB + 2 * RUNNER_MODEL_GIB
+    assert abs(repository_gib(repo) - expected) < 1e-9
 
 
 def test_a_start_over_the_budget_waits_until_another_stops(tmp_path):

@@ -5,8 +5,10 @@ through `model` (ModelRunnerCpp's surface) where the family's LLM is decoder-onl
 TensorRT-LLM's runner module imports it (the runner model builds qwen2_vl's call with the runner module's own).
 """
 
+import json
 import os
 import sys
+import threading
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -22,34 +24,11 @@ class MultimodalModelRunner(StandInRunner):
         import torch
         from transformers import AutoTokenizer
 
-        from cpu_runtime.engine.requests import GenerationRequest
-        from cpu_runtime.engine.runner import EngineRunner
+        from cpu_runtime.family_outputs.jobs import ANSWERS_EVERY_PICTURE
 
         torch.set_num_threads(int(os.environ.get("CPU_ENGINE_THREADS", "0")) or max(1, os.cpu_count() or 2))
-        engine = EngineRunner(folder, {})
-        tokenizer = AutoTokenizer.from_pretrained(str(Path(folder) / engine.config["hf_model_dir"]))
-
-        class EngineLLM:
-            """The CPU engine one request at a time: its tokens as they come (the end id ends them)."""
-
-            vocab_size, max_seq_len = engine.vocab_size, engine.limits.max_seq_len
-
-            def tokens(self, ids, max_new_tokens, end_id, sampling):
-                gen = GenerationRequest(request_id="runner", input_ids=list(ids), max_new_tokens=max_new_tokens,
-                                        end_id=end_id, temperature=float(sampling["temperature"]),
-                                        top_k=int(sampling["top_k"]), top_p=float(sampling["top_p"]),
-                                        repetition_penalty=float(sampling["repetition_penalty"]))
-                try:
-                    while not gen.finished:
-                        token, _ = engine.step(gen)
-                        if token is None:
-                            break
-                        gen.output_ids.append(token)
-                        yield token
-                finally:
-                    engine.release(gen)
-
-        return EngineLLM(), tokenizer
+        llm = EngineLLM(folder, load_now=self.format.twin_output not in ANSWERS_EVERY_PICTURE)
+        return llm, AutoTokenizer.from_pretrained(str(llm.hf_dir))
 
     def load_vision(self, folder):
         import numpy as np
@@ -75,3 +54,47 @@ class MultimodalModelRunner(StandInRunner):
         from cpu_runtime.family_outputs.outputs import TwinOutputs
 
         return TwinOutputs(self.format.twin_output, getattr(self, "encoder", None))
+
+
+class EngineLLM:
+    """The CPU engine one request at a time: its tokens as they come (the end id ends them). Its weights load when
+    first used unless `load_now`: a twin whose own output answers every picture (Nougat's, Deplot's, Kosmos-2's) never
+    runs the LLM, and its model process stays about 1 GiB smaller."""
+
+    def __init__(self, folder, load_now: bool = True):
+        from cpu_runtime.engine.runner import load_engine_config
+
+        self.folder = Path(folder)
+        config = load_engine_config(self.folder)
+        self.hf_dir = self.folder / config["hf_model_dir"]
+        self.vocab_size = int(json.loads((self.hf_dir / "config.json").read_text())["vocab_size"])
+        self.max_seq_len = int(config["build_config"]["max_seq_len"])
+        self._engine = None
+        self._loading = threading.Lock()
+        if load_now:
+            self.engine()
+
+    def engine(self):
+        from cpu_runtime.engine.runner import EngineRunner
+
+        with self._loading:
+            if self._engine is None:
+                self._engine = EngineRunner(self.folder, {})
+            return self._engine
+
+    def tokens(self, ids, max_new_tokens, end_id, sampling):
+        from cpu_runtime.engine.requests import GenerationRequest
+
+        engine = self.engine()
+        gen = GenerationRequest(request_id="runner", input_ids=list(ids), max_new_tokens=max_new_tokens,
+                                end_id=end_id, temperature=float(sampling["temperature"]), top_k=int(sampling["top_k"]),
+                                top_p=float(sampling["top_p"]), repetition_penalty=float(sampling["repetition_penalty"]))
+        try:
+            while not gen.finished:
+                token, _ = engine.step(gen)
+                if token is None:
+                    break
+                gen.output_ids.append(token)
+                yield token
+        finally:
+            engine.release(gen)
