@@ -35,7 +35,7 @@ ONE_WORKER: Mapping[str, str] = {
 # Fixtures that reach a server through request.getfixturevalue (not in a test's fixture names): what they may reach.
 REACHES: Mapping[str, tuple[str, ...]] = {
     "demo_app": ("app_served", "llmapi_triton"),  # tests/conftest.py: each demo kind in turn
-    "twin": ("app_served", "llmapi_triton", "xcomposer2_triton"),  # tests/integration/test_twin_answers.py
+    "twin": ("app_served", "llmapi_triton"),  # tests/integration/test_twin_answers.py
     "group_served": ("family_outputs_triton",),  # tests/integration/test_runner_twins.py: one group is that server
 }
 

@@ -27,6 +27,16 @@ def red_circle(tmp_path_factory):
     return str(shape_picture(tmp_path_factory.mktemp("xc2-images") / "circle.png"))
 
 
+@pytest.fixture(scope="module")
+def chelsea(tmp_path_factory):
+    from PIL import Image
+    from skimage import data
+
+    path = tmp_path_factory.mktemp("xc2-chelsea") / "chelsea.png"
+    Image.fromarray(data.chelsea()).save(path)
+    return path
+
+
 def ask(deployment, picture, text="What is in this picture?", adapter=None):
     stream = deployment.open_reply(ReplyRequest(Conversation.asking(text, [picture]), GREEDY, adapter))
     for _ in stream:
@@ -126,3 +136,11 @@ def test_the_adapter_check_asks_about_a_picture_and_names_the_models_own_adapter
     assert probe.tokens[0].startswith("In the"), probe  # the Partial LoRA, on with the base entry, opens the answer
     result = check_adapter_applied(ctx.deployment, "xc2-partial")
     assert result.applied is None and result.message == CM.MSG_CHECK_BUILT_IN.format(adapter="xc2-partial")
+
+
+def test_the_twin_answers_three_different_questions_about_one_photo(xcomposer2_app_served, chelsea):
+    """As every CPU twin does (tests/integration/test_twin_answers.py): asked here, on the twin's own server, so the
+    XComposer2 server and the llmapi one are in different groups of the server pass (never both held by one)."""
+    from tests.integration.test_twin_answers import check_three_answers
+
+    check_three_answers("xcomposer2", xcomposer2_app_served[0], chelsea)

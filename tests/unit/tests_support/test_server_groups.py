@@ -39,7 +39,7 @@ def test_servers_a_module_shares_are_one_group_named_by_all_of_them():
 
 def test_fixtures_that_reach_a_server_at_run_time_count_as_using_it():
     assert servers_of(need("test_a", "x", "demo_app", "demo_page")) == {"llmapi"}
-    assert servers_of(need("test_a", "x", "twin")) == {"llmapi", "xcomposer2"}
+    assert servers_of(need("test_a", "x", "twin")) == {"llmapi"}
     groups = server_groups([need("test_a", "x", "demo_app"), need("test_b", "y", "llmapi_app_served", "llmapi_triton")])
     assert set(groups.values()) == {"llmapi"}
 
