@@ -1,4 +1,5 @@
-"""Small pictures drawn with Pillow for the tests: one plain shape on white, as a file or a data: URL."""
+"""Small pictures for the tests: one plain shape on white drawn with Pillow (a file or a data: URL), and
+scikit-image's chelsea photo as a file."""
 
 from __future__ import annotations
 
@@ -22,6 +23,15 @@ def shape_picture(path: Path, shape: str = "ellipse", fill: tuple[int, int, int]
     """shape_image() saved at `path` (its folder made when missing)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     shape_image(shape, fill, size).save(path)
+    return path
+
+
+def chelsea_picture(path: Path) -> Path:
+    """scikit-image's chelsea (a tabby cat indoors, from its wheel) saved at `path` (its folder made when missing)."""
+    from skimage import data
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(data.chelsea()).save(path)
     return path
 
 

@@ -1,7 +1,6 @@
 """Build page -> chat: launch the CPU twin of the family chosen in the form from the Build tab, then chat with it."""
 
 import pytest
-from PIL import Image
 
 from app.chat.context import AppConfig, AppContext
 from app.deployments.runner.deployment import RunnerDeployment
@@ -10,6 +9,7 @@ from app.web.pages.build import twin_of
 from app.web.ui import build_app
 from tests.browser.chat_helpers import ask_about_image
 from tests.browser_tabs import grant_access
+from tests.pictures import chelsea_picture
 from tests.servers import free_port
 
 
@@ -33,11 +33,8 @@ def pick_family(page, name: str) -> None:
 def test_launch_the_chosen_familys_twin_from_the_build_page_then_chat(browser_context, fresh_app, tmp_path):
     """The CPU twin offered follows the form's family; Kosmos-2 picked, the button starts its runner twin (not the cpu-ocr demo), the page says so, and the chat (the runner kind) answers
     an image question."""
-    from skimage import data
-
     ctx, url = fresh_app
-    picture = tmp_path / "chelsea.png"
-    Image.fromarray(data.chelsea()).save(picture)
+    picture = chelsea_picture(tmp_path / "chelsea.png")
     grant_access(browser_context, ctx, url)
     page = browser_context.new_page()
     try:

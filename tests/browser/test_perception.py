@@ -2,18 +2,14 @@
 the folded "What the model saw" under it shows the encoder's labels and the description the model read."""
 
 import pytest
-from PIL import Image
 
 from tests.browser.chat_helpers import ask_about_image
+from tests.pictures import chelsea_picture
 
 
 @pytest.fixture
 def chelsea(tmp_path):
-    from skimage import data
-
-    path = tmp_path / "chelsea.png"
-    Image.fromarray(data.chelsea()).save(path)
-    return path
+    return chelsea_picture(tmp_path / "chelsea.png")
 
 
 def test_uploaded_photo_of_a_cat_is_answered_with_cat(demo_page, chelsea):

@@ -7,7 +7,6 @@ talks to it over gRPC. Each template's models have fixed names, so one tritonser
 from __future__ import annotations
 
 import pytest
-from PIL import Image
 
 from app.adapters.registry import AdapterRegistry
 from app.chat.model_saw import saw_lines
@@ -20,6 +19,7 @@ from app.deployments.triton_engine.deployment import TritonEngineDeployment
 from app.triton.client import TritonChatClient
 from setup.catalog.builds import families as build_families
 from setup.cpu.family_twins import template_twins, write_family_twin_repository
+from tests.pictures import chelsea_picture
 from tests.servers import serve_repository, triton_or_fail
 
 pytestmark = pytest.mark.integration
@@ -33,11 +33,7 @@ FORMATS = {"blip2-opt": ("224x224 px stretch", "32 rows", "Question: {text} Answ
 
 @pytest.fixture(scope="module")
 def chelsea(tmp_path_factory):
-    from skimage import data
-
-    path = tmp_path_factory.mktemp("family-twin-pictures") / "chelsea.png"
-    Image.fromarray(data.chelsea()).save(path)
-    return str(path)
+    return str(chelsea_picture(tmp_path_factory.mktemp("family-twin-pictures") / "chelsea.png"))
 
 
 @pytest.fixture(scope="module", params=template_twins())

@@ -4,6 +4,8 @@ import pytest
 from gradio_client import Client
 from PIL import Image, ImageDraw, ImageFont
 
+from tests.pictures import chelsea_picture
+
 
 def test_generate_streams_growing_reply(demo_app_url):
     client = Client(demo_app_url, verbose=False)
@@ -44,10 +46,7 @@ def test_what_the_model_saw_through_the_api(app_url, llmapi_app_served, tmp_path
     """The chat's folded 'What the model saw' as an endpoint: the engine topology's encoder answers per image;
     the llmapi kind says in a sentence that its encoder does not describe pictures."""
     from gradio_client import handle_file
-    from skimage import data
-
-    cat = tmp_path / "chelsea.png"
-    Image.fromarray(data.chelsea()).save(cat)
+    cat = chelsea_picture(tmp_path / "chelsea.png")
     sign = tmp_path / "sign.png"
     board = Image.new("RGB", (900, 200), "white")
     ImageDraw.Draw(board).text((20, 60), "OPEN DAILY 9-17", fill="black", font=ImageFont.load_default(size=64))

@@ -17,6 +17,7 @@ from app.deployments.runner.deployment import RunnerDeployment
 from app.triton.client import TritonChatClient
 from cpu_runtime.family_outputs.messages import MSG_NO_BARS, MSG_NO_PAGE_TEXT
 from setup.cpu.runner_demo import model_name, write_runner_demo_repository
+from tests.pictures import chelsea_picture
 from tests.server_lifetimes import finish_fixtures
 from tests.servers import FAMILY_OUTPUT_TWINS, serve_repository, triton_or_fail
 
@@ -44,11 +45,7 @@ WHOLE_REPLY = {"nougat", "deplot", "blip2-t5", "mllama"}
 
 @pytest.fixture(scope="module")
 def chelsea(tmp_path_factory):
-    from skimage import data
-
-    path = tmp_path_factory.mktemp("runner-pictures") / "chelsea.png"
-    Image.fromarray(data.chelsea()).save(path)
-    return str(path)
+    return str(chelsea_picture(tmp_path_factory.mktemp("runner-pictures") / "chelsea.png"))
 
 
 @pytest.fixture(scope="module", params=GROUPS, ids=["+".join(g) for g in GROUPS])

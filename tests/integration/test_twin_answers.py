@@ -12,11 +12,11 @@ import re
 
 import httpx
 import pytest
-from PIL import Image
 
 from app.core.conversation import Conversation
 from app.core.sampling import SamplingParams
 from app.deployments.base import ReplyRequest
+from tests.pictures import chelsea_picture
 
 TWINS = {"engine": "app_served", "llmapi": "llmapi_app_served"}
 COLOURS = ("black", "white", "grey", "gray", "brown", "orange", "red", "yellow", "green", "blue", "purple", "pink",
@@ -38,11 +38,7 @@ def words(text: str) -> set[str]:
 
 @pytest.fixture(scope="module")
 def chelsea(tmp_path_factory):
-    from skimage import data
-
-    path = tmp_path_factory.mktemp("twin-answers") / "chelsea.png"
-    Image.fromarray(data.chelsea()).save(path)
-    return path
+    return chelsea_picture(tmp_path_factory.mktemp("twin-answers") / "chelsea.png")
 
 
 @pytest.fixture(scope="module", params=list(TWINS))

@@ -16,7 +16,7 @@ from app.deployments import messages as M
 from app.deployments.base import ReplyRequest
 from app.deployments.messages import MSG_OWN_ADAPTER_ONLY
 from app.triton.client import TritonChatClient
-from tests.pictures import shape_picture
+from tests.pictures import chelsea_picture, shape_picture
 
 GREEDY = SamplingParams(max_tokens=16)
 OPENING = "In the picture"  # how the twin's Partial LoRA makes image answers start
@@ -29,12 +29,7 @@ def red_circle(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def chelsea(tmp_path_factory):
-    from PIL import Image
-    from skimage import data
-
-    path = tmp_path_factory.mktemp("xc2-chelsea") / "chelsea.png"
-    Image.fromarray(data.chelsea()).save(path)
-    return path
+    return chelsea_picture(tmp_path_factory.mktemp("xc2-chelsea") / "chelsea.png")
 
 
 def ask(deployment, picture, text="What is in this picture?", adapter=None):
