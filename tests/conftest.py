@@ -30,7 +30,7 @@ from tests.run_folder import (
 )
 from tests.server_groups import TestNeeds, group_summary, server_groups
 from tests.server_lifetimes import by_group, finish_fixtures, group_fixtures_done
-from tests.server_memory import DEMO_COMMAND_GIB, LEDGER_FILES, VLLM_GIB, BudgetedProcess
+from tests.server_memory import DEMO_COMMAND_GIB, LEDGER_FILES, VLLM_GIB, BudgetedProcess, budget_waits
 from tests.server_scheduling import write_groups
 from tests.servers import (
     DEMO_KINDS,
@@ -79,6 +79,9 @@ def pytest_terminal_summary(terminalreporter, config) -> None:
         terminalreporter.write_sep("=", "time by server group (tests/group_times.py)")
         for line in table:
             terminalreporter.write_line(line)
+        waits = budget_waits(memory_ledger().waits()) if getattr(config, "_run_tmp_owner", False) else ""
+        if waits:
+            terminalreporter.write_line(waits)
     left = [name for name in left_in_run_folder() if name not in LEDGER_FILES] \
         if getattr(config, "_run_tmp_owner", False) else []
     if left:
@@ -179,7 +182,12 @@ def triton(tmp_path_factory) -> TritonEndpoints:
     """One real tritonserver (demo repository, CPU engine) shared by the integration tests."""
     endpoints = triton_or_fail(lambda: start_triton(tmp_path_factory.mktemp("triton"), lasting=True))
     yield endpoints
+    exited = not endpoints.process.is_running()
+    tail = endpoints.process.log_tail(25) if exited else ""
     stop_in_background(endpoints.process.stop, "the demo tritonserver")
+    if exited:  # the tests after its end failed with "cannot be reached": say why here, while its log still exists
+        pytest.fail(f"This worker's demo tritonserver exited before the end of the run (code "
+                    f"{endpoints.process.wait()}). Its log ends:\n{tail}", pytrace=False)
 
 
 @pytest.fixture(scope="session")

@@ -37,18 +37,22 @@ T = TypeVar("T")
 BUDGET_ENV = "SERVER_MEMORY_GIB"
 DEFAULT_BUDGET_GIB = 14.0
 LEDGER = "server-memory.json"
-LEDGER_FILES = (LEDGER, "server-memory.lock")  # the run's own, not left by a test
+WAITS = "server-waits.jsonl"  # one line per start that waited for the budget: what, how long, for how much
+LEDGER_FILES = (LEDGER, "server-memory.lock", WAITS)  # the run's own, not left by a test
+WAIT_NOTED_SECONDS = 1.0
 POLL_SECONDS = 0.5
 
 # GiB per model folder of a Triton repository (proportional set size of each stub process on the CPU demo, measured
 # during the server pass), and per server
-MODEL_GIB = {"tensorrt_llm": 1.3, "multimodal_encoders": 0.8}
+MODEL_GIB = {"tensorrt_llm": 1.3, "multimodal_encoders": 0.8,
+             # stubs that only route requests or pace tokens: 0.02 measured each (their libraries are shared pages)
+             "tensorrt_llm_bls": 0.1, "pacing": 0.1}
 RUNNER_MODEL_GIB = 1.6  # runner-<family>: the CPU engine, the image encoder and OCR in one stub (1.4-1.7 measured)
 # a runner twin whose own output answers every picture (cpu_runtime/family_outputs/jobs.py) never loads the CPU
 # engine: the image encoder and OCR (0.54 measured at start)
 RUNNER_OWN_OUTPUT_GIB = 0.8
-OTHER_MODEL_GIB = 0.3  # preprocessing, postprocessing, BLS, pacing: a Python stub with the tokenizer
-DEMO_COMMAND_GIB = 3.8  # a test's own `python -m app --demo` (the demo repository and the app)
+OTHER_MODEL_GIB = 0.3  # preprocessing, postprocessing and the like: a Python stub with the tokenizer
+DEMO_COMMAND_GIB = 3.5  # a test's own `python -m app --demo`: the demo repository (no pacing model) and the app
 SERVER_GIB = 0.3  # tritonserver itself
 VLLM_GIB = 2.9  # vLLM's CPU build: API server, engine core and worker
 
@@ -78,6 +82,23 @@ def _answers_every_picture(model: Path) -> bool:
     return (raw.get("runner_format") or {}).get("twin_output") in ANSWERS_EVERY_PICTURE
 
 
+def budget_waits(waits: list[dict]) -> str:
+    """One line on the starts that waited for the budget, longest first ("" when none did)."""
+    if not waits:
+        return ""
+    ranked = sorted(waits, key=lambda wait: -wait["seconds"])
+    named = ", ".join(f"{_short(w['key'])} {w['seconds']:.0f} s ({w['gib']:.1f} GiB)" for w in ranked[:6])
+    more = f" and {len(ranked) - 6} more" if len(ranked) > 6 else ""
+    return (f"Waits for the server memory budget: {sum(w['seconds'] for w in waits):.0f} s in {len(waits)} starts: "
+            f"{named}{more}")
+
+
+def _short(key: str) -> str:
+    """A hold's key without its folder's path ("triton /tmp/.../family-outputs0" -> "triton family-outputs0")."""
+    what, _, rest = key.partition(" ")
+    return f"{what} {Path(rest).name}" if rest.startswith("/") else key
+
+
 def budget_gib() -> float:
     return float(os.environ.get(BUDGET_ENV, DEFAULT_BUDGET_GIB))
 
@@ -99,6 +120,7 @@ class MemoryLedger:
 
     def __init__(self, folder: Path, budget: float | None = None) -> None:
         self.path = folder / LEDGER
+        self.waits_path = folder / WAITS
         self.budget = budget_gib() if budget is None else budget
 
     @contextlib.contextmanager
@@ -135,7 +157,11 @@ class MemoryLedger:
                 if lasting or self._may_start(state, pid, gib):
                     state["held"][key] = [pid, gib, lasting]
                     state["waiting"] = [p for p in state["waiting"] if p != pid]
-                    return time.monotonic() - started
+                    waited = time.monotonic() - started
+                    if waited >= WAIT_NOTED_SECONDS:
+                        with open(self.waits_path, "a", encoding="utf-8") as out:
+                            out.write(json.dumps({"key": key, "gib": gib, "seconds": round(waited, 1)}) + "\n")
+                    return waited
                 if pid not in state["waiting"]:
                     state["waiting"].append(pid)
             time.sleep(POLL_SECONDS)
@@ -155,6 +181,12 @@ class MemoryLedger:
         with self._locked() as state:
             if key in state["held"] and server_pid:
                 state["held"][key] = [*state["held"][key][:3], server_pid]
+
+    def waits(self) -> list[dict]:
+        """The starts that waited for the budget in this run, in order."""
+        if not self.waits_path.is_file():
+            return []
+        return [json.loads(line) for line in self.waits_path.read_text(encoding="utf-8").splitlines() if line]
 
     def release(self, key: str) -> None:
         with self._locked() as state:

@@ -17,6 +17,7 @@ from tests.server_memory import (
     SERVER_GIB,
     BudgetedProcess,
     MemoryLedger,
+    budget_waits,
     repository_gib,
 )
 
@@ -29,11 +30,12 @@ def _models(repo, *names):
 
 
 def test_a_repository_is_estimated_from_its_models(tmp_path):
-    _models(tmp_path, "tensorrt_llm", "multimodal_encoders", "preprocessing", "runner-nougat", "runner-deplot",
-            "ensemble")
+    _models(tmp_path, "tensorrt_llm", "multimodal_encoders", "preprocessing", "tensorrt_llm_bls", "pacing",
+            "runner-nougat", "runner-deplot", "ensemble")
     (tmp_path / "ensemble" / "config.pbtxt").write_text('name: "ensemble"\nplatform: "ensemble"\n')
     expected = SERVER_GIB + MODEL_GIB["tensorrt_llm"] + MODEL_GIB["multimodal_encoders"] + OTHER_MODEL_GIB \
-        + 2 * RUNNER_MODEL_GIB
+        + MODEL_GIB["tensorrt_llm_bls"] + MODEL_GIB["pacing"] + 2 * RUNNER_MODEL_GIB
+    assert MODEL_GIB["pacing"] < OTHER_MODEL_GIB  # a stub without a tokenizer
     assert abs(repository_gib(tmp_path) - expected) < 1e-9
 
 
@@ -70,12 +72,23 @@ def test_a_start_over_the_budget_waits_until_another_stops(tmp_path):
     thread.join(timeout=10)
     assert waited and waited[0] >= 1.0
     assert ledger.held() == {"mine": 4.0}
+    assert [(w["key"], w["gib"]) for w in ledger.waits()] == [("mine", 4.0)] and ledger.waits()[0]["seconds"] >= 1.0
+
+
+def test_the_waits_are_summed_in_one_line_longest_first():
+    waits = [{"key": "triton /tmp/run/pytest-of-root/popen-gw0/llmapi-triton0", "gib": 1.9, "seconds": 12.0},
+             {"key": "vllm /tmp/run/vllm0", "gib": 2.9, "seconds": 80.4},
+             {"key": "demos of test_lora 123", "gib": 3.8, "seconds": 3.0}]
+    assert budget_waits(waits) == ("Waits for the server memory budget: 95 s in 3 starts: vllm vllm0 80 s (2.9 GiB), "
+                                   "triton llmapi-triton0 12 s (1.9 GiB), demos of test_lora 123 3 s (3.8 GiB)")
+    assert budget_waits([]) == ""
 
 
 def test_a_start_within_the_budget_or_alone_goes_ahead(tmp_path):
     ledger = MemoryLedger(tmp_path, budget=5)
     assert ledger.acquire("a", 3.0) < 0.5
     assert ledger.acquire("b", 2.0) < 0.5
+    assert ledger.waits() == []  # only a start that waited is noted
     ledger.release("a")
     ledger.release("b")
     assert ledger.acquire("huge", 50.0) < 0.5  # nothing else runs: waiting would never end
