@@ -9,6 +9,7 @@ bytes): a client that joins the bytes of the chunks before decoding keeps every 
 import json
 
 import numpy as np
+import tokenizer_only  # noqa: F401  model_repo_templates/shared/, copied here: no PyTorch
 import triton_python_backend_utils as pb_utils
 from transformers import AutoTokenizer
 

@@ -18,6 +18,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import tokenizer_only  # noqa: F401  model_repo_templates/shared/, copied here: no PyTorch
 import triton_python_backend_utils as pb_utils
 from model_params import as_bool, optional_input, param, text_of  # model_repo_templates/shared/, copied here
 from transformers import AutoTokenizer
