@@ -46,7 +46,10 @@ POLL_SECONDS = 0.5
 # during the server pass), and per server
 MODEL_GIB = {"tensorrt_llm": 1.3, "multimodal_encoders": 0.8,
              # stubs that only route requests or pace tokens: 0.02 measured each (their libraries are shared pages)
-             "tensorrt_llm_bls": 0.1, "pacing": 0.1}
+             "tensorrt_llm_bls": 0.1, "pacing": 0.1,
+             # a tokenizer without PyTorch (model_repo_templates/shared/tokenizer_only.py): 0.12 resident; a
+             # preprocessing model may run an image encoder too (XComposer2's), so it keeps OTHER_MODEL_GIB
+             "postprocessing": 0.15}
 RUNNER_MODEL_GIB = 1.6  # runner-<family>: the CPU engine, the image encoder and OCR in one stub (1.4-1.7 measured)
 # a runner twin whose own output answers every picture (cpu_runtime/family_outputs/jobs.py) never loads the CPU
 # engine: the image encoder and OCR (0.54 measured at start)
