@@ -74,16 +74,16 @@ def pytest_runtest_logreport(report) -> None:
 def pytest_terminal_summary(terminalreporter, config) -> None:
     """The server pass's time by group; then name what the run left in its temporary folder (before pytest's
     closing line; the folder goes anyway)."""
+    owns_run_folder = getattr(config, "_run_tmp_owner", False)
     table = GROUP_TIMES.lines()
     if table:
         terminalreporter.write_sep("=", "time by server group (tests/group_times.py)")
         for line in table:
             terminalreporter.write_line(line)
-        waits = budget_waits(memory_ledger().waits()) if getattr(config, "_run_tmp_owner", False) else ""
+        waits = budget_waits(memory_ledger().waits()) if owns_run_folder else ""
         if waits:
             terminalreporter.write_line(waits)
-    left = [name for name in left_in_run_folder() if name not in LEDGER_FILES] \
-        if getattr(config, "_run_tmp_owner", False) else []
+    left = [name for name in left_in_run_folder() if name not in LEDGER_FILES] if owns_run_folder else []
     if left:
         shown = ", ".join(left[:10]) + (f" and {len(left) - 10} more" if len(left) > 10 else "")
         terminalreporter.write_line(f"Left in the run's temporary folder, removed at exit: {shown}")
