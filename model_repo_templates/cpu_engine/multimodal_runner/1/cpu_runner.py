@@ -6,13 +6,13 @@ TensorRT-LLM's runner module imports it (the runner model builds qwen2_vl's call
 """
 
 import json
-import os
 import sys
 import threading
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from cpu_runtime.engine.threads import engine_threads  # noqa: E402
 from cpu_runtime.runner_standin.llm import MropeParams  # noqa: E402, F401 - the runner module's, as upstream's
 from cpu_runtime.runner_standin.runner import StandInRunner  # noqa: E402
 
@@ -26,7 +26,7 @@ class MultimodalModelRunner(StandInRunner):
 
         from cpu_runtime.family_outputs.jobs import ANSWERS_EVERY_PICTURE
 
-        torch.set_num_threads(int(os.environ.get("CPU_ENGINE_THREADS", "0")) or max(1, os.cpu_count() or 2))
+        torch.set_num_threads(engine_threads())
         llm = EngineLLM(folder, load_now=self.format.twin_output not in ANSWERS_EVERY_PICTURE)
         return llm, AutoTokenizer.from_pretrained(str(llm.hf_dir))
 

@@ -33,6 +33,7 @@ from cpu_runtime.engine.kv import KvManager, kv_config  # noqa: E402
 from cpu_runtime.engine.requests import RequestError, parse_request  # noqa: E402
 from cpu_runtime.engine.runner import EngineRunner  # noqa: E402
 from cpu_runtime.engine.service import EngineService  # noqa: E402
+from cpu_runtime.engine.threads import engine_threads  # noqa: E402
 from cpu_runtime.engine.triton_metrics import EngineMetrics  # noqa: E402
 
 
@@ -60,7 +61,7 @@ class TritonPythonModel:
 
     def _build(self):
         """Runs on the engine thread (cpu_runtime/engine/service.py): every PyTorch call of the model happens there."""
-        threads = int(os.environ.get("CPU_ENGINE_THREADS", "0")) or max(1, (os.cpu_count() or 2))
+        threads = engine_threads()
         torch.set_num_threads(threads)
         self.runner = EngineRunner(Path(self.params["gpt_model_path"]), self.params, logger=pb_utils.Logger)
         kv = kv_config(self.params, self.runner.max_batch_size, self.runner.limits.max_seq_len,

@@ -32,6 +32,7 @@ from cpu_runtime.engine.lora import DEFAULT_HOST_CACHE_BYTES, MODULES, LoraAdapt
 from cpu_runtime.engine.requests import GenerationRequest  # noqa: E402
 from cpu_runtime.engine.runner import EngineRunner  # noqa: E402
 from cpu_runtime.engine.service import EngineService  # noqa: E402
+from cpu_runtime.engine.threads import engine_threads  # noqa: E402
 from cpu_runtime.llmapi_standin import images, llm_args  # noqa: E402
 from cpu_runtime.llmapi_standin.peft import PathAdapters, lora_request  # noqa: E402
 from cpu_runtime.llmapi_standin.requests import generation_request, read_request  # noqa: E402
@@ -83,7 +84,7 @@ class TritonPythonModel:
         """Runs on the engine thread (cpu_runtime/engine/service.py)."""
         from transformers import AutoTokenizer
 
-        threads = int(os.environ.get("CPU_ENGINE_THREADS", "0")) or max(1, (os.cpu_count() or 2))
+        threads = engine_threads()
         torch.set_num_threads(threads)
         engine_config = llm_args.engine_config(self.args)
         model = Path(engine_config["hf_model_dir"])
