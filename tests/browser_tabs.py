@@ -22,6 +22,14 @@ def grant_access(browser_context, ctx, url: str) -> None:
                                   "httpOnly": True, "sameSite": "Strict"}])
 
 
+# No CSS animations or transitions in test tabs: a spinner or a pulsing "generating" mark repaints the page every
+# frame, and in headless Chromium every frame is drawn on the CPU the servers need.
+STILL_PAGES_JS = """document.addEventListener("DOMContentLoaded", () => {
+    const style = document.createElement("style");
+    style.textContent = "*, *::before, *::after { animation: none !important; transition: none !important; }";
+    document.head.appendChild(style);
+});"""
+
 BROWSER_TIMEOUT_MS = 90_000  # waits without a limit of their own: a page on a loaded 2-core machine can take a while
 
 

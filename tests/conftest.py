@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser_tabs import BROWSER_TIMEOUT_MS, CHROMIUM, CHROMIUM_ARGS, app_tab
+from tests.browser_tabs import BROWSER_TIMEOUT_MS, CHROMIUM, CHROMIUM_ARGS, STILL_PAGES_JS, app_tab
 from tests.group_times import GROUP_PROPERTY, UNGROUPED, GroupTimes
 from tests.run_folder import (
     STOP_ERRORS,
@@ -340,6 +340,7 @@ def browser_context(tmp_path_factory):
             args=CHROMIUM_ARGS, viewport={"width": 1200, "height": 1000},
         )
         context.set_default_timeout(BROWSER_TIMEOUT_MS)
+        context.add_init_script(STILL_PAGES_JS)
         yield context
         context.close()
 
