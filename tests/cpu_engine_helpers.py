@@ -31,6 +31,17 @@ def load_runner():
 
 
 @functools.lru_cache(maxsize=1)
+def load_hf_model():
+    """Transformers' own model of the runner's folder: the reference the engine's forward pass is checked against."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from setup.cpu.model import prepare_cpu_model
+
+    return AutoModelForCausalLM.from_pretrained(prepare_cpu_model(log=lambda *_: None), dtype=torch.float32).eval()
+
+
+@functools.lru_cache(maxsize=1)
 def load_tokenizer():
     from transformers import AutoTokenizer
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from transformers import AutoModelForCausalLM
 
+from .checkpoint import load_light
 from .forward import BatchedLlama, Segment
 from .lora import LoraManager
 from .requests import Limits, RequestError
@@ -28,13 +28,19 @@ def load_engine_config(engine_dir):
     return config
 
 
+def _load_with_transformers(hf_dir):
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(hf_dir, dtype=torch.float32).eval()
+
+
 class EngineRunner:
     def __init__(self, engine_dir, params, logger=None, config=None):
         """`config`: an engine config already in hand (the llmapi stand-in makes one from model.yaml)."""
         self.config = config or load_engine_config(engine_dir)
         build = self.config["build_config"]
         hf_dir = Path(engine_dir) / self.config["hf_model_dir"]
-        self.model = AutoModelForCausalLM.from_pretrained(hf_dir, dtype=torch.float32).eval()
+        self.model = load_light(hf_dir) or _load_with_transformers(hf_dir)
         self.vocab_size = self.model.get_input_embeddings().weight.shape[0]
         self.limits = Limits(
             max_input_len=int(build["max_input_len"]),

@@ -16,6 +16,7 @@ from tests.cpu_engine_helpers import (
     assert_same,
     chat_ids,
     drive,
+    load_hf_model,
     make_engine,
     make_gen,
 )
@@ -32,8 +33,8 @@ def test_forward_matches_hugging_face(runner, prompt_ids):
     ours = runner.forward([Segment(slot=2, start=0, ids=ids, logits="all")], cache)[0]
     with torch.inference_mode():
         hf_cache = DynamicCache()
-        theirs = runner.model(input_ids=torch.tensor([ids]), past_key_values=hf_cache, use_cache=True).logits[0]
-        step = runner.model(input_ids=torch.tensor([[7]]), past_key_values=hf_cache, use_cache=True).logits[0, -1]
+        theirs = load_hf_model()(input_ids=torch.tensor([ids]), past_key_values=hf_cache, use_cache=True).logits[0]
+        step = load_hf_model()(input_ids=torch.tensor([[7]]), past_key_values=hf_cache, use_cache=True).logits[0, -1]
     assert (ours - theirs).abs().max() < TOL
     decode = runner.forward([Segment(slot=2, start=len(ids), ids=[7])], cache)[0][0]
     assert (decode - step).abs().max() < TOL

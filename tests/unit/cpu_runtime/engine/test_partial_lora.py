@@ -15,7 +15,7 @@ import torch
 
 from cpu_runtime.engine import lora
 from setup.lora.convert import convert_peft, save_converted
-from tests.cpu_engine_helpers import TOL, alone, assert_same, drive, make_engine, make_gen
+from tests.cpu_engine_helpers import TOL, alone, assert_same, drive, load_hf_model, make_engine, make_gen
 from tests.lora_helpers import DEMO_ADAPTERS, TINY, tiny_llama, write_peft
 
 PARTIAL_TASK = 9201  # the pirate demo adapter decoded by an engine with has_partial_lora_mask
@@ -99,21 +99,22 @@ def test_forward_matches_hugging_face_hooks_partial_and_normal(runner, partial, 
     runner.prepare(gen)
     embeds = gen.prompt_embeds
     runner.release(gen)
-    hooks = lora.LoraHooks(runner.model)
+    model = load_hf_model()
+    hooks = lora.LoraHooks(model)
     held = [runner.lora.cache.acquire(t) for t in (partial, adapters["pirate"])]
     try:
         for adapter in held:
             ours = runner.forward([Segment(0, 0, ids, adapter=adapter, embeds=embeds, logits="all")],
                                   runner.batched.new_cache(1, 512))[0]
             with torch.inference_mode(), hooks.use(adapter, torch.tensor([ids])):
-                theirs = runner.model(inputs_embeds=embeds[None]).logits[0]
+                theirs = model(inputs_embeds=embeds[None]).logits[0]
             assert (ours - theirs).abs().max() < HF_TOL, adapter.partial
         with torch.inference_mode():
-            base = runner.model(inputs_embeds=embeds[None]).logits[0]
+            base = model(inputs_embeds=embeds[None]).logits[0]
             with hooks.use(held[0]):  # no ids: no fake ids, so no update
-                assert torch.equal(runner.model(inputs_embeds=embeds[None]).logits[0], base)
+                assert torch.equal(model(inputs_embeds=embeds[None]).logits[0], base)
             with hooks.use(held[0], torch.tensor([ids[:-1]])), pytest.raises(ValueError, match="do not match"):
-                runner.model(inputs_embeds=embeds[None])
+                model(inputs_embeds=embeds[None])
     finally:
         hooks.remove()
         for adapter in held:
