@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser_tabs import BROWSER_TIMEOUT_MS, CHROMIUM, CHROMIUM_ARGS, STILL_PAGES_JS, app_tab
-from tests.group_times import GROUP_PROPERTY, UNGROUPED, GroupTimes
+from tests.group_times import CPU_PROPERTY, GROUP_PROPERTY, UNGROUPED, GroupTimes
 from tests.run_folder import (
     STOP_ERRORS,
     enter_run_folder,
@@ -45,9 +45,11 @@ from tests.servers import (
     start_xcomposer2_triton,
     triton_or_fail,
 )
+from tests.tree_cpu import tree_cpu_seconds
 
 TESTS = Path(__file__).resolve().parent
 GROUP_TIMES = GroupTimes()
+TREE_CPU = {"last": None}  # this worker's process-tree CPU seconds at the end of the last test phase
 FOLDER_MARKERS = {"integration": ("integration",), "browser": ("integration", "browser")}
 
 
@@ -59,11 +61,15 @@ def pytest_configure(config) -> None:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    """Each server test's report carries its group (tests/group_times.py)."""
+    """Each server test's report carries its group and the CPU seconds this worker's process tree used since the last
+    phase ended (tests/group_times.py)."""
     outcome = yield
     if item.get_closest_marker("integration"):
         group = getattr(item.config, "_test_groups", {}).get(item.nodeid) or UNGROUPED
-        outcome.get_result().user_properties.append((GROUP_PROPERTY, group))
+        now = tree_cpu_seconds()
+        used = now - TREE_CPU["last"] if TREE_CPU["last"] is not None else 0.0
+        TREE_CPU["last"] = now
+        outcome.get_result().user_properties.extend([(GROUP_PROPERTY, group), (CPU_PROPERTY, round(used, 2))])
 
 
 def pytest_runtest_logreport(report) -> None:
@@ -83,6 +89,9 @@ def pytest_terminal_summary(terminalreporter, config) -> None:
         waits = budget_waits(memory_ledger().waits()) if owns_run_folder else ""
         if waits:
             terminalreporter.write_line(waits)
+        terminalreporter.write_sep("=", "most CPU by test: the worker's processes, servers and Chromium included")
+        for line in GROUP_TIMES.cpu_lines():
+            terminalreporter.write_line(line)
     left = [name for name in left_in_run_folder() if name not in LEDGER_FILES] if owns_run_folder else []
     if left:
         shown = ", ".join(left[:10]) + (f" and {len(left) - 10} more" if len(left) > 10 else "")
