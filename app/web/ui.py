@@ -1,4 +1,5 @@
-"""Assemble the app: one tab per page module, the API endpoints, queue settings, the HTTP guard."""
+"""Assemble the app: one tab per page module (their timers tick while the tab is shown), the API endpoints, queue
+settings, the HTTP guard."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from app.core.constants import (
 from app.triton.metrics_sampler import Sampler
 from app.web import speedups
 from app.web.messages import MSG_JOB_UNREAD
+from app.web.page_timers import tick_while_shown
 from app.web.pages import adapters, benchmark, build, chat, compare, server
 from app.web.style import APP_CSS
 
@@ -40,18 +42,19 @@ def _assemble(ctx: AppContext) -> tuple[gr.Blocks, Sampler]:
         gr.HTML(f'<h1 id="app-title">{APP_TITLE}</h1>')
         # At 400 px the six tabs take two rows rather than hiding three behind a "More tabs" menu.
         with gr.Tabs(overflow_behavior="wrap") as tabs:
-            with gr.Tab(chat.TITLE, id="chat"):
+            with gr.Tab(chat.TITLE, id="chat") as chat_tab:
                 chat.build(ctx, blocks)
-            with gr.Tab(compare.TITLE, id="compare"):
+            with gr.Tab(compare.TITLE, id="compare") as compare_tab:
                 compare.build(ctx)
-            with gr.Tab(adapters.TITLE, id="adapters"):
+            with gr.Tab(adapters.TITLE, id="adapters") as adapters_tab:
                 adapters.build(ctx)
-            with gr.Tab(build.TITLE, id="build"):
+            with gr.Tab(build.TITLE, id="build") as build_tab:
                 build.build(ctx, tabs=tabs, chat_tab="chat")
-            with gr.Tab(benchmark.TITLE, id="benchmark"):
+            with gr.Tab(benchmark.TITLE, id="benchmark") as benchmark_tab:
                 benchmark.build(ctx)
-            with gr.Tab(server.TITLE, id="server"):
+            with gr.Tab(server.TITLE, id="server") as server_tab:
                 sampler = server.build(ctx)
+        tick_while_shown([chat_tab, compare_tab, adapters_tab, build_tab, benchmark_tab, server_tab])
         api.register(ctx)
     # Waiting jobs are bounded: past this many the Gradio API answers 503 "Queue is full" at once. Every
     # call goes through the queue (api_open=False closes the direct /gradio_api/run/<api> route around it).
