@@ -49,7 +49,7 @@ from tests.tree_cpu import tree_cpu_seconds
 
 TESTS = Path(__file__).resolve().parent
 GROUP_TIMES = GroupTimes()
-TREE_CPU = {"last": None}  # this worker's process-tree CPU seconds at the end of the last test phase
+TREE_CPU = {"last": 0.0}  # this worker's process-tree CPU seconds at the end of the last test phase
 FOLDER_MARKERS = {"integration": ("integration",), "browser": ("integration", "browser")}
 
 
@@ -57,6 +57,7 @@ def pytest_configure(config) -> None:
     """TMPDIR for this process and its children is a fresh folder of this run (a worker of a parallel run
     shares its controller's folder: tests/run_folder.py)."""
     config._run_tmp_owner = enter_run_folder()
+    TREE_CPU["last"] = tree_cpu_seconds()
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -67,7 +68,7 @@ def pytest_runtest_makereport(item, call):
     if item.get_closest_marker("integration"):
         group = getattr(item.config, "_test_groups", {}).get(item.nodeid) or UNGROUPED
         now = tree_cpu_seconds()
-        used = now - TREE_CPU["last"] if TREE_CPU["last"] is not None else 0.0
+        used = now - TREE_CPU["last"]
         TREE_CPU["last"] = now
         outcome.get_result().user_properties.extend([(GROUP_PROPERTY, group), (CPU_PROPERTY, round(used, 2))])
 

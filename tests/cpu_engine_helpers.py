@@ -33,12 +33,10 @@ def load_runner():
 @functools.lru_cache(maxsize=1)
 def load_hf_model():
     """Transformers' own model of the runner's folder: the reference the engine's forward pass is checked against."""
-    import torch
-    from transformers import AutoModelForCausalLM
-
+    from cpu_runtime.engine.checkpoint import load_with_transformers
     from setup.cpu.model import prepare_cpu_model
 
-    return AutoModelForCausalLM.from_pretrained(prepare_cpu_model(log=lambda *_: None), dtype=torch.float32).eval()
+    return load_with_transformers(prepare_cpu_model(log=lambda *_: None))
 
 
 @functools.lru_cache(maxsize=1)

@@ -6,7 +6,8 @@ torch alone: importing transformers' model classes costs an engine process 2 to 
 The modules carry the names and shapes of transformers' LlamaForCausalLM (`model.layers[i].self_attn.q_proj`, ...,
 `lm_head`, `config`), so forward.py and lora.py read them the same way; the norm and the rotary embedding compute
 what transformers' LlamaRMSNorm and default-RoPE LlamaRotaryEmbedding compute, in the same order (the same bits).
-A folder of another kind (another architecture, scaled RoPE) gives None and the runner loads it with transformers.
+A folder of another kind (another architecture, scaled RoPE) gives None from `load_light`; `load_model` then loads
+it with transformers (which is also the reference the tests compare against: `load_with_transformers`).
 The tensors come from safe_open's file mapping, as transformers' loader takes them (pages shared by the processes
 that load the same file).
 """
@@ -126,3 +127,15 @@ def load_light(hf_dir: Path) -> LlamaCheckpoint | None:
         state["lm_head.weight"] = state["model.embed_tokens.weight"]
     model.load_state_dict(state, strict=True, assign=True)
     return model.eval().requires_grad_(False)
+
+
+def load_with_transformers(hf_dir: Path) -> nn.Module:
+    """The folder's model as transformers builds it (float32, eval mode)."""
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(hf_dir, dtype=torch.float32).eval()
+
+
+def load_model(hf_dir: Path) -> nn.Module:
+    """The folder's model for the engine: with torch alone when it is Llama-style, else through transformers."""
+    return load_light(hf_dir) or load_with_transformers(hf_dir)

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .checkpoint import load_light
+from .checkpoint import load_model
 from .forward import BatchedLlama, Segment
 from .lora import LoraManager
 from .requests import Limits, RequestError
@@ -28,19 +28,13 @@ def load_engine_config(engine_dir):
     return config
 
 
-def _load_with_transformers(hf_dir):
-    from transformers import AutoModelForCausalLM
-
-    return AutoModelForCausalLM.from_pretrained(hf_dir, dtype=torch.float32).eval()
-
-
 class EngineRunner:
     def __init__(self, engine_dir, params, logger=None, config=None):
         """`config`: an engine config already in hand (the llmapi stand-in makes one from model.yaml)."""
         self.config = config or load_engine_config(engine_dir)
         build = self.config["build_config"]
         hf_dir = Path(engine_dir) / self.config["hf_model_dir"]
-        self.model = load_light(hf_dir) or _load_with_transformers(hf_dir)
+        self.model = load_model(hf_dir)
         self.vocab_size = self.model.get_input_embeddings().weight.shape[0]
         self.limits = Limits(
             max_input_len=int(build["max_input_len"]),

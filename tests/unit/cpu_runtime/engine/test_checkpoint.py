@@ -9,7 +9,7 @@ import shutil
 import pytest
 import torch
 
-from cpu_runtime.engine.checkpoint import light_config, load_light
+from cpu_runtime.engine.checkpoint import LlamaCheckpoint, light_config, load_light, load_model
 from setup.cpu.model import prepare_cpu_model
 from tests.cpu_engine_helpers import load_hf_model
 
@@ -50,6 +50,16 @@ def test_other_architectures_and_scaled_rope_are_left_to_transformers(folders, t
     (tmp_path / "config.json").write_text(json.dumps(config))
     (tmp_path / "model.safetensors").symlink_to(folder / "model.safetensors")
     assert light_config(tmp_path) is None and load_light(tmp_path) is None
+
+
+def test_the_engine_loads_the_demo_folder_light_and_a_scaled_rope_folder_with_transformers(folders, tmp_path):
+    folder = folders[0]
+    assert isinstance(load_model(folder), LlamaCheckpoint)
+    config = {**json.loads((folder / "config.json").read_text()), "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    (tmp_path / "model.safetensors").symlink_to(folder / "model.safetensors")
+    scaled = load_model(tmp_path)
+    assert type(scaled).__name__ == "LlamaForCausalLM" and not scaled.training
 
 
 def test_a_folder_without_safetensors_is_left_to_transformers(folders, tmp_path):
