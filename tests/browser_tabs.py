@@ -1,7 +1,7 @@
 """Browser tabs on the app: Debian's Chromium's path and flags, the launch-token cookie, a tab opened like a first
 visit.
 
-Only the test suite imports this module; of the app it imports only the queue setting of the pages it serves (app.web.speedups).
+Only the test suite imports this module; it imports nothing of the app.
 """
 
 from __future__ import annotations
@@ -62,13 +62,9 @@ def served_page(browser_context, ctx, port: int, build: Callable[[], object]) ->
     length, and a tab on it holding the app's launch-token cookie; the tab (closed afterwards)."""
     import gradio as gr
 
-    from app.web.speedups import quiet_idle_queue
-
     with gr.Blocks() as blocks:
         build()
-    blocks.queue()
-    quiet_idle_queue(blocks)
-    blocks.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    blocks.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
     url = f"http://127.0.0.1:{port}/"
     grant_access(browser_context, ctx, url)
     page = browser_context.new_page()

@@ -75,10 +75,6 @@ MAX_JSON_DEPTH = 64
 LOGIN_FAILURES_ALLOWED = 5  # failed logins per client address within LOGIN_WINDOW_SECONDS, then 429
 LOGIN_WINDOW_SECONDS = 60.0
 QUEUE_SIZE_PER_SLOT = 4  # Gradio's queue holds at most concurrency x this many waiting jobs
-# How often Gradio's queue looks for work while it has none (its own default: 1 ms and 10 ms, about 8 % of a core
-# for an app nobody uses). A job waits at most this long to start; progress messages go out at this pace.
-QUEUE_IDLE_POLL_SECONDS = 0.01
-QUEUE_PROGRESS_POLL_SECONDS = 0.1
 UNREAD_JOB_GRACE_SECONDS = 10.0  # a Gradio job nobody reads the result of is cancelled after this long
 
 
