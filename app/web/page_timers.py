@@ -1,8 +1,8 @@
 """Page timers tick only while their tab is shown.
 
-The Chat page's status line, the Build page's job poll and the Server page's charts each run on a `gr.Timer`. Left
-running, every open browser tab asks the server for all three, several times a second, whichever page it shows:
-work for the server and the browser that nobody sees. Each tab's timers start when the tab is selected (by a click
+The Chat page's status line, the Build page's job poll and the Server page's charts each run on a `gr.Timer`. Gradio
+starts a tab's timers when the tab is first shown and never stops them: after one visit to the Build and Server
+pages, an open browser tab asked the server for all three, several times a second, whichever page it showed. Each tab's timers start when the tab is selected (by a click
 or by a handler that switches tabs, which Gradio reports as the same event) and stop when another tab is.
 """
 
@@ -30,14 +30,14 @@ def tick_while_shown(tabs: list[gr.Tab]) -> dict[int, list[gr.Timer]]:
     Returns the timers by tab (in `tabs`' order)."""
     by_tab = {index: list(timers_in(tab)) for index, tab in enumerate(tabs)}
     every = [timer for timers in by_tab.values() for timer in timers]
+    if not every:
+        return by_tab
     for timer in every:
         timer.active = timer in by_tab[0]
     for index, tab in enumerate(tabs):
-        shown = by_tab[index]
 
-        def switch(shown: list[gr.Timer] = shown) -> list[gr.Timer]:
+        def switch(shown: list[gr.Timer] = by_tab[index]) -> list[gr.Timer]:
             return [gr.Timer(active=timer in shown) for timer in every]
 
-        if every:
-            tab.select(switch, None, every, **PRIVATE)
+        tab.select(switch, None, every, **PRIVATE)
     return by_tab

@@ -42,19 +42,19 @@ def _assemble(ctx: AppContext) -> tuple[gr.Blocks, Sampler]:
         gr.HTML(f'<h1 id="app-title">{APP_TITLE}</h1>')
         # At 400 px the six tabs take two rows rather than hiding three behind a "More tabs" menu.
         with gr.Tabs(overflow_behavior="wrap") as tabs:
-            with gr.Tab(chat.TITLE, id="chat") as chat_tab:
+            with gr.Tab(chat.TITLE, id="chat"):
                 chat.build(ctx, blocks)
-            with gr.Tab(compare.TITLE, id="compare") as compare_tab:
+            with gr.Tab(compare.TITLE, id="compare"):
                 compare.build(ctx)
-            with gr.Tab(adapters.TITLE, id="adapters") as adapters_tab:
+            with gr.Tab(adapters.TITLE, id="adapters"):
                 adapters.build(ctx)
-            with gr.Tab(build.TITLE, id="build") as build_tab:
+            with gr.Tab(build.TITLE, id="build"):
                 build.build(ctx, tabs=tabs, chat_tab="chat")
-            with gr.Tab(benchmark.TITLE, id="benchmark") as benchmark_tab:
+            with gr.Tab(benchmark.TITLE, id="benchmark"):
                 benchmark.build(ctx)
-            with gr.Tab(server.TITLE, id="server") as server_tab:
+            with gr.Tab(server.TITLE, id="server"):
                 sampler = server.build(ctx)
-        tick_while_shown([chat_tab, compare_tab, adapters_tab, build_tab, benchmark_tab, server_tab])
+        tick_while_shown(list(tabs.children))
         api.register(ctx)
     # Waiting jobs are bounded: past this many the Gradio API answers 503 "Queue is full" at once. Every
     # call goes through the queue (api_open=False closes the direct /gradio_api/run/<api> route around it).

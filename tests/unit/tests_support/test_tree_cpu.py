@@ -16,7 +16,7 @@ def test_a_reaped_child_still_counts_through_its_parent():
     assert tree_cpu_seconds() - before >= 0.45
 
 
-def test_a_living_child_counts_and_an_unrelated_process_does_not():
+def test_a_living_child_counts_in_its_own_tree_and_in_its_parents():
     child = subprocess.Popen([sys.executable, "-c", BURN.format(seconds=0.5, then="input()")],
                              stdin=subprocess.PIPE, text=True)
     try:
