@@ -46,6 +46,8 @@ def test_show_plan_and_export_with_the_default_cache(browser_context, default_ca
         page.locator("#build-family input").click()
         page.locator("#build-family input").fill("LLaVA-1.5")
         page.get_by_role("option", name="LLaVA-1.5", exact=True).click()
+        # The family's defaults come back from the server; a plan asked for before they arrive is the first family's.
+        page.wait_for_function("document.querySelector('#build-model-id textarea').value === 'llava-hf/llava-1.5-7b-hf'")
         page.fill("#build-trtllm-root textarea", str(tmp_path / "TensorRT-LLM"))
         page.click("#build-show-plan")  # no folders filled in yet: both are named from the example model id
         page.wait_for_function("document.querySelector('#build-summary').innerText.includes("
