@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .token_ids import text_encoder
+
 EMBEDDING_KEYS = ("model.embed_tokens.weight", "embed_tokens.weight", "transformer.wte.weight")
 ZERO_ROW = -1  # a block's id for an all-zero row (a family twin's padding, `twin.padding: zero_rows_first`)
 
@@ -100,9 +102,7 @@ class OcrEncoder:
         self.mean, self.std = builder.get("mean", [0, 0, 0]), builder.get("std", [1, 1, 1])
         self.rescale = float(builder.get("rescale", 1 / 255))
         hf_dir = Path(hf_dir) if hf_dir else Path(folder) / self.config["hf_model_dir"]
-        from transformers import AutoTokenizer
-
-        self.tokenizer = AutoTokenizer.from_pretrained(str(hf_dir))
+        self.encode_text = text_encoder(hf_dir)
         self.embeddings = load_embeddings(hf_dir)
         self.hidden = self.embeddings.shape[1]
         self.pad_id = self._ids(self.ocr_settings.get("pad_text", "\n"))[-1]
@@ -118,7 +118,7 @@ class OcrEncoder:
         self.zero_rows_first = (self.config.get("twin") or {}).get("padding") == "zero_rows_first"
 
     def _ids(self, text):
-        return self.tokenizer.encode(text, add_special_tokens=False) if text else []
+        return self.encode_text(text) if text else []
 
     def read_text(self, bgr, min_score=None):
         """The text OCR finds in one image, lines in reading order joined by spaces."""
