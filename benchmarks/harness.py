@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.server_process import ServerProcess, free_port
+from benchmarks.server_process import ServerProcess, free_port, free_ports
 from setup.cpu.pacing import PacingSpec, start_pacing_triton, write_pacing_repository
 from setup.launcher import TritonProcess
 
@@ -32,7 +32,7 @@ class PacingServer:
 def pacing_server(folder: Path, spec: PacingSpec | None = None):
     """tritonserver with the pacing model alone, on free ports; stopped on exit."""
     repo = write_pacing_repository(Path(folder) / "pacing_repo", spec or PacingSpec())
-    http, grpc, metrics = free_port(), free_port(), free_port()
+    http, grpc, metrics = free_ports(3)
     log_path = Path(folder) / "pacing_triton.log"
     process = start_pacing_triton(repo, http, grpc, metrics, log_path)
     try:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import socket
 import statistics
 import sys
 import tempfile
@@ -27,6 +26,7 @@ from app.chat.prompts import PromptBuilder  # noqa: E402
 from app.core.conversation import Conversation  # noqa: E402
 from app.core.sampling import SamplingParams
 from app.triton.client import TritonChatClient  # noqa: E402
+from benchmarks.server_process import free_ports  # noqa: E402
 from setup.cpu.model import model_dir  # noqa: E402
 from setup.lora.convert import HF_TO_TRT, convert_peft  # noqa: E402
 from setup.lora.engine import EngineLoraSpec, check_against_engine  # noqa: E402
@@ -41,17 +41,11 @@ LLAMA_7B = EngineLoraSpec(path=Path("llama-2-7b (shapes only)"), dtype="float16"
 TTFT_GOAL = 0.10  # a cached adapter's TTFT within 10% of the base model's
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _start_server(tmp: Path):
     from setup.cpu.demo import start_demo_triton, write_demo_repository
 
     repo = write_demo_repository(tmp / "repo", log=lambda *_: None)
-    ports = [_free_port() for _ in range(3)]
+    ports = free_ports(3)
     process = start_demo_triton(*ports, repo=repo, log_path=tmp / "triton.log", log=lambda *_: None)
     return process, f"127.0.0.1:{ports[1]}"
 

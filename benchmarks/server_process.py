@@ -7,6 +7,7 @@ Used by the app process of the overhead/soak runs and by the peers (vLLM's CPU b
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -67,9 +68,18 @@ def require_memory(name: str, needed: int, what: str) -> None:
 
 def free_port() -> int:
     """A free TCP port on loopback (free now; the caller binds it soon after)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` different free TCP ports on loopback, held together while they are picked: picked one after
+    another, the kernel may hand the same port out twice (a run's family-outputs server once got the same one for
+    HTTP and metrics)."""
+    with contextlib.ExitStack() as held:
+        sockets = [held.enter_context(socket.socket()) for _ in range(count)]
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
 
 
 class ServerProcess:

@@ -7,21 +7,15 @@ Only the test suite imports this module; it imports the app's setup code lazily,
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
 
+from benchmarks.server_process import free_port, free_ports  # noqa: F401 - the tests take them from here
 from tests.run_folder import run_folder
 from tests.server_memory import BudgetedProcess, MemoryLedger, repository_gib
 
 DEMO_PACING_RATE = 40.0  # the demo servers in tests carry the pacing model too (`--pacing-rate`)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class TritonEndpoints:
@@ -47,7 +41,7 @@ def on_free_ports(start):
     # what the launcher's error says -> tries left
     retries = {"already in use": 2, "was not ready after": 1, "boost::interprocess::lock_exception": 1}
     while True:
-        ports = [free_port() for _ in range(3)]
+        ports = free_ports(3)
         try:
             return ports, start(*ports)
         except LaunchError as exc:

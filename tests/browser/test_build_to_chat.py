@@ -10,7 +10,7 @@ from app.web.ui import build_app
 from tests.browser.chat_helpers import ask_about_image
 from tests.browser_tabs import grant_access
 from tests.pictures import chelsea_picture
-from tests.servers import free_port
+from tests.servers import free_port, free_ports
 
 
 @pytest.fixture
@@ -43,7 +43,7 @@ def test_launch_the_chosen_familys_twin_from_the_build_page_then_chat(browser_co
         assert "Waiting" in page.locator("#status").inner_text()
         page.get_by_role("tab", name="Build").click()
         page.get_by_text("Server ports").click()
-        http, grpc = free_port(), free_port()
+        http, grpc = free_ports(2)
         page.locator("#build-http-port input").fill(str(http))
         page.locator("#build-grpc-port input").fill(str(grpc))
         assert page.input_value("#build-cpu-twin input") == twin_of(family_choices()[0][1])  # the first family's

@@ -15,7 +15,7 @@ import pytest
 
 from tests.pictures import data_url, shape_image
 from tests.proc_helpers import children_of
-from tests.servers import DEMO_KINDS, free_port
+from tests.servers import DEMO_KINDS, free_ports
 
 pytestmark = pytest.mark.usefixtures("demo_command_memory")  # the demos these tests start
 
@@ -62,7 +62,7 @@ CHECKS = {"engine": answers_text_adapters_and_a_sign, "llmapi": answers_text_ada
 
 @pytest.mark.parametrize("kind", [*DEMO_KINDS, "xcomposer2"])
 def test_demo_serves_and_ctrl_c_stops_everything(kind):
-    ui, http, grpc, metrics = (free_port() for _ in range(4))
+    ui, http, grpc, metrics = free_ports(4)
     proc = subprocess.Popen(
         [sys.executable, "-m", "app", "--demo", "--deployment", kind, "--port", str(ui), "--triton-http-port",
          str(http), "--triton-grpc-port", str(grpc), "--triton-metrics-port", str(metrics)],

@@ -17,7 +17,7 @@ from setup.cpu.demo import demo_instances_dir, start_demo_triton
 from setup.launcher import SHM_DIR, LaunchError, TritonProcess
 from setup.paths import PROJECT_ROOT
 from tests.proc_helpers import live_members
-from tests.servers import free_port, start_triton
+from tests.servers import free_port, free_ports, start_triton
 
 pytestmark = pytest.mark.usefixtures("demo_command_memory")  # the demos these tests start
 
@@ -49,7 +49,7 @@ def serves(http_port: int) -> bool:
 @pytest.fixture(scope="module")
 def demo(cpu_model_dir):
     """One demo started as `python -m app --demo` starts it: its own repository folder in the cache."""
-    ports = (free_port(), free_port(), free_port())
+    ports = tuple(free_ports(3))
     process = start_demo_triton(*ports, log=quiet)
     yield process, ports
     process.stop()

@@ -16,8 +16,9 @@ import httpx
 import pytest
 
 from app.bench.load import BenchRequest
+from app.bench.targets import Timeline
 from benchmarks.app_senders import SseApiSender
-from benchmarks.harness import free_port
+from benchmarks.server_process import free_ports
 from setup.cpu.pacing import PacingSpec, start_pacing_triton, write_pacing_repository
 from tests.bench_fixtures import pacing_log_lines, serve_app
 
@@ -27,7 +28,7 @@ class Server:
 
     def __init__(self, tmp, spec: PacingSpec):
         self.repo = write_pacing_repository(tmp / "repo", spec)
-        self.ports = (free_port(), free_port(), free_port())
+        self.ports = tuple(free_ports(3))
         self.log_path = tmp / "triton.log"
         self.grpc_url = f"127.0.0.1:{self.ports[1]}"
         self.process = None
@@ -81,17 +82,36 @@ def server(tmp_path):
     srv.stop()
 
 
+class WatchedSseSender(SseApiSender):
+    """SseApiSender whose streams' timelines the test can watch while they run."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.timelines: dict[int, Timeline] = {}
+
+    def _read(self, session: int, request: BenchRequest, timeline: Timeline) -> None:
+        self.timelines[session] = timeline
+        super()._read(session, request, timeline)
+
+    def wait_for_first_tokens(self, streams: int, within: float) -> None:
+        """Until `streams` streams have shown their first words (each a first update with text)."""
+        deadline = time.monotonic() + within
+        while sum(t.record.first_token is not None for t in list(self.timelines.values())) < streams:
+            assert time.monotonic() < deadline, f"not every stream showed words in {within:.0f} s"
+            time.sleep(0.05)
+
+
 def test_killed_server_ends_every_open_stream_with_a_clear_error_then_recovers(server):
     server.start()
     blocks, url, ctx = serve_app(server.grpc_url)
-    sender = SseApiSender(url, 4, timeout=20)
+    sender = WatchedSseSender(url, 4, timeout=20)
     try:
         records = [None] * 4
         threads = [threading.Thread(target=lambda i=i: records.__setitem__(i, sender(i, BenchRequest("hi", 300))))
                    for i in range(4)]
         for thread in threads:
             thread.start()
-        time.sleep(1.5)  # every stream has shown some words (10 per second)
+        sender.wait_for_first_tokens(4, within=120)  # every stream has shown some words
         killed_at = time.monotonic()
         server.kill()
         for thread in threads:

@@ -106,3 +106,35 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+class LowestFreePortSockets:
+    """A socket module whose bind to port 0 gets the lowest port not held by an open socket: the kernel may hand out
+    a port just closed again, and this one always does."""
+
+    def __init__(self):
+        self.held: set[int] = set()
+        outer = self
+
+        class Socket:
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                outer.held.discard(self.port)
+
+            def bind(self, address):
+                self.port = min(set(range(40000, 40010)) - outer.held)
+                outer.held.add(self.port)
+
+            def getsockname(self):
+                return ("127.0.0.1", self.port)
+
+        self.socket = Socket
+
+
+def test_free_ports_picked_together_all_differ(monkeypatch):
+    monkeypatch.setattr(server_process, "socket", LowestFreePortSockets())
+    assert server_process.free_port() == server_process.free_port() == 40000  # one at a time: the same port again
+    assert server_process.free_ports(4) == [40000, 40001, 40002, 40003]
+    assert server_process.socket.held == set()  # none is left open
