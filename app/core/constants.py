@@ -75,6 +75,13 @@ MAX_JSON_DEPTH = 64
 LOGIN_FAILURES_ALLOWED = 5  # failed logins per client address within LOGIN_WINDOW_SECONDS, then 429
 LOGIN_WINDOW_SECONDS = 60.0
 QUEUE_SIZE_PER_SLOT = 4  # Gradio's queue holds at most concurrency x this many waiting jobs
+# Gradio's queue looks for work every 1 ms and for progress every 10 ms, busy or not (about 8 % of a core for an app
+# nobody uses). The app keeps that pace while anything waits or runs and for QUEUE_QUIET_AFTER_SECONDS after each new
+# job; after that it looks at the slower pace, so the first job after a quiet spell waits at most
+# QUEUE_QUIET_POLL_SECONDS more to start.
+QUEUE_QUIET_AFTER_SECONDS = 2.0
+QUEUE_QUIET_POLL_SECONDS = 0.02
+QUEUE_QUIET_PROGRESS_SECONDS = 0.1
 UNREAD_JOB_GRACE_SECONDS = 10.0  # a Gradio job nobody reads the result of is cancelled after this long
 
 

@@ -60,6 +60,7 @@ def _assemble(ctx: AppContext) -> tuple[gr.Blocks, Sampler]:
     # call goes through the queue (api_open=False closes the direct /gradio_api/run/<api> route around it).
     blocks.queue(default_concurrency_limit=ctx.config.concurrency,
                  max_size=ctx.config.concurrency * QUEUE_SIZE_PER_SLOT, api_open=False)
+    speedups.quiet_when_idle(blocks)
     return blocks, sampler
 
 
