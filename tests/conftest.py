@@ -29,7 +29,7 @@ from tests.run_folder import (
     wait_for_stops,
 )
 from tests.server_groups import TestNeeds, group_summary, server_groups
-from tests.server_lifetimes import by_group, finish_fixtures, group_fixtures_done
+from tests.server_lifetimes import CURRENT, by_group, finish_fixtures, group_fixtures_done
 from tests.server_memory import DEMO_COMMAND_GIB, LEDGER_FILES, VLLM_GIB, BudgetedProcess, budget_waits
 from tests.server_scheduling import write_groups
 from tests.servers import (
@@ -160,6 +160,16 @@ def pytest_xdist_make_scheduler(config, log):
 
         return ServerGroupScheduling(config, log, folder=run_folder())
     return None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """The running test, for the memory budget's make_room (tests/server_lifetimes.py stop_unused_demo)."""
+    CURRENT["item"] = item
+    try:
+        yield
+    finally:
+        CURRENT.pop("item", None)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -12,7 +12,8 @@ minutes stalled on memory and three runner models took 290 s to load instead of 
 The figures are estimates measured with `ps` on the CPU demo (resident set of each model's stub process), kept
 here beside the rule. The ledger is a JSON file in the run's temporary folder, changed under `flock`. A lasting
 hold (each worker's demo tritonserver, kept for its whole session) counts against the budget but is never waited
-for. No deadlock: a start goes ahead when no other passing server runs, or when every other holder is waiting too
+for; a worker whose start must wait stops its own demo server first when the test at hand does not use it
+(`make_room`, tests/server_lifetimes.py), and a later test that does starts it again. No deadlock: a start goes ahead when no other passing server runs, or when every other holder is waiting too
 (the lowest pid first), so the budget can be overrun, never hang the run. Holders that died are dropped.
 
 Only the test suite imports this module; it imports nothing of the app (of the CPU twins, one list of names).
@@ -92,8 +93,10 @@ def budget_waits(waits: list[dict]) -> str:
     ranked = sorted(waits, key=lambda wait: -wait["seconds"])
     named = ", ".join(f"{_short(w['key'])} {w['seconds']:.0f} s ({w['gib']:.1f} GiB)" for w in ranked[:6])
     more = f" and {len(ranked) - 6} more" if len(ranked) > 6 else ""
+    roomed = sum(1 for w in waits if w.get("made_room"))
+    stopped = f"; {roomed} of them stopped their worker's demo server to make room" if roomed else ""
     return (f"Waits for the server memory budget: {sum(w['seconds'] for w in waits):.0f} s in {len(waits)} starts: "
-            f"{named}{more}")
+            f"{named}{more}{stopped}")
 
 
 def _short(key: str) -> str:
@@ -121,10 +124,13 @@ class MemoryLedger:
     file for all workers. A hold goes when its holder dies, or when the server it was bound to (`bind`) is gone: a
     test that kills its server and starts another by other means must not leave a hold that nobody gives back."""
 
-    def __init__(self, folder: Path, budget: float | None = None) -> None:
+    def __init__(self, folder: Path, budget: float | None = None, make_room: Callable[[], bool] | None = None) -> None:
+        """`make_room()` is called once when a start of this process must wait: it may stop a server this process
+        keeps but does not need now (True when it did), so the wait ends when that server is gone."""
         self.path = folder / LEDGER
         self.waits_path = folder / WAITS
         self.budget = budget_gib() if budget is None else budget
+        self.make_room = make_room
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[dict]:
@@ -154,7 +160,7 @@ class MemoryLedger:
     def acquire(self, key: str, gib: float, lasting: bool = False) -> float:
         """Hold `gib` under `key` once the budget allows (at once when `lasting`: a server kept for the whole session
         is never waited for, so it must not wait either); returns the seconds waited."""
-        pid, started = os.getpid(), time.monotonic()
+        pid, started, asked_for_room, made_room = os.getpid(), time.monotonic(), False, False
         while True:
             with self._locked() as state:
                 if lasting or self._may_start(state, pid, gib):
@@ -163,10 +169,14 @@ class MemoryLedger:
                     waited = time.monotonic() - started
                     if waited >= WAIT_NOTED_SECONDS:
                         with open(self.waits_path, "a", encoding="utf-8") as out:
-                            out.write(json.dumps({"key": key, "gib": gib, "seconds": round(waited, 1)}) + "\n")
+                            out.write(json.dumps({"key": key, "gib": gib, "seconds": round(waited, 1),
+                                                  "made_room": made_room}) + "\n")
                     return waited
                 if pid not in state["waiting"]:
                     state["waiting"].append(pid)
+            if not asked_for_room and self.make_room is not None:
+                asked_for_room = True
+                made_room = bool(self.make_room())  # outside the lock: the server it stops gives its hold back through it
             time.sleep(POLL_SECONDS)
 
     def start_held(self, key: str, gib: float, start: Callable[[], T], lasting: bool = False) -> T:

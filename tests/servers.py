@@ -13,6 +13,7 @@ import pytest
 
 from benchmarks.server_process import free_port, free_ports  # noqa: F401 - the tests take them from here
 from tests.run_folder import run_folder
+from tests.server_lifetimes import stop_unused_demo
 from tests.server_memory import BudgetedProcess, MemoryLedger, repository_gib
 
 DEMO_PACING_RATE = 40.0  # the demo servers in tests carry the pacing model too (`--pacing-rate`)
@@ -54,7 +55,7 @@ def on_free_ports(start):
 
 def memory_ledger() -> MemoryLedger:
     """The run's server memory budget, shared by its workers (tests/server_memory.py)."""
-    return MemoryLedger(run_folder())
+    return MemoryLedger(run_folder(), make_room=stop_unused_demo)
 
 
 def serve_repository(tmp: Path, repo: Path, lasting: bool = False) -> TritonEndpoints:

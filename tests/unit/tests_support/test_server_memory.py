@@ -180,3 +180,40 @@ def test_a_start_that_fails_gives_its_memory_back(tmp_path):
     assert ledger.held() == {}
     assert ledger.start_held("server", 3.0, lambda: "started") == "started"
     assert ledger.held() == {"server": 3.0}
+
+
+def test_a_start_that_must_wait_first_asks_its_own_process_for_room(tmp_path):
+    """This worker's own demo server (lasting) and another's server fill the budget: make_room is asked once, and
+    the start goes ahead as soon as the server it stopped gives its hold back, without waiting for the other's."""
+    calls: list[str] = []
+
+    def make_room() -> bool:
+        calls.append("asked")
+        ledger.release("my demo")  # what stopping the demo server does through its BudgetedProcess
+        return True
+
+    ledger = MemoryLedger(tmp_path, budget=10, make_room=make_room)
+    ledger.acquire("my demo", 3.0, lasting=True)
+    with ledger._locked() as state:  # the other worker's runner twins
+        state["held"]["other"] = [os.getppid(), 5.0, False]
+    assert ledger.acquire("llmapi", 4.0) < 5.0
+    assert calls == ["asked"] and ledger.held() == {"other": 5.0, "llmapi": 4.0}
+    assert [w.get("made_room") for w in ledger.waits()] in ([], [True])  # noted when the wait lasted 1 s or more
+    assert budget_waits([{"key": "triton /tmp/x/runner0", "gib": 5.1, "seconds": 3.0, "made_room": True}]).endswith(
+        "runner0 3 s (5.1 GiB); 1 of them stopped their worker's demo server to make room")
+    assert ledger.acquire("small", 1.0) < 0.5 and calls == ["asked"]  # within the budget: nothing is asked
+
+
+def test_make_room_that_frees_nothing_leaves_the_wait_as_it_was(tmp_path):
+    calls: list[str] = []
+    ledger = MemoryLedger(tmp_path, budget=10, make_room=lambda: calls.append("asked") and False)
+    with ledger._locked() as state:
+        state["held"]["other"] = [os.getppid(), 8.0, False]
+    waited: list[float] = []
+    thread = threading.Thread(target=lambda: waited.append(ledger.acquire("mine", 4.0)))
+    thread.start()
+    time.sleep(1.5)
+    assert not waited and calls == ["asked"]  # asked once, still waiting
+    ledger.release("other")
+    thread.join(timeout=10)
+    assert waited and calls == ["asked"]
