@@ -73,9 +73,10 @@ class HistoryPanel:
                                                    min_width=120)
         self.download = gr.Textbox(visible=False, elem_id="download-payload")
 
-    def wire(self, app: gr.Blocks | None, conversation: gr.State, chatbot: gr.Chatbot, saved_after: list) -> None:
+    def wire(self, app: gr.Blocks | None, conversation: gr.State, chatbot: gr.Chatbot, saved_after: list) -> list:
         """Restore on page load, save after each event in `saved_after`, and the list's own buttons. `conversation`
-        holds the typed conversation the chat shows in `chatbot`."""
+        holds the typed conversation the chat shows in `chatbot`. Returns the events that may show another
+        conversation (the chat sets its reply buttons after them)."""
         busy = self._ctx.outbox.busy
         shown = [self.store, conversation, chatbot, self.chats]
 
@@ -91,17 +92,17 @@ class HistoryPanel:
             return on_import(upload, stored, busy(request.session_hash))
 
         private = dict(api_visibility="private", show_progress="hidden")
-        if app is not None:
-            app.load(on_restore, self.store, shown, **private)
+        showing_events = [app.load(on_restore, self.store, shown, **private)] if app is not None else []
         for event in saved_after:
             event.then(on_save, [self.store, conversation], [self.store, self.chats], **private)
-        self.chats.input(switch, [self.store, self.chats], shown, **private)
-        self.new.click(change(chats.new_chat), self.store, shown, **private)
-        self.delete.click(change(chats.delete_current), self.store, shown, **private)
+        showing_events += [self.chats.input(switch, [self.store, self.chats], shown, **private),
+                           self.new.click(change(chats.new_chat), self.store, shown, **private),
+                           self.delete.click(change(chats.delete_current), self.store, shown, **private)]
         for button, kind in ((self.export_json, "json"), (self.export_markdown, "markdown")):
             button.click(partial(on_export, kind=kind), conversation, self.download, **private).then(
                 None, self.download, None, js=SAVE_PAYLOAD_JS, **private)
-        self.import_json.upload(import_file, [self.import_json, self.store], shown, **private)
+        showing_events.append(self.import_json.upload(import_file, [self.import_json, self.store], shown, **private))
+        return showing_events
 
 
 # The handlers: each takes the browser's store (and the typed conversation) and returns what the panel shows

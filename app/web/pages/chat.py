@@ -81,7 +81,8 @@ def controls(running: bool) -> tuple[gr.Button, gr.Button]:
 
 def reply_controls(conversation: Conversation) -> tuple:
     """Continue (enabled for a last reply cut at max tokens) and the version stepper ‹ n/m › of the last reply
-    (shown when it has more than one version)."""
+    (shown when it has more than one version). Set by the events that change what the chat shows, never on each
+    streamed update: a `chatbot.change` handler made every update a second round trip (the page's CPU tripled)."""
     reply = conversation.last_reply if conversation else None
     count = len(reply.versions) if reply else 0
     stepper = count > 1
@@ -91,7 +92,7 @@ def reply_controls(conversation: Conversation) -> tuple:
             gr.Button(visible=stepper, interactive=stepper and reply.shown < count - 1))
 
 
-REPLY_OUTPUTS = 5  # the message box, the chatbot, the conversation, Stop, Regenerate
+REPLY_OUTPUTS = 9  # the message box, the chatbot, the conversation, Stop, Regenerate, then reply_controls' four
 
 
 def refuse(message: str, outputs: int = REPLY_OUTPUTS) -> tuple:
@@ -102,14 +103,17 @@ def refuse(message: str, outputs: int = REPLY_OUTPUTS) -> tuple:
 
 def replies(ctx: AppContext, session: str, conversation: Conversation, first: Queued | None, settings: ReplySettings,
             box_value, **run) -> Iterator[tuple]:
-    """A run's updates as (box, chatbot, conversation, stop, regenerate); the box is touched once, at the start."""
+    """A run's updates as (box, chatbot, conversation, stop, regenerate, *reply_controls); the box is touched once,
+    at the start; the buttons at the start and when the run ends."""
     updates = run_replies(ctx, session, conversation, first, settings, **run)
     update = next(updates)
     yield box_value, chat_messages(update.conversation, update.streaming, update.waiting), update.conversation, \
-        *controls(update.running)
+        *controls(update.running), *reply_controls(update.conversation)
     for update in updates:
-        yield (gr.skip(), chat_messages(update.conversation, update.streaming, update.waiting), update.conversation,
-               *(controls(False) if not update.running else (gr.skip(), gr.skip())))
+        buttons = (*controls(False), *reply_controls(update.conversation)) if not update.running else \
+            (gr.skip(),) * (REPLY_OUTPUTS - 3)
+        yield gr.skip(), chat_messages(update.conversation, update.streaming, update.waiting), update.conversation, \
+            *buttons
 
 
 def on_send(ctx: AppContext, session: str, message: dict | None, conversation: Conversation, adapter_label: str,
@@ -268,7 +272,8 @@ def build(ctx: AppContext, app: gr.Blocks | None = None) -> None:
     def clear_all(request: gr.Request):
         return on_clear(ctx, request.session_hash)
 
-    outputs = [box, chatbot, conversation, stop, regenerate]
+    shown_controls = [resume, older, version, newer]
+    outputs = [box, chatbot, conversation, stop, regenerate, *shown_controls]
     # "multiple": a message sent while a reply streams reaches the server (and waits in the outbox) instead
     # of being dropped by the browser while the first event is still running.
     sent = box.submit(send, [box, conversation, adapter, pdf_pages, *sampling], outputs, trigger_mode="multiple",
@@ -279,8 +284,6 @@ def build(ctx: AppContext, app: gr.Blocks | None = None) -> None:
     stepped = [button.click(step(by), conversation, [chatbot, conversation], api_visibility="private",
                             show_progress="hidden")
                for button, by in ((older, -1), (newer, 1))]
-    chatbot.change(reply_controls, conversation, [resume, older, version, newer], api_visibility="private",
-                   show_progress="hidden")
     # Stop cancels the server request; the run then ends that reply by itself and shows "(stopped)".
     # (Gradio's `cancels=` would race with that last update and could drop it.)
     stop.click(stop_reply, None, None, api_visibility="private")
@@ -288,7 +291,10 @@ def build(ctx: AppContext, app: gr.Blocks | None = None) -> None:
     trashed = chatbot.clear(clear_all, None, [chatbot, conversation], api_visibility="private")  # the trash icon
     decoding.change(lambda mode: [gr.update(interactive=mode != GREEDY)] * len(SAMPLE_ONLY), decoding,
                     [temperature, top_k, top_p, seed], api_visibility="private", show_progress="hidden")
-    history.wire(app, conversation, chatbot, saved_after=[sent, regenerated, continued, *stepped, cleared, trashed])
+    shows_another = history.wire(app, conversation, chatbot,
+                                 saved_after=[sent, regenerated, continued, *stepped, cleared, trashed])
+    for event in (*stepped, cleared, trashed, *shows_another):
+        event.then(reply_controls, conversation, shown_controls, api_visibility="private", show_progress="hidden")
 
     adapter.focus(lambda: gr.Dropdown(choices=adapter_choices(ctx)), None, adapter,
                   api_visibility="private", show_progress="hidden")

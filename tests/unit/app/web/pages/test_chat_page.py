@@ -10,7 +10,15 @@ import pytest
 from app.chat.context import AppConfig, AppContext
 from app.chat.sampling import ChatSampling
 from app.core.conversation import Conversation
-from app.web.pages.chat import on_clear, on_continue, on_regenerate, on_send, on_step, reply_controls
+from app.web.pages.chat import (
+    REPLY_OUTPUTS,
+    on_clear,
+    on_continue,
+    on_regenerate,
+    on_send,
+    on_step,
+    reply_controls,
+)
 from tests.compare_fakes import RecordingDeployment
 
 SESSION = "session-1"
@@ -25,20 +33,19 @@ def ctx(monkeypatch) -> AppContext:
 
 
 def finished(updates) -> tuple:
-    """The last update of a reply event: (box, chatbot, conversation, stop, regenerate)."""
+    """The last update of a reply event: (box, chatbot, conversation, stop, regenerate, continue, older, version,
+    newer)."""
     *_, last = list(updates)
     return last
 
 
 def send(ctx, conversation, text, files=(), sampling=SHORT, adapter="base model") -> Conversation:
-    *_, conversation_after, _stop, _regenerate = finished(
-        on_send(ctx, SESSION, {"text": text, "files": list(files)}, conversation, adapter, sampling))
-    return conversation_after
+    return finished(on_send(ctx, SESSION, {"text": text, "files": list(files)}, conversation, adapter, sampling))[2]
 
 
 def test_a_message_gets_its_reply_with_the_settings_as_one_value(ctx):
     updates = list(on_send(ctx, SESSION, {"text": " Hi ", "files": []}, Conversation(), "pirate", SHORT))
-    box, shown, conversation, stop, regenerate = updates[-1]
+    box, shown, conversation, stop, regenerate, continue_button, *stepper = updates[-1]
     assert [turn.role for turn in conversation.turns] == ["user", "assistant"] and conversation.turns[0].text == "Hi"
     reply = conversation.last_reply.current
     assert reply.text == "reply from" and reply.adapter == "pirate" and reply.cut_at == 2
@@ -46,6 +53,10 @@ def test_a_message_gets_its_reply_with_the_settings_as_one_value(ctx):
     assert shown[0] == {"role": "user", "content": "Hi"} and shown[1]["content"].startswith("reply from")
     assert isinstance(updates[0][0], gr.MultimodalTextbox) and updates[0][0].value == {"text": "", "files": []}
     assert not stop.interactive and regenerate.interactive
+    assert continue_button.interactive and not any(button.visible for button in stepper)  # cut at 2, one version
+    # the reply buttons are set when the run starts and when it ends, not at each streamed update in between
+    assert len(updates) > 2 and all(update[5:] == (gr.skip(),) * 4 for update in updates[1:-1])
+    assert not updates[0][5].interactive  # Continue waits for the reply's end
     assert ctx.deployment.requests[0].sampling.max_tokens == 2 and ctx.deployment.requests[0].adapter == "pirate"
 
 
@@ -53,7 +64,7 @@ def test_a_bad_setting_is_refused_and_nothing_changes(ctx):
     with pytest.warns(UserWarning, match="seed must be a whole number"):
         refused = list(on_send(ctx, SESSION, {"text": "Hi"}, Conversation(), "base model",
                                ChatSampling(decoding="sample", seed="1.5")))
-    assert refused == [(gr.skip(),) * 5] and ctx.deployment.requests == []
+    assert refused == [(gr.skip(),) * REPLY_OUTPUTS] and ctx.deployment.requests == []
 
 
 def test_a_new_picture_starts_what_the_model_is_sent(ctx, tmp_path):
@@ -68,7 +79,7 @@ def test_a_new_picture_starts_what_the_model_is_sent(ctx, tmp_path):
 
 def test_regenerate_keeps_versions_and_stepping_shows_them(ctx):
     talk = send(ctx, Conversation(), "Hi", sampling=ChatSampling(max_tokens=20))
-    *_, talk, _stop, _regenerate = finished(on_regenerate(ctx, SESSION, talk, "french", SHORT))
+    talk = finished(on_regenerate(ctx, SESSION, talk, "french", SHORT))[2]
     reply = talk.last_reply
     assert [v.text for v in reply.versions] == ["reply from base", "reply from"] and reply.shown == 1
     assert [v.adapter for v in reply.versions] == [None, "french"]
@@ -81,5 +92,5 @@ def test_regenerate_keeps_versions_and_stepping_shows_them(ctx):
 def test_continue_needs_a_cut_reply_and_clear_empties(ctx):
     talk = send(ctx, Conversation(), "Hi", sampling=ChatSampling(max_tokens=20))
     with pytest.warns(UserWarning, match="Only a reply cut at the token limit"):
-        assert list(on_continue(ctx, SESSION, talk, "base model", SHORT)) == [(gr.skip(),) * 5]
+        assert list(on_continue(ctx, SESSION, talk, "base model", SHORT)) == [(gr.skip(),) * REPLY_OUTPUTS]
     assert on_clear(ctx, SESSION) == ([], Conversation())
