@@ -1,6 +1,7 @@
 """Build page -> chat: launch the CPU twin of the family chosen in the form from the Build tab, then chat with it."""
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from app.chat.context import AppConfig, AppContext
 from app.deployments.runner.deployment import RunnerDeployment
@@ -51,7 +52,11 @@ def test_launch_the_chosen_familys_twin_from_the_build_page_then_chat(browser_co
         page.wait_for_function("document.querySelector('#build-cpu-twin input').value === 'kosmos-2'")
         page.click("#build-cpu-demo")
         page.wait_for_function("document.querySelector('#build-server').innerText.includes('CPU twin of kosmos-2')")
-        page.wait_for_selector("#build-open-chat", state="visible", timeout=400_000)
+        try:
+            page.wait_for_selector("#build-open-chat", state="visible", timeout=400_000)
+        except PlaywrightTimeout as exc:  # say what the page showed: was the server ready, did its poll run?
+            shown = {sel: page.inner_text(sel) for sel in ("#build-server", "#build-status")}
+            raise AssertionError(f"no 'Chat with this server' button; the page showed {shown}") from exc
         assert "Serving the CPU twin of kosmos-2" in page.inner_text("#build-server")
         page.click("#build-open-chat")
         page.wait_for_selector("#chat-input textarea", state="visible")

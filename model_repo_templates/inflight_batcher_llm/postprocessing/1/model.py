@@ -11,7 +11,7 @@ import json
 import numpy as np
 import tokenizer_only  # noqa: F401  model_repo_templates/shared/, copied here: no PyTorch
 import triton_python_backend_utils as pb_utils
-from transformers import AutoTokenizer
+from fast_tokenizer import load_tokenizer  # model_repo_templates/shared/, copied here
 
 PASSTHROUGH = {
     "CUM_LOG_PROBS": "OUT_CUM_LOG_PROBS",
@@ -66,7 +66,7 @@ def token_byte_table(tokenizer, skip_special_tokens):
 class TritonPythonModel:
     def initialize(self, args):
         config = json.loads(args["model_config"])
-        tokenizer = AutoTokenizer.from_pretrained(_param(config, "tokenizer_dir"))
+        tokenizer = load_tokenizer(_param(config, "tokenizer_dir"))
         self.skip_special = _param(config, "skip_special_tokens", "true").lower() in ("true", "1")
         self.tokenizer = tokenizer
         as_bytes = _param(config, "token_bytes", "false").lower() in ("true", "1")

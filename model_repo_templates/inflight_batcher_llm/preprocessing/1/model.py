@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import tokenizer_only  # noqa: F401  model_repo_templates/shared/, copied here: no PyTorch
 import triton_python_backend_utils as pb_utils
+from fast_tokenizer import load_tokenizer  # model_repo_templates/shared/, copied here
 from model_params import as_bool, optional_input, param, text_of  # model_repo_templates/shared/, copied here
-from transformers import AutoTokenizer
 from word_lists import embedding_bias, word_list  # model_repo_templates/shared/, copied here
 
 IMAGE_INPUTS = {"IMAGE_INPUT": "image_input", "IMAGE_BYTES": "image_bytes_input", "IMAGE_URL": "image_url_input",
@@ -72,7 +72,7 @@ class TritonPythonModel:
         config = json.loads(args["model_config"])
         tokenizer_dir = param(config, "tokenizer_dir")
         self.add_special_tokens = as_bool(param(config, "add_special_tokens", "true"))
-        self.tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir, padding_side="left")
+        self.tokenizer = load_tokenizer(tokenizer_dir, padding_side="left")
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.end_id = self.tokenizer.eos_token_id
