@@ -71,24 +71,31 @@ class ImageClassifier:
     """EfficientNet-Lite0 on the CPU; loaded once, then `top(rgb)` per image."""
 
     def __init__(self, threads: int | None = None, onnx_folder: Path | None = None):
+        self.names = class_names()
+        self.groups = class_groups()
+        self.model = self.torch = self.onnx = None
+        copy = Path(onnx_folder) / f"{MODEL_NAME}.onnx" if onnx_folder is not None else None
+        if copy is not None:  # a copy already checked against these weights: no torch in this process
+            from .onnx_model import verified_runner
+
+            self.onnx = verified_runner(copy, weights_path(), threads or 1)
+            if self.onnx is not None:
+                return
         import torch
         from efficientnet_lite_pytorch import EfficientNet
 
         self.torch = torch
         if threads:
             torch.set_num_threads(threads)
-        self.names = class_names()
-        self.groups = class_groups()
         self.model = EfficientNet.from_name(MODEL_NAME)
         state = torch.load(weights_path(), map_location="cpu", weights_only=True)
         self.model.load_state_dict(state, strict=True)
         self.model.eval()
-        self.onnx = None
-        if onnx_folder is not None:
+        if copy is not None:
             from .onnx_model import onnx_runner
 
             example = torch.from_numpy(np.random.default_rng(0).uniform(-1, 1, (1, 3, CROP, CROP)).astype(np.float32))
-            self.onnx = onnx_runner(self.model, example, Path(onnx_folder) / f"{MODEL_NAME}.onnx", threads or 1)
+            self.onnx = onnx_runner(self.model, example, copy, threads or 1, source=weights_path())
 
     def probabilities(self, rgb: np.ndarray) -> np.ndarray:
         """Softmax over the 1000 classes for one [H, W, 3] uint8 RGB image."""

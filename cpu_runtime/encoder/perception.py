@@ -8,6 +8,8 @@ Labels below the "sure" confidence are worded as guesses ("perhaps ...").
 
 from __future__ import annotations
 
+import os
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -123,13 +125,16 @@ def one_thread_per_part() -> None:
     """Process-wide: torch and OpenCV compute on one thread (onnxruntime sessions here have one each).
 
     The multimodal_encoders process calls this once; the Perceiver then runs the OCR beside the other
-    parts, so one image keeps 2 cores busy without oversubscribing them.
+    parts, so one image keeps 2 cores busy without oversubscribing them. torch is not imported for this: with a
+    verified ONNX copy of the classifier (onnx_model.py) the process never loads it, and when it does, torch reads
+    OMP_NUM_THREADS as it starts.
     """
     import cv2
-    import torch
 
     cv2.setNumThreads(1)
-    torch.set_num_threads(1)
+    os.environ["OMP_NUM_THREADS"] = "1"
+    if sys.modules.get("torch") is not None:
+        sys.modules["torch"].set_num_threads(1)
 
 
 class Perceiver:

@@ -80,7 +80,10 @@ class LlamaCheckpoint(nn.Module):
         self.config = cfg
         inner = nn.Module()
         inner.config = cfg
-        inner.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size, device="meta")
+        # given its (meta) weight, Embedding skips its random init: on meta tensors that init goes through torch's
+        # Python reference kernels, whose first use imports torch._dynamo (2.7 CPU s of an engine's start)
+        inner.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size,
+                                          _weight=torch.empty(cfg.vocab_size, cfg.hidden_size, device="meta"))
         inner.layers = nn.ModuleList(_layer(cfg) for _ in range(cfg.num_hidden_layers))
         inner.norm = RmsNorm(cfg.hidden_size, cfg.rms_norm_eps)
         inner.rotary_emb = DefaultRope(cfg.rope_theta, cfg.head_dim)

@@ -65,3 +65,16 @@ def test_the_engine_loads_the_demo_folder_light_and_a_scaled_rope_folder_with_tr
 def test_a_folder_without_safetensors_is_left_to_transformers(folders, tmp_path):
     shutil.copy(folders[0] / "config.json", tmp_path / "config.json")
     assert light_config(tmp_path) is not None and load_light(tmp_path) is None
+
+
+def test_loading_does_not_import_torch_dynamo(folders):
+    """Building the module tree on meta tensors must not run torch's Python reference kernels (an Embedding's random
+    init did): their first use imports torch._dynamo, 2.7 of an engine start's 3.5 CPU s. A fresh process shows it."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from pathlib import Path; from cpu_runtime.engine.checkpoint import load_light; "
+            f"assert load_light(Path({str(folders[0])!r})) is not None; print('torch._dynamo' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "False"
