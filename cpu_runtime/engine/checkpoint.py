@@ -142,3 +142,24 @@ def load_with_transformers(hf_dir: Path) -> nn.Module:
 def load_model(hf_dir: Path) -> nn.Module:
     """The folder's model for the engine: with torch alone when it is Llama-style, else through transformers."""
     return load_light(hf_dir) or load_with_transformers(hf_dir)
+
+
+# tokenizer_config.json classes transformers offers as they are: loaded by that class, the tokenizer needs no model
+# config (AutoTokenizer reads config.json and imports the model's config class, and with it torch.distributed and
+# torch._dynamo: 3.9 CPU s for the demo's tokenizer in a process that has torch, against 1.3)
+GENERIC_TOKENIZER_CLASSES = ("TokenizersBackend", "PreTrainedTokenizerFast")
+
+
+def load_tokenizer(hf_dir: Path):
+    """The folder's transformers tokenizer: through the class its tokenizer_config.json names when that is a generic
+    one (and it has no code of its own), else AutoTokenizer; the same tokenizer either way."""
+    import transformers
+
+    try:
+        settings = json.loads((Path(hf_dir) / "tokenizer_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        settings = {}
+    name = settings.get("tokenizer_class")
+    if name in GENERIC_TOKENIZER_CLASSES and not settings.get("auto_map") and hasattr(transformers, name):
+        return getattr(transformers, name).from_pretrained(str(hf_dir))
+    return transformers.AutoTokenizer.from_pretrained(str(hf_dir))

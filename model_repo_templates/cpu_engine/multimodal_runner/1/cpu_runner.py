@@ -22,13 +22,13 @@ FRAMES_SEEN = 3  # of a video's frames, the encoder describes this many (evenly 
 class MultimodalModelRunner(StandInRunner):
     def load_llm(self, folder):
         import torch
-        from transformers import AutoTokenizer
 
+        from cpu_runtime.engine.checkpoint import load_tokenizer
         from cpu_runtime.family_outputs.jobs import ANSWERS_EVERY_PICTURE
 
         torch.set_num_threads(engine_threads())
         llm = EngineLLM(folder, load_now=self.format.twin_output not in ANSWERS_EVERY_PICTURE)
-        return llm, AutoTokenizer.from_pretrained(str(llm.hf_dir))
+        return llm, load_tokenizer(llm.hf_dir)
 
     def load_vision(self, folder):
         import numpy as np

@@ -78,3 +78,29 @@ def test_loading_does_not_import_torch_dynamo(folders):
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_the_tokenizer_is_autotokenizers_without_the_model_config(folders):
+    from transformers import AutoTokenizer
+
+    from cpu_runtime.engine.checkpoint import load_tokenizer
+
+    ours, theirs = load_tokenizer(folders[0]), AutoTokenizer.from_pretrained(folders[0])
+    assert type(ours) is type(theirs) and len(ours) == len(theirs)
+    chat = [{"role": "user", "content": "<image>\nWhat is in the picture?"}]
+    assert ours.apply_chat_template(chat, tokenize=False) == theirs.apply_chat_template(chat, tokenize=False)
+    assert ours.encode("A café in 東京 🙂") == theirs.encode("A café in 東京 🙂")
+
+
+@pytest.mark.parametrize("settings", [{"tokenizer_class": "LlamaTokenizerFast"},
+                                      {"auto_map": {"AutoTokenizer": ["tok.Mine", None]}}], ids=["class", "auto_map"])
+def test_other_tokenizers_go_through_autotokenizer(folders, tmp_path, monkeypatch, settings):
+    import transformers
+
+    from cpu_runtime.engine.checkpoint import load_tokenizer
+
+    config = json.loads((folders[0] / "tokenizer_config.json").read_text())
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({**config, **settings}))
+    asked = []
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", lambda folder, **_: asked.append(folder) or "auto")
+    assert load_tokenizer(tmp_path) == "auto" and asked == [str(tmp_path)]

@@ -25,6 +25,7 @@ import triton_python_backend_utils as pb_utils  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from cpu_runtime.engine.checkpoint import load_tokenizer  # noqa: E402
 from cpu_runtime.engine.engine import Engine  # noqa: E402
 from cpu_runtime.engine.final import FinalGate  # noqa: E402
 from cpu_runtime.engine.kv import KvManager, kv_config  # noqa: E402
@@ -82,8 +83,6 @@ class TritonPythonModel:
 
     def _build(self):
         """Runs on the engine thread (cpu_runtime/engine/service.py)."""
-        from transformers import AutoTokenizer
-
         threads = engine_threads()
         torch.set_num_threads(threads)
         engine_config = llm_args.engine_config(self.args)
@@ -95,7 +94,7 @@ class TritonPythonModel:
                        self.runner.kv_bytes_per_token, log=pb_utils.Logger.log_warn)
         self.kv = KvManager(kv)
         self.engine = Engine(self.runner, self.kv, self.runner.max_batch_size, self.runner.max_num_tokens)
-        self.tokenizer = AutoTokenizer.from_pretrained(str(model))
+        self.tokenizer = load_tokenizer(model)
         self.header = images.user_header(self.tokenizer)
         self.encoder = None
         if self.multimodal and self.encoder_dir:
