@@ -81,15 +81,15 @@ def test_each_preprocessing_gets_the_shared_helpers_beside_its_code(repo, tmp_pa
         assert (repo / "preprocessing" / "1" / name).read_bytes() == (SHARED_DIR / name).read_bytes()
         assert f"from {name[:-3]} import" in (repo / "preprocessing" / "1" / "model.py").read_text()
         assert not (repo / "postprocessing" / "1" / name).exists()
-    both = {"preprocessing": ("model_params.py", "tokenizer_only.py", "word_lists.py"),
-            "postprocessing": ("tokenizer_only.py",)}
+    both = {"preprocessing": ("fast_tokenizer.py", "model_params.py", "tokenizer_only.py", "word_lists.py"),
+            "postprocessing": ("fast_tokenizer.py", "tokenizer_only.py")}
     assert load_template("inflight_batcher_llm").shared == both
     assert load_template("internlm_xcomposer2_cpu").shared == both
 
 
 def test_a_shared_file_that_is_not_there_is_named(tmp_path, monkeypatch):
     monkeypatch.setattr(writer_module, "SHARED_DIR", tmp_path / "nowhere")
-    with pytest.raises(RepoError, match=r"shares tokenizer_only.py with its postprocessing model, but .*nowhere"):
+    with pytest.raises(RepoError, match=r"shares fast_tokenizer.py with its postprocessing model, but .*nowhere"):
         write_repository(xc2_config(tmp_path), tmp_path / "repo")
 
 
