@@ -199,7 +199,9 @@ def on_clear(ctx: AppContext, session: str) -> tuple[list, Conversation]:
 def build(ctx: AppContext, app: gr.Blocks | None = None) -> None:
     """Lay out the chat tab inside the current Blocks context and wire its events (`app`: the Blocks whose
     load restores the conversations kept in the browser)."""
-    status = gr.Markdown(lambda: status_markdown(ctx), elem_id="status")  # evaluated on each page load
+    # read again on each page load (below), without the progress label a callable value shows over the line while
+    # the load event waits in the queue ("0.3s" before "Ready")
+    status = gr.Markdown(status_markdown(ctx) if app is not None else (lambda: status_markdown(ctx)), elem_id="status")
     history = history_panel.HistoryPanel(ctx)
     if ctx.config.demo:
         with gr.Accordion(ABOUT_DEMO, open=False, elem_id="demo-note"):
@@ -301,6 +303,8 @@ def build(ctx: AppContext, app: gr.Blocks | None = None) -> None:
 
     timer = gr.Timer(STATUS_REFRESH_SECONDS)
     timer.tick(lambda: status_markdown(ctx), None, status, api_visibility="private", show_progress="hidden")
+    if app is not None:
+        app.load(lambda: status_markdown(ctx), None, status, api_visibility="private", show_progress="hidden")
 
 
 if __name__ == "__main__":  # launch this tab alone against a running server
