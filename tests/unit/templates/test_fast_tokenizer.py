@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 import random
-import shutil
 import types
 
 import pytest
 
 from setup.repo.writer import load_template
 from tests.template_models import load_shared_helper, load_template_model
+from tests.tokenizer_folders import tokenizer_copy
 
 TEXTS = ["What is the capital of France?", "<|im_start|>user\nHi there<|im_end|>\n<|im_start|>assistant\n",
          "  two  spaces ", "Text: \"OPEN DAILY 9-17\" — café, naïve, 東京, 🙂", "tab\tand\r\n", "", " a",
@@ -64,14 +64,6 @@ def test_the_detokenizers_byte_table_is_the_same(cpu_model_dir, reference, fast)
         assert post.token_byte_table(plain, skip) == post.token_byte_table(reference, skip)
 
 
-def _copy(cpu_model_dir, folder, **settings):
-    for name in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(cpu_model_dir / name, folder / name)
-    config = json.loads((folder / "tokenizer_config.json").read_text())
-    (folder / "tokenizer_config.json").write_text(json.dumps({**config, **settings}))
-    return folder
-
-
 @pytest.mark.parametrize("settings", [
     {"auto_map": {"AutoTokenizer": ["tok.MyTokenizer", None]}},  # code of its own
     {"tokenizer_class": "LlamaTokenizerFast"},  # a class that changes the tokenizer it loads
@@ -81,7 +73,7 @@ def _copy(cpu_model_dir, folder, **settings):
     {"eos_token": "</s>"},  # a named special token tokenizer.json does not hold as special
 ], ids=["auto_map", "class", "add_bos_token", "clean_up", "more_special", "unknown_eos"])
 def test_any_other_folder_keeps_autotokenizer(fast, cpu_model_dir, tmp_path, settings):
-    folder = _copy(cpu_model_dir, tmp_path, **settings)
+    folder = tokenizer_copy(cpu_model_dir, tmp_path, **settings)
     assert fast.plain_settings(folder) is None
     if "auto_map" not in settings:  # its code does not exist here
         assert not isinstance(fast.load_tokenizer(folder), fast.PlainTokenizer)

@@ -3,12 +3,12 @@ folder, id for id what transformers' AutoTokenizer gives; AutoTokenizer for any 
 
 from __future__ import annotations
 
-import json
 import shutil
 
 import pytest
 
 from cpu_runtime.encoder import token_ids
+from tests.tokenizer_folders import tokenizer_copy
 
 TEXTS = ["[Image text: The secret code is 4711]", "\n", "[Image 2: It shows a cat (a tabby).]", "  two  spaces ",
          "Text: \"OPEN DAILY 9-17\" — café, naïve, 東京, 🙂", "<|im_end|> ends a turn<|im_start|>user\n", "tab\tand\r\n"]
@@ -28,18 +28,10 @@ def test_the_demo_model_is_read_without_transformers_and_gives_its_ids(cpu_model
         assert encode(text) == reference.encode(text, add_special_tokens=False), text
 
 
-def _copy(cpu_model_dir, folder, **settings):
-    for name in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(cpu_model_dir / name, folder / name)
-    config = json.loads((folder / "tokenizer_config.json").read_text())
-    (folder / "tokenizer_config.json").write_text(json.dumps({**config, **settings}))
-    return folder
-
-
 def test_a_tokenizer_class_of_its_own_keeps_autotokenizer(cpu_model_dir, reference, tmp_path):
-    remote = _copy(cpu_model_dir, tmp_path, auto_map={"AutoTokenizer": ["tok.MyTokenizer", None]})
+    remote = tokenizer_copy(cpu_model_dir, tmp_path, auto_map={"AutoTokenizer": ["tok.MyTokenizer", None]})
     assert token_ids.plain_tokenizer_file(remote) is None
-    llama = _copy(cpu_model_dir, tmp_path, tokenizer_class="LlamaTokenizerFast")
+    llama = tokenizer_copy(cpu_model_dir, tmp_path, tokenizer_class="LlamaTokenizerFast")
     assert token_ids.plain_tokenizer_file(llama) is None
     assert token_ids.text_encoder(llama)(TEXTS[0]) == reference.encode(TEXTS[0], add_special_tokens=False)
 
