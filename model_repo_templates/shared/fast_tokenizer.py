@@ -16,7 +16,7 @@ from pathlib import Path
 
 PLAIN_CLASSES = frozenset({"TokenizersBackend", "PreTrainedTokenizerFast"})
 SPECIAL_TOKENS = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
-# settings that change nothing these models use (clean_up_tokenization_spaces only when false: see plain_settings)
+# settings that change nothing these models use (clean_up_tokenization_spaces only when false: see plain_tokenizer)
 PLAIN_SETTINGS = frozenset({"tokenizer_class", "backend", "model_max_length", "is_local", "local_files_only",
                             "clean_up_tokenization_spaces", "chat_template", *SPECIAL_TOKENS})
 
@@ -25,30 +25,36 @@ def _token_text(value):
     return value.get("content") if isinstance(value, dict) else value
 
 
-def plain_settings(folder: Path) -> dict | None:
-    """The folder's named special tokens ({attribute: text}) when its tokenizer is plain, else None."""
+def plain_tokenizer(folder: Path):
+    """The folder's tokenizer as a PlainTokenizer when it is plain, else None. tokenizer.json is read once: its added
+    tokens are asked of the loaded tokenizer (parsing the file as JSON too cost 0.13 CPU s, more than half the load)."""
     try:
         config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
-        added = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8")).get("added_tokens") or []
     except (OSError, ValueError):
         return None
     if (config.get("tokenizer_class") not in PLAIN_CLASSES or set(config) - PLAIN_SETTINGS
             or config.get("clean_up_tokenization_spaces")):
         return None
-    special_added = {token.get("content") for token in added if token.get("special")}
     named = {name: _token_text(config[name]) for name in SPECIAL_TOKENS if config.get(name) is not None}
-    if not all(isinstance(text, str) and text in special_added for text in named.values()):
+    if not all(isinstance(text, str) for text in named.values()):
         return None
-    return named
+    from tokenizers import Tokenizer
+
+    try:
+        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    except Exception:  # noqa: BLE001 - no or no readable tokenizer.json: AutoTokenizer then says what is wrong
+        return None
+    special = {token.content for token in tokenizer.get_added_tokens_decoder().values() if token.special}
+    if not all(text in special for text in named.values()):
+        return None
+    return PlainTokenizer(tokenizer, named)
 
 
 class PlainTokenizer:
     """The part of a transformers tokenizer the pre/postprocessing models use, over a `tokenizers.Tokenizer`."""
 
-    def __init__(self, folder: Path, named: dict) -> None:
-        from tokenizers import Tokenizer
-
-        self._tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    def __init__(self, tokenizer, named: dict) -> None:
+        self._tokenizer = tokenizer
         self._tokenizer.no_truncation()  # as transformers encodes without truncation or padding unless asked
         self._tokenizer.no_padding()
         for name in SPECIAL_TOKENS:
@@ -97,9 +103,9 @@ class PlainTokenizer:
 def load_tokenizer(folder, **auto_settings):
     """The folder's tokenizer: PlainTokenizer when it is plain, else AutoTokenizer.from_pretrained(folder,
     **auto_settings) (a model that imports tokenizer_only first loads it without PyTorch)."""
-    named = plain_settings(Path(folder))
-    if named is not None:
-        return PlainTokenizer(Path(folder), named)
+    plain = plain_tokenizer(Path(folder))
+    if plain is not None:
+        return plain
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(str(folder), **auto_settings)

@@ -74,14 +74,14 @@ def test_the_detokenizers_byte_table_is_the_same(cpu_model_dir, reference, fast)
 ], ids=["auto_map", "class", "add_bos_token", "clean_up", "more_special", "unknown_eos"])
 def test_any_other_folder_keeps_autotokenizer(fast, cpu_model_dir, tmp_path, settings):
     folder = tokenizer_copy(cpu_model_dir, tmp_path, **settings)
-    assert fast.plain_settings(folder) is None
+    assert fast.plain_tokenizer(folder) is None
     if "auto_map" not in settings:  # its code does not exist here
         assert not isinstance(fast.load_tokenizer(folder), fast.PlainTokenizer)
 
 
 def test_a_folder_without_tokenizer_json_is_not_plain(fast, tmp_path):
     (tmp_path / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "PreTrainedTokenizerFast"}))
-    assert fast.plain_settings(tmp_path) is None
+    assert fast.plain_tokenizer(tmp_path) is None
 
 
 def test_the_writer_copies_it_beside_both_tokenizer_models():
