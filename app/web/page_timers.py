@@ -3,12 +3,14 @@
 The Chat page's status line, the Build page's job poll and the Server page's charts each run on a `gr.Timer`. Gradio
 starts a tab's timers when the tab is first shown and never stops them: after one visit to the Build and Server
 pages, an open browser tab asked the server for all three, several times a second, whichever page it showed. Each tab's timers start when the tab is selected (by a click
-or by a handler that switches tabs, which Gradio reports as the same event) and stop when another tab is.
+or by a handler that switches tabs, which Gradio reports as the same event) and stop when another tab is. A page's
+own buttons whose results its timer shows (the Build page's Run, CPU demo, ...) start it too: a click that lands
+before the tab's select event was wired would otherwise wait for a poll that never runs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import gradio as gr
 
@@ -41,3 +43,9 @@ def tick_while_shown(tabs: list[gr.Tab]) -> dict[int, list[gr.Timer]]:
 
         tab.select(switch, None, every, **PRIVATE)
     return by_tab
+
+
+def started_by(events: Iterable[gr.events.Dependency], timer: gr.Timer) -> None:
+    """Start `timer` after each of `events` (clicks whose progress the timer's ticks show)."""
+    for event in events:
+        event.then(lambda: gr.Timer(active=True), None, timer, **PRIVATE)

@@ -12,6 +12,7 @@ from app.web import build_logic as logic
 from app.web import llmapi_logic, serve_logic
 from app.web.download import SAVE_PAYLOAD_JS
 from app.web.messages import MSG_DISABLED
+from app.web.page_timers import started_by
 from app.web.pages import build_api
 from app.web.pages.build_form import FIELDS, FIRST_VERSION, form_row, token_box
 from app.web.pages.build_handlers import BuildHandlers, BuildService, on_family
@@ -145,13 +146,15 @@ def build(ctx: AppContext, service: BuildService | None = None, tabs: gr.Tabs | 
     show.click(handlers.on_show, all_inputs, [summary, script, export, export_payload], **private)
     export.click(None, export_payload, None, js=SAVE_PAYLOAD_JS, **private)
     token = widgets["hf_token"]
-    run.click(handlers.on_run, [*all_inputs, token], [jobs, summary, script], **private)
-    resume.click(handlers.on_resume, [jobs, token], [jobs, summary, script, *all_inputs, family_info], **private)
-    cancel.click(handlers.on_cancel, jobs, None, **private)
-    deploy.click(handlers.on_deploy, jobs, server, **private)
-    demo.click(handlers.on_demo, [twin, http_port, grpc_port], server, **private)
-    stop_server.click(handlers.on_stop, None, server, **private)
     timer = gr.Timer(POLL_SECONDS)
+    started_by([
+        run.click(handlers.on_run, [*all_inputs, token], [jobs, summary, script], **private),
+        resume.click(handlers.on_resume, [jobs, token], [jobs, summary, script, *all_inputs, family_info], **private),
+        deploy.click(handlers.on_deploy, jobs, server, **private),
+        demo.click(handlers.on_demo, [twin, http_port, grpc_port], server, **private),
+    ], timer)
+    cancel.click(handlers.on_cancel, jobs, None, **private)
+    stop_server.click(handlers.on_stop, None, server, **private)
     timer.tick(handlers.on_tick, jobs, [status, log, deploy, server, jobs, open_chat], show_progress="hidden",
                **private).then(None, js=FOLLOW_LOG_JS, **private)
     open_chat.click(handlers.on_open_chat, None, tabs, **private)

@@ -151,3 +151,24 @@ def test_the_cpu_twin_offered_follows_the_family_that_has_one_and_keeps_cpu_ocr_
     assert twin_of("kosmos-2") == "kosmos-2"
     assert twin_of("no-such-family") == "cpu-ocr"
     assert twin_of("no-such-family", shown="fuyu") == "fuyu"  # a family without a twin leaves the choice alone
+
+
+def test_the_buttons_whose_progress_the_poll_shows_start_the_poll(tmp_path):
+    """Run, Resume, Write repository and CPU demo start the page's timer after their handler, so their outcome
+    shows even if the click landed before the Build tab's select event started it (app/web/page_timers.py)."""
+    from app.web.pages import build
+
+    with gr.Blocks() as blocks:
+        build.build(AppContext(AppConfig()), service(tmp_path))
+    (timer,) = [block for block in blocks.blocks.values() if isinstance(block, gr.Timer)]
+    by_id = {getattr(block, "elem_id", None): block for block in blocks.blocks.values()}
+    fns = list(blocks.fns.values())
+    for button in ("build-run", "build-resume", "build-deploy", "build-cpu-demo", "build-cancel"):
+        clicks = [fn for fn in fns if (by_id[button]._id, "click") in fn.targets]
+        assert len(clicks) == 1, button
+        after = [fn for fn in fns if fn.trigger_after == clicks[0]._id]
+        starts = [fn for fn in after if [output._id for output in fn.outputs] == [timer._id]]
+        if button == "build-cancel":  # a cancelled job's status comes from the poll already running
+            assert starts == [], button
+        else:
+            assert len(starts) == 1 and starts[0].fn().active is True, button
