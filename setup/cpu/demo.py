@@ -8,6 +8,7 @@ the ports before it writes anything.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,11 +17,13 @@ from setup.cpu.encoder import build_cpu_encoder
 from setup.cpu.engine import CpuEngineSpec, build_cpu_engine
 from setup.cpu.family_twins import template_twins, write_family_twin_repository
 from setup.cpu.llmapi_demo import write_llmapi_demo_repository
+from setup.cpu.messages import MSG_BACKEND_ABORT_RETRY
 from setup.cpu.model import model_dir
 from setup.cpu.pacing import PacingSpec, add_pacing_model
 from setup.cpu.runner_demo import runner_families, write_runner_demo_repository
 from setup.cpu.xcomposer2_demo import write_xcomposer2_demo_repository
 from setup.launcher import (
+    LaunchError,
     LaunchOptions,
     TritonProcess,
     check_ports_free,
@@ -79,6 +82,23 @@ def write_demo_repository(out: Path, overrides: dict | None = None, log=print,
     return repo
 
 
+# What tritonserver prints when its Python backend aborts while launching the stubs: an intermittent upstream fault
+# (triton-inference-server/server#8882), seen beside a busy core 15 ms after a twin's stubs were launched. The same
+# start a second time works; any other failure is raised as it is.
+BACKEND_ABORT = "boost::interprocess::lock_exception"
+
+
+def start_once_more_after_an_abort(start: Callable[[], TritonProcess], log: Callable[[str], object]) -> TritonProcess:
+    """start(), and once more if tritonserver aborted with the backend's intermittent fault (BACKEND_ABORT)."""
+    try:
+        return start()
+    except LaunchError as exc:
+        if BACKEND_ABORT not in str(exc):
+            raise
+        log(MSG_BACKEND_ABORT_RETRY)
+        return start()
+
+
 def start_demo_triton(http_port: int = 8000, grpc_port: int = 8001, metrics_port: int = 8002,
                       repo: Path | None = None, log_path: Path | None = None, log=print,
                       ready_timeout: float = 180.0, pacing_rate: float | None = None,
@@ -106,11 +126,11 @@ def start_demo_triton(http_port: int = 8000, grpc_port: int = 8001, metrics_port
                           "xcomposer2": write_xcomposer2_demo_repository}.get(deployment, write_demo_repository)
                 repo = writer(folder.path / "repo", log=log, pacing_rate=pacing_rate)
         log_path = log_path or cache_dir() / "logs" / f"triton-{http_port}.log"
-        process = start_triton(
+        process = start_once_more_after_an_abort(lambda: start_triton(
             find_tritonserver(), replace(options, model_repo=Path(repo)), log_path, ready_timeout,
             port_flag=port_flag,
             on_start=lambda p: log(f"Starting tritonserver (gRPC 127.0.0.1:{grpc_port}, log {p.log_path})..."),
-        )
+        ), log)
     except BaseException:
         if folder is not None:
             folder.release()

@@ -8,3 +8,7 @@ MSG_NOT_TEMPLATE_TWIN = "'{family}' has no template twin; the families with one 
 
 # twins.py
 MSG_NO_TWIN = "{family} has no CPU twin yet; the families with one are: {known}."
+
+# demo.py
+MSG_BACKEND_ABORT_RETRY = ("tritonserver's Python backend aborted as its models started (an intermittent upstream "
+                           "fault, triton-inference-server/server#8882); starting it once more.")
