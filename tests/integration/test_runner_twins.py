@@ -24,8 +24,8 @@ from tests.servers import FAMILY_OUTPUT_TWINS, serve_repository, triton_or_fail
 pytestmark = pytest.mark.integration
 
 # the first group is the session's family-outputs server (tests/servers.py FAMILY_OUTPUT_TWINS)
-GROUPS = (FAMILY_OUTPUT_TWINS, ("phi-3-vision", "fuyu", "blip2-t5"), ("cogvlm", "llava-next", "neva"),
-          ("qwen2-vl", "mllama", "llava-onevision"))
+LATE_ONLY = ("qwen2-vl", "mllama", "llava-onevision")  # the families only the late runner serves
+GROUPS = (FAMILY_OUTPUT_TWINS, ("phi-3-vision", "fuyu", "blip2-t5"), ("cogvlm", "llava-next", "neva"), LATE_ONLY)
 # plain greedy: no presence/frequency penalty, so the runner kind sends no repetition penalty in their place
 GREEDY = SamplingParams(max_tokens=48, top_k=1, presence_penalty=0.0, frequency_penalty=0.0)
 # what shows in each twin's figures: the family's own format
@@ -63,45 +63,57 @@ def group_served(request, tmp_path_factory, cpu_model_dir):
     endpoints.process.stop()
 
 
-def test_each_twin_answers_an_image_question_in_its_family_format(group_served, chelsea, tmp_path):
+# Families whose prompt carries no question: Nougat's prompt is empty (it reads the page), Deplot's is its fixed
+# instruction (the table of the figure's data, whatever was asked). Kosmos-2's twin gives the family's own output,
+# the grounded caption of what the picture shows (<phrase> and <object> boxes), whatever the question.
+NO_QUESTION = {"nougat", "deplot", "kosmos-2"}
+
+
+def check_family_format(family: str, stream, pieces: list[str]) -> None:
+    """What a reply of `family`'s twin must show: its family's prompt format and era in the figures, streamed or
+    whole as its runner can, finished by its end token or the token limit."""
+    if family in WHOLE_REPLY:
+        assert stream.details["reply_mode"] == "whole reply" and len(pieces) == 1, family
+        assert " · whole reply · " in stream.details_line(), stream.details_line()
+    else:  # several responses, each new text, adding up to the reply
+        assert stream.details["reply_mode"] == "streamed" and len(pieces) > 1, (family, pieces)
+        assert "".join(pieces) == stream.text and " · streamed · " in stream.details_line(), family
+    assert stream.details["runner_era"] == "late", family
+    assert stream.details["prompt_format"].startswith(family) and FORMATS[family] in stream.details[
+        "prompt_format"], (family, stream.details["prompt_format"])
+    assert stream.finish_reason in ("stop", "length")
+
+
+@pytest.mark.parametrize("group_served", [FAMILY_OUTPUT_TWINS], indirect=True, ids=["+".join(FAMILY_OUTPUT_TWINS)])
+def test_the_twins_without_a_question_answer_in_their_family_format(group_served, chelsea, tmp_path):
+    """The families whose prompt carries no question, asked greedily (no presence/frequency penalty, so the runner
+    kind sends no repetition penalty in their place); every other family's format is checked on its first reply
+    in the next test."""
     families, endpoints = group_served
     registry = AdapterRegistry(tmp_path / "adapters")
-    for family in families:
-        client = TritonChatClient(endpoints.grpc_url, model=model_name(family, several=True))
-        deployment = RunnerDeployment(client, registry)
+    asked = [family for family in families if family in NO_QUESTION]
+    assert asked, families
+    for family in asked:
+        deployment = RunnerDeployment(TritonChatClient(endpoints.grpc_url, model=model_name(family, several=True)),
+                                      registry)
         assert deployment.family == family
         stream = deployment.open_reply(ReplyRequest(Conversation.asking("What animal is in this picture?", [chelsea]),
                                                     GREEDY))
         pieces = list(stream)
-        answer = stream.text.lower()
+        assert stream.notes == (), (family, stream.notes)
         if family in OWN_OUTPUT:  # a photo is no page nor chart: the twin says what it reads (test_family_outputs.py)
             assert stream.text == OWN_OUTPUT[family], (family, stream.text)
         else:
-            assert "cat" in answer, (family, stream.text)
-        if family in WHOLE_REPLY:
-            assert stream.details["reply_mode"] == "whole reply" and len(pieces) == 1, family
-            assert " · whole reply · " in stream.details_line(), stream.details_line()
-        else:  # several responses, each new text, adding up to the reply
-            assert stream.details["reply_mode"] == "streamed" and len(pieces) > 1, (family, pieces)
-            assert "".join(pieces) == stream.text and " · streamed · " in stream.details_line(), family
-        assert stream.details["runner_era"] == "late", family
-        assert stream.details["prompt_format"].startswith(family) and FORMATS[family] in stream.details[
-            "prompt_format"], (family, stream.details["prompt_format"])
-        assert stream.finish_reason in ("stop", "length")
-
-
-# Families whose prompt carries no question, left out: Nougat's prompt is empty (it reads the page), Deplot's is
-# its fixed instruction (the table of the figure's data, whatever was asked).
-# Kosmos-2's twin gives the family's own output, the grounded caption of what the picture shows (<phrase> and
-# <object> boxes), whatever the question, so it is left out too.
-NO_QUESTION = {"nougat", "deplot", "kosmos-2"}
+            assert "cat" in stream.text.lower(), (family, stream.text)
+        check_family_format(family, stream, pieces)
 
 
 def test_each_twin_answers_three_different_questions_about_one_photo(group_served, chelsea, tmp_path):
     """The follow-up questions a new user asks (tests/integration/test_twin_answers.py's), with the chat's default
     settings, each reply answering its own question, on every runner twin whose family's prompt carries the
-    question. The runner reads no presence/frequency penalty: the runner kind sends a mild repetition penalty in
-    their place (app.core.sampling.REPETITION_FOR_PENALTIES) and says so."""
+    question; the first reply also shows the family's format (check_family_format). The runner reads no
+    presence/frequency penalty: the runner kind sends a mild repetition penalty in their place
+    (app.core.sampling.REPETITION_FOR_PENALTIES) and says so."""
     from tests.integration.test_twin_answers import QUESTIONS, words
 
     families, endpoints = group_served
@@ -109,16 +121,21 @@ def test_each_twin_answers_three_different_questions_about_one_photo(group_serve
     for family in (f for f in families if f not in NO_QUESTION):
         deployment = RunnerDeployment(TritonChatClient(endpoints.grpc_url, model=model_name(family, several=True)),
                                       registry)
+        assert deployment.family == family
         replies = {}
-        for question in QUESTIONS:
+        for index, question in enumerate(QUESTIONS):
             stream = deployment.open_reply(ReplyRequest(Conversation.asking(question, [chelsea]),
                                                         SamplingParams(max_tokens=48)))
-            replies[question] = "".join(stream).strip()
+            pieces = list(stream)
+            replies[question] = "".join(pieces).strip()
             assert stream.notes == (MSG_RUNNER_PENALTIES.format(value=REPETITION_FOR_PENALTIES),), family
+            if index == 0:
+                check_family_format(family, stream, pieces)
         for question, accepted in QUESTIONS.items():
             assert words(replies[question]) & set(accepted), (family, question, replies)
 
 
+@pytest.mark.parametrize("group_served", [LATE_ONLY], indirect=True, ids=["+".join(LATE_ONLY)])
 def test_the_late_only_twins_keep_their_runners_rules(group_served, chelsea, tmp_path):
     """[V]: mllama answers a question without a picture (cross-attention skipped) and takes no LoRA task;
     LLaVA-OneVision takes a video instead of an image (8 frames); Qwen2-VL needs a picture."""
@@ -127,11 +144,8 @@ def test_the_late_only_twins_keep_their_runners_rules(group_served, chelsea, tmp
 
     families, endpoints = group_served
     registry = AdapterRegistry(tmp_path / "adapters")
-    late = [f for f in families if f in ("qwen2-vl", "mllama", "llava-onevision")]
-    if not late:
-        pytest.skip("no late-only family in this group")
     deployments = {f: RunnerDeployment(TritonChatClient(endpoints.grpc_url, model=model_name(f, several=True)),
-                                       registry) for f in late}
+                                       registry) for f in families}
     mllama = deployments["mllama"]
     stream = mllama.open_reply(ReplyRequest(Conversation.asking("What is the capital of France?", []), GREEDY))
     assert "paris" in "".join(stream).lower(), stream.text
