@@ -30,13 +30,6 @@ STILL_PAGES_JS = """document.addEventListener("DOMContentLoaded", () => {
     document.head.appendChild(style);
 });"""
 
-# Ten animation frames a second in test tabs. Gradio's status trackers keep a requestAnimationFrame loop running in
-# a tab that does nothing (60 frames a second with nothing new to draw); measured on an idle 2-core machine, an
-# open app tab cost the machine 2.0-2.9 CPU s per 15 s with it and 1.0-1.1 s at ten frames a second. The page
-# still draws every change; what the tests check does not depend on the frame rate.
-FEWER_FRAMES_JS = """(() => { const frame = window.requestAnimationFrame.bind(window);
-    window.requestAnimationFrame = (callback) => setTimeout(() => frame(callback), 100); })();"""
-
 BROWSER_TIMEOUT_MS = 90_000  # waits without a limit of their own: a page on a loaded 2-core machine can take a while
 
 

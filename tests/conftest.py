@@ -17,14 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser_tabs import (
-    BROWSER_TIMEOUT_MS,
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    FEWER_FRAMES_JS,
-    STILL_PAGES_JS,
-    app_tab,
-)
+from tests.browser_tabs import BROWSER_TIMEOUT_MS, CHROMIUM, CHROMIUM_ARGS, STILL_PAGES_JS, app_tab
 from tests.group_times import CPU_PROPERTY, GROUP_PROPERTY, UNGROUPED, GroupTimes
 from tests.run_folder import (
     STOP_ERRORS,
@@ -368,7 +361,6 @@ def browser_context(tmp_path_factory):
         )
         context.set_default_timeout(BROWSER_TIMEOUT_MS)
         context.add_init_script(STILL_PAGES_JS)
-        context.add_init_script(FEWER_FRAMES_JS)
         yield context
         context.close()
 
