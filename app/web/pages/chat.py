@@ -302,7 +302,8 @@ def build(ctx: AppContext, app: gr.Blocks | None = None, tab: gr.Tab | None = No
     adapter.focus(lambda: gr.Dropdown(choices=adapter_choices(ctx)), None, adapter,
                   api_visibility="private", show_progress="hidden")
 
-    reads = [gr.Timer(STATUS_REFRESH_SECONDS).tick, *([app.load] if app else []), *([tab.select] if tab else [])]
+    reads = [gr.Timer(STATUS_REFRESH_SECONDS).tick, *([app.load] if app is not None else []),
+             *([tab.select] if tab is not None else [])]
     for read in reads:
         read(lambda: status_markdown(ctx), None, status, api_visibility="private", show_progress="hidden")
 
