@@ -7,9 +7,7 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_CONCURRENCY = 64
 STREAM_STALL_SECONDS = 60.0
 SERVER_CHECK_TIMEOUT = 2.0
-# The Chat page's status line is read when the page loads, when its tab is shown and then at this pace: each read is
-# a queued job and three server probes, and an open tab that is not read costs nothing.
-STATUS_REFRESH_SECONDS = 10.0
+STATUS_REFRESH_SECONDS = 3.0
 MAX_PROMPT_CHARS = 32_000
 # The whole conversation a request may send (every message, the system prompt): bounded before any template,
 # tokenizer or server sees it, so one request cannot make the server's preprocessing grow without end.

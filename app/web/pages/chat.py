@@ -196,10 +196,9 @@ def on_clear(ctx: AppContext, session: str) -> tuple[list, Conversation]:
     return [], Conversation()
 
 
-def build(ctx: AppContext, app: gr.Blocks | None = None, tab: gr.Tab | None = None) -> None:
+def build(ctx: AppContext, app: gr.Blocks | None = None) -> None:
     """Lay out the chat tab inside the current Blocks context and wire its events (`app`: the Blocks whose
-    load restores the conversations kept in the browser; `tab`: the Chat tab, whose showing reads the status line
-    again, as after the Build page's "Chat with this server")."""
+    load restores the conversations kept in the browser)."""
     # read again on each page load (below), without the progress label a callable value shows over the line while
     # the load event waits in the queue ("0.3s" before "Ready")
     status = gr.Markdown(status_markdown(ctx) if app is not None else (lambda: status_markdown(ctx)), elem_id="status")
@@ -302,10 +301,10 @@ def build(ctx: AppContext, app: gr.Blocks | None = None, tab: gr.Tab | None = No
     adapter.focus(lambda: gr.Dropdown(choices=adapter_choices(ctx)), None, adapter,
                   api_visibility="private", show_progress="hidden")
 
-    reads = [gr.Timer(STATUS_REFRESH_SECONDS).tick, *([app.load] if app is not None else []),
-             *([tab.select] if tab is not None else [])]
-    for read in reads:
-        read(lambda: status_markdown(ctx), None, status, api_visibility="private", show_progress="hidden")
+    timer = gr.Timer(STATUS_REFRESH_SECONDS)
+    timer.tick(lambda: status_markdown(ctx), None, status, api_visibility="private", show_progress="hidden")
+    if app is not None:
+        app.load(lambda: status_markdown(ctx), None, status, api_visibility="private", show_progress="hidden")
 
 
 if __name__ == "__main__":  # launch this tab alone against a running server

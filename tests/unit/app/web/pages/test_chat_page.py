@@ -94,27 +94,3 @@ def test_continue_needs_a_cut_reply_and_clear_empties(ctx):
     with pytest.warns(UserWarning, match="Only a reply cut at the token limit"):
         assert list(on_continue(ctx, SESSION, talk, "base model", SHORT)) == [(gr.skip(),) * REPLY_OUTPUTS]
     assert on_clear(ctx, SESSION) == ([], Conversation())
-
-
-def test_the_status_line_is_read_on_load_when_the_chat_tab_is_shown_and_every_ten_seconds():
-    """Three reads of the status line and no more: the page's load, the Chat tab's select (a tab switch such as
-    the Build page's "Chat with this server") and a slow timer (STATUS_REFRESH_SECONDS)."""
-    from app.core.constants import STATUS_REFRESH_SECONDS
-    from app.web.pages import chat
-    from tests.servers import free_port
-
-    ctx = AppContext(AppConfig(triton_url=f"127.0.0.1:{free_port()}"))  # nothing listens there: "Waiting"
-
-    with gr.Blocks() as blocks:
-        with gr.Tabs():
-            with gr.Tab("Chat") as tab:
-                chat.build(ctx, blocks, tab)
-    by_id = {block._id: block for block in blocks.blocks.values()}
-    status = next(block for block in blocks.blocks.values() if getattr(block, "elem_id", None) == "status")
-    reads = [fn for fn in blocks.fns.values() if [output._id for output in fn.outputs] == [status._id]]
-    triggers = sorted((type(by_id[block_id]).__name__ if block_id in by_id else "Blocks", event)
-                      for fn in reads for block_id, event in fn.targets)
-    assert triggers == [("Blocks", "load"), ("Tab", "select"), ("Timer", "tick")]
-    (timer,) = [block for block in blocks.blocks.values() if isinstance(block, gr.Timer)]
-    assert timer.value == STATUS_REFRESH_SECONDS == 10.0
-    assert all(fn.fn().startswith("**Waiting**") for fn in reads)
