@@ -8,7 +8,7 @@ from app.deployments.runner.deployment import RunnerDeployment
 from app.web.build_logic import family_choices
 from app.web.pages.build import twin_of
 from app.web.ui import build_app
-from tests.browser.chat_helpers import ask_about_image
+from tests.browser.chat_helpers import ask_about_image, set_number
 from tests.browser_tabs import grant_access
 from tests.pictures import chelsea_picture
 from tests.servers import free_port, free_ports
@@ -45,8 +45,8 @@ def test_launch_the_chosen_familys_twin_from_the_build_page_then_chat(browser_co
         page.get_by_role("tab", name="Build").click()
         page.get_by_text("Server ports").click()
         http, grpc = free_ports(2)
-        page.locator("#build-http-port input").fill(str(http))
-        page.locator("#build-grpc-port input").fill(str(grpc))
+        set_number(page, "build-http-port", http)
+        set_number(page, "build-grpc-port", grpc)
         assert page.input_value("#build-cpu-twin input") == twin_of(family_choices()[0][1])  # the first family's
         pick_family(page, "Kosmos-2")
         page.wait_for_function("document.querySelector('#build-cpu-twin input').value === 'kosmos-2'")

@@ -2,7 +2,7 @@
 
 import time
 
-from tests.browser.chat_helpers import ask, bot_texts, reply_body, settled_reply, wait_until
+from tests.browser.chat_helpers import ask, bot_texts, reply_body, set_number, settled_reply, wait_until
 
 __all__ = ["ask", "bot_texts", "settled_reply"]  # other test files import them from here too
 
@@ -26,8 +26,7 @@ def test_stop_ends_the_reply_and_the_server_request(page, triton):
     log = triton.process.log_path
     before = log.read_text().count("cpu engine: request")
     page.get_by_text("Sampling").click()
-    page.locator("#max-tokens input[type=number]").fill("400")
-    page.locator("#max-tokens input[type=number]").press("Enter")
+    set_number(page, "max-tokens", 400)
     ask(page, "Write a very long story about a dragon and a knight.")
     wait_until(lambda: any(len(t) > 20 for t in bot_texts(page)), timeout=180, what="the reply to stream")
     page.click("#stop")

@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from setup.paths import PROJECT_ROOT
-from tests.browser.chat_helpers import named_adapter, wait_until
+from tests.browser.chat_helpers import named_adapter, set_number, wait_until
 from tests.browser.test_adapters import PIRATE, pick
 from tests.browser.test_chat import ask, bot_texts, settled_reply
 from tests.browser_tabs import grant_access
@@ -37,8 +37,7 @@ def test_chat_adapter_dropdown_changes_the_style(vpage):
 
 def test_stop_cancels_on_vllm(vpage, vllm):
     vpage.get_by_text("Sampling").click()
-    vpage.locator("#max-tokens input[type=number]").fill("1500")
-    vpage.locator("#max-tokens input[type=number]").press("Enter")
+    set_number(vpage, "max-tokens", 1500)
     ask(vpage, "Write a very long story about a dragon and a knight.")
     wait_until(lambda: any(len(t) > 20 for t in bot_texts(vpage)), timeout=180, what="the reply to stream")
     wait_until(lambda: metrics_value(vllm.url, "vllm:num_requests_running") >= 1, step=0.2,
