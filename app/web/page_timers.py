@@ -6,6 +6,10 @@ pages, an open browser tab asked the server for all three, several times a secon
 or by a handler that switches tabs, which Gradio reports as the same event) and stop when another tab is. A page's
 own buttons whose results its timer shows (the Build page's Run, CPU demo, ...) start it too: a click that lands
 before the tab's select event was wired would otherwise wait for a poll that never runs.
+
+The first tab's select event also fires when the page loads. On a busy machine its answer could come after that of a
+tab the person clicked right away, and turn the shown tab's timers off. Every switch runs in one queue, one at a
+time, so they take effect in the order they were sent.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from collections.abc import Iterable, Iterator
 import gradio as gr
 
 PRIVATE = {"api_visibility": "private", "show_progress": "hidden"}
+IN_ORDER = {"concurrency_id": "page-timer-switches", "concurrency_limit": 1}
 
 
 def timers_in(block: gr.blocks.Block) -> Iterator[gr.Timer]:
@@ -41,11 +46,11 @@ def tick_while_shown(tabs: list[gr.Tab]) -> dict[int, list[gr.Timer]]:
         def switch(shown: list[gr.Timer] = by_tab[index]) -> list[gr.Timer]:
             return [gr.Timer(active=timer in shown) for timer in every]
 
-        tab.select(switch, None, every, **PRIVATE)
+        tab.select(switch, None, every, **PRIVATE, **IN_ORDER)
     return by_tab
 
 
 def started_by(events: Iterable[gr.events.Dependency], timer: gr.Timer) -> None:
     """Start `timer` after each of `events` (clicks whose progress the timer's ticks show)."""
     for event in events:
-        event.then(lambda: gr.Timer(active=True), None, timer, **PRIVATE)
+        event.then(lambda: gr.Timer(active=True), None, timer, **PRIVATE, **IN_ORDER)

@@ -45,3 +45,5 @@ def test_selecting_a_tab_starts_its_timers_and_stops_the_others():
         handler = select_handler(blocks, tab)
         assert [output._id for output in handler.outputs] == [first_timer._id, second_timer._id]
         assert [update.active for update in handler.fn()] == expected
+        # one queue, one at a time: the load-time select of the first tab cannot land after a later click's
+        assert (handler.concurrency_id, handler.concurrency_limit) == ("page-timer-switches", 1)
