@@ -57,8 +57,7 @@ def test_compare_columns_show_state_figures_and_stopped(sized_page):
     pick(page, "compare-adapter-2", "(none)")  # columns 3 and 4 unused (the demo has two adapters)
     assert not page.locator("#compare-stop").is_enabled()
     page.fill("#compare-prompt textarea", "What is the capital of France?")
-    page.locator("#compare-max-tokens input[type=number]").fill("16")
-    page.locator("#compare-max-tokens input[type=number]").press("Enter")
+    set_number(page, "compare-max-tokens", 16)
     page.click("#compare-run")
     states = wait_until(lambda: (s := column_states(page)) and all(x.startswith("done") for x in s[:2]) and s,
                         timeout=120, what="both columns to finish")
@@ -67,8 +66,7 @@ def test_compare_columns_show_state_figures_and_stopped(sized_page):
     assert all(state.startswith("not used") for state in states[2:])
     assert not page.locator("#compare-stop").is_enabled() and page.locator("#compare-run").is_enabled()
 
-    page.locator("#compare-max-tokens input[type=number]").fill("300")
-    page.locator("#compare-max-tokens input[type=number]").press("Enter")
+    set_number(page, "compare-max-tokens", 300)
     page.fill("#compare-prompt textarea", "Tell me a long story about a dragon and a knight.")
     page.click("#compare-run")
     wait_until(lambda: all(s.startswith("streaming") for s in column_states(page)[:2]),
