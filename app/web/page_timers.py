@@ -9,7 +9,8 @@ before the tab's select event was wired would otherwise wait for a poll that nev
 
 The first tab's select event also fires when the page loads. On a busy machine its answer could come after that of a
 tab the person clicked right away, and turn the shown tab's timers off. Every switch runs in one queue, one at a
-time, so they take effect in the order they were sent.
+time, so they take effect in the order they were sent (a switch takes microseconds: one queue for every open tab
+costs nothing).
 """
 
 from __future__ import annotations

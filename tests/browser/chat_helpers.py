@@ -94,7 +94,7 @@ def set_number(page, element_id: str, value: float, tries: int = 4) -> None:
 
     What holds the committed value (a slider's range input, else the box itself) is read two frames later, and
     the value is typed again while it does not hold it: a box shown a moment ago (its accordion or tab just
-    opened) gets its first value a frame after it appears, over what was typed into it (measured: 4 of 20
+    opened) gets its first value a frame after it appears, over what was typed into it (measured: 5 of 30
     fills right after opening the "Server ports" accordion); an update the page applies late, such as its load
     event, can put the default back too."""
     box = page.locator(f"#{element_id} input[type=number]")
