@@ -20,6 +20,19 @@ def user_texts(page) -> list[str]:
     return page.evaluate("[...document.querySelectorAll('#chatbot .message.user')].map(m => m.innerText)")
 
 
+def status_line(page) -> str:
+    """The chat page's status line as a person reads it. Gradio keeps its progress label ("processing | 0.3s") in the
+    status line's element while a refresh of the line is pending, at opacity 0 when the refresh hides its progress:
+    the element's whole `inner_text` would include that unseen label, so read the Markdown's own text."""
+    return page.locator("#status [data-testid='markdown']").inner_text()
+
+
+def status_progress_shown(page) -> bool:
+    """Whether a progress label can be seen over the status line (its refreshes hide theirs)."""
+    return page.evaluate("""[...document.querySelectorAll('#status [data-testid=status-tracker]')]
+        .some(tracker => getComputedStyle(tracker).opacity !== '0' && tracker.innerText.trim() !== '')""")
+
+
 def ask(page, text: str) -> None:
     page.fill("#chat-input textarea", text)
     page.keyboard.press("Enter")

@@ -8,7 +8,7 @@ from app.deployments.runner.deployment import RunnerDeployment
 from app.web.build_logic import family_choices
 from app.web.pages.build import twin_of
 from app.web.ui import build_app
-from tests.browser.chat_helpers import ask_about_image, set_number
+from tests.browser.chat_helpers import ask_about_image, set_number, status_line
 from tests.browser_tabs import grant_access
 from tests.pictures import chelsea_picture
 from tests.servers import free_port, free_ports
@@ -41,7 +41,7 @@ def test_launch_the_chosen_familys_twin_from_the_build_page_then_chat(browser_co
     try:
         page.goto(url)
         page.wait_for_selector("#status")
-        assert "Waiting" in page.locator("#status").inner_text()
+        assert "Waiting" in status_line(page)
         page.get_by_role("tab", name="Build").click()
         page.get_by_text("Server ports").click()
         http, grpc = free_ports(2)

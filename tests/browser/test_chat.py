@@ -2,7 +2,17 @@
 
 import time
 
-from tests.browser.chat_helpers import ask, bot_texts, reply_body, set_number, settled_reply, wait_until
+from tests.browser.chat_helpers import (
+    ask,
+    bot_texts,
+    open_sampling,
+    reply_body,
+    set_number,
+    settled_reply,
+    status_line,
+    status_progress_shown,
+    wait_until,
+)
 
 __all__ = ["ask", "bot_texts", "settled_reply"]  # other test files import them from here too
 
@@ -19,13 +29,14 @@ def test_reply_streams_into_the_chatbot(page):
         time.sleep(0.05)
     assert "Paris" in seen[-1]
     assert len(set(seen)) >= 3, seen  # the reply grew in steps: streaming is visible in the page
-    assert page.locator("#status").inner_text().startswith("Ready")
+    assert status_line(page).startswith("Ready")
+    assert not status_progress_shown(page)
 
 
 def test_stop_ends_the_reply_and_the_server_request(page, triton):
     log = triton.process.log_path
     before = log.read_text().count("cpu engine: request")
-    page.get_by_text("Sampling").click()
+    open_sampling(page)
     set_number(page, "max-tokens", 400)
     ask(page, "Write a very long story about a dragon and a knight.")
     wait_until(lambda: any(len(t) > 20 for t in bot_texts(page)), timeout=180, what="the reply to stream")

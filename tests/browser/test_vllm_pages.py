@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from setup.paths import PROJECT_ROOT
-from tests.browser.chat_helpers import named_adapter, set_number, wait_until
+from tests.browser.chat_helpers import named_adapter, open_sampling, set_number, status_line, wait_until
 from tests.browser.test_adapters import PIRATE, pick
 from tests.browser.test_chat import ask, bot_texts, settled_reply
 from tests.browser_tabs import grant_access
@@ -28,7 +28,7 @@ def vpage(browser_context, vllm_app):
 
 
 def test_chat_adapter_dropdown_changes_the_style(vpage):
-    assert "OpenAI-compatible server (vllm)" in vpage.locator("#status").inner_text()
+    assert "OpenAI-compatible server (vllm)" in status_line(vpage)
     pick(vpage, "adapter", "pirate")
     ask(vpage, "What is the capital of France?")
     reply = settled_reply(vpage)
@@ -36,7 +36,7 @@ def test_chat_adapter_dropdown_changes_the_style(vpage):
 
 
 def test_stop_cancels_on_vllm(vpage, vllm):
-    vpage.get_by_text("Sampling").click()
+    open_sampling(vpage)
     set_number(vpage, "max-tokens", 1500)
     ask(vpage, "Write a very long story about a dragon and a knight.")
     wait_until(lambda: any(len(t) > 20 for t in bot_texts(vpage)), timeout=180, what="the reply to stream")
