@@ -27,10 +27,11 @@ def status_line(page) -> str:
     return page.locator("#status [data-testid='markdown']").inner_text()
 
 
-def status_progress_shown(page) -> bool:
-    """Whether a progress label can be seen over the status line (its refreshes hide theirs)."""
-    return page.evaluate("""[...document.querySelectorAll('#status [data-testid=status-tracker]')]
-        .some(tracker => getComputedStyle(tracker).opacity !== '0' && tracker.innerText.trim() !== '')""")
+def progress_shown(page, selector: str) -> bool:
+    """Whether Gradio's progress label or spinner can be seen over the component `selector` (an event that writes to
+    it is waiting or running, and shows its progress)."""
+    return page.evaluate("""(selector) => [...document.querySelectorAll(selector + ' [data-testid=status-tracker]')]
+        .some(tracker => getComputedStyle(tracker).opacity !== '0' && !tracker.classList.contains('hide'))""", selector)
 
 
 def ask(page, text: str) -> None:

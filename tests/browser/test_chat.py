@@ -6,11 +6,11 @@ from tests.browser.chat_helpers import (
     ask,
     bot_texts,
     open_sampling,
+    progress_shown,
     reply_body,
     set_number,
     settled_reply,
     status_line,
-    status_progress_shown,
     wait_until,
 )
 
@@ -30,7 +30,7 @@ def test_reply_streams_into_the_chatbot(page):
     assert "Paris" in seen[-1]
     assert len(set(seen)) >= 3, seen  # the reply grew in steps: streaming is visible in the page
     assert status_line(page).startswith("Ready")
-    assert not status_progress_shown(page)
+    assert not progress_shown(page, "#status")  # its refreshes hide their progress
 
 
 def test_stop_ends_the_reply_and_the_server_request(page, triton):

@@ -4,7 +4,7 @@ was typed stays. At a desktop width and at 400 px; the shared style covers every
 import pytest
 from PIL import Image
 
-from tests.browser.chat_helpers import ask, bot_texts, error_overlays, toasts, wait_until
+from tests.browser.chat_helpers import ask, bot_texts, error_overlays, progress_shown, toasts, wait_until
 
 # Gradio's own rule for the overlay is a class on its status tracker; our style hides it. Removing our rule
 # again shows that the refusal did raise an overlay, so "no overlay" is our style's doing, not luck.
@@ -54,6 +54,10 @@ def test_a_bad_or_huge_image_is_a_toast_and_the_text_stays(sized_page, tmp_path,
         page.fill("#chat-input textarea", "What does it say?")
         page.keyboard.press("Enter")
         wait_until(lambda message=message: toast_says(page, message), what=message)
+        # the toast comes a moment before the refused send ends; until then Gradio's spinner of the send lies over
+        # the box and the conversation, as over every message being sent
+        wait_until(lambda: not (progress_shown(page, "#chat-input") or progress_shown(page, "#chatbot")),
+                   what="the refused send to end")
         assert error_overlays(page) == 0 and page.locator("#chatbot .message").count() == 0
         assert page.locator("#chat-input textarea").input_value() == "What does it say?"  # nothing lost
         assert usable(page, "#chat-input textarea") and usable(page, "#chatbot")
