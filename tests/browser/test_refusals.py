@@ -28,10 +28,18 @@ def toast_says(page, text: str) -> bool:
     return any(text in toast for toast in toasts(page))
 
 
+def wait_for_the_send_to_end(page) -> None:
+    """The toast comes a moment (about 20 ms) before the refused send ends; until then Gradio's spinner of the send
+    lies over the box and the conversation, as over every message being sent."""
+    wait_until(lambda: not (progress_shown(page, "#chat-input") or progress_shown(page, "#chatbot")),
+               what="the refused send to end")
+
+
 def test_enter_on_an_empty_box_is_a_toast(sized_page):
     page = sized_page
     ask(page, "   ")
     wait_until(lambda: toast_says(page, "Type a message first."), what="the toast")
+    wait_for_the_send_to_end(page)
     assert error_overlays(page) == 0 and bot_texts(page) == []
     assert usable(page, "#chat-input textarea") and usable(page, "#chatbot")
     page.fill("#chat-input textarea", "still typing")  # the box takes text at once
@@ -54,10 +62,7 @@ def test_a_bad_or_huge_image_is_a_toast_and_the_text_stays(sized_page, tmp_path,
         page.fill("#chat-input textarea", "What does it say?")
         page.keyboard.press("Enter")
         wait_until(lambda message=message: toast_says(page, message), what=message)
-        # the toast comes a moment before the refused send ends; until then Gradio's spinner of the send lies over
-        # the box and the conversation, as over every message being sent
-        wait_until(lambda: not (progress_shown(page, "#chat-input") or progress_shown(page, "#chatbot")),
-                   what="the refused send to end")
+        wait_for_the_send_to_end(page)
         assert error_overlays(page) == 0 and page.locator("#chatbot .message").count() == 0
         assert page.locator("#chat-input textarea").input_value() == "What does it say?"  # nothing lost
         assert usable(page, "#chat-input textarea") and usable(page, "#chatbot")
