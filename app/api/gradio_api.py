@@ -11,12 +11,13 @@ from pathlib import Path
 import gradio as gr
 from gradio.data_classes import FileData
 
-from app.api.messages import MSG_API_CANNOT_DESCRIBE, MSG_API_NO_IMAGES
+from app.api.messages import MSG_API_CANNOT_DESCRIBE, MSG_API_NO_IMAGES, MSG_NO_REQUEST
 from app.chat.compare import DEFAULT_MAX_TOKENS, CompareRun, column_names
 from app.chat.context import AppContext
 from app.chat.messages import BASE_MODEL_WORDS
 from app.chat.reply_outputs import as_fields, parse_reply
 from app.chat.sampling import panel_sampling, require_text, sampling_params
+from app.chat.server_choice import add_server as add_listed_server
 from app.chat.throttle import throttled
 from app.chat.turns import add_user_message, check_new_turn, open_stream, served_family, validate_user_text
 from app.core.conversation import Conversation
@@ -50,15 +51,37 @@ def uploaded_paths(files: list | None) -> list[str]:
     return paths
 
 
-def register(ctx: AppContext) -> None:
-    """Add the `generate`, `reply_outputs`, `compare` and `what_the_model_saw` endpoints to the current Blocks."""
+def access_refused(ctx: AppContext, request: gr.Request | None) -> str | None:
+    """None when the caller may make the app run programs or connect somewhere (a login, or the launch token on
+    loopback); otherwise the reason, in a sentence."""
+    if request is None:
+        return MSG_NO_REQUEST
+    return ctx.access.refusal(request.username, dict(request.headers or {}), dict(request.cookies or {}))
+
+
+def server_view(ctx: AppContext, server_id: str | None) -> AppContext:
+    """The context of the listed server `server_id` (empty: the app's own); InvalidRequest naming the listed ones
+    when it is not listed or cannot be used now."""
+    if not server_id:
+        return ctx
+    server = ctx.servers.get(server_id)
+    if server is None or not server.usable:
+        ctx.servers.choose("", server_id)  # raises the sentence that says why
+    return ctx.view_of(server)
+
+
+def register(app_ctx: AppContext) -> None:
+    """Add the `generate`, `reply_outputs`, `compare`, `what_the_model_saw`, `list_servers` and `add_server` endpoints
+    to the current Blocks."""
+    ctx = app_ctx
 
     def generate(text: str, max_tokens: int = D["max_tokens"], temperature: float = D["temperature"],
                  top_p: float = D["top_p"], top_k: int = D["top_k"], seed: int = D["seed"],
                  repetition_penalty: float = D["repetition_penalty"], system_prompt: str = "",
                  adapter: str = "", images: list[FileData] | None = None, decoding: str = "",
                  presence_penalty: float = D["presence_penalty"],
-                 frequency_penalty: float = D["frequency_penalty"], pdf_pages: str = "") -> Iterator[str]:
+                 frequency_penalty: float = D["frequency_penalty"], pdf_pages: str = "",
+                 deployment: str = "") -> Iterator[str]:
         """Stream the reply to one user message; each update is the whole reply so far.
 
         `presence_penalty` / `frequency_penalty` (OpenAI's meaning, generated tokens only) discourage repeats.
@@ -70,9 +93,12 @@ def register(ctx: AppContext) -> None:
         top-k 0 or 1 and top-p 0 mean no limit; `seed` as given, so the same seed gives the same reply). Empty:
         top_k / top_p decide as the server does, greedy unless top_k > 1 or top_p > 0 (so callers that send no
         sampling fields get greedy replies).
+        `deployment` is the id of a server `list_servers` lists (one the Build page launched, one added in the
+        chat); empty for the app's own.
         """
         stream = None
         try:
+            ctx = server_view(app_ctx, deployment)
             text = validate_user_text(require_text(text), bool(images))
             values = dict(max_tokens=max_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
                           repetition_penalty=repetition_penalty, seed=seed, presence_penalty=presence_penalty,
@@ -91,7 +117,8 @@ def register(ctx: AppContext) -> None:
                 stream.cancel()  # no-op when finished; frees the server when the caller went away
 
     def compare(prompt: str, adapters: list[str] | None = None, max_tokens: int = DEFAULT_MAX_TOKENS,
-                images: list[FileData] | None = None, continues: list[str] | None = None) -> Iterator[list[dict]]:
+                images: list[FileData] | None = None, continues: list[str] | None = None,
+                deployment: str = "") -> Iterator[list[dict]]:
         """The Compare tab's job: `prompt` (and `images`, as `generate` takes them) streamed at once through each
         column's model, greedy, at most `max_tokens` new tokens each.
 
@@ -103,10 +130,11 @@ def register(ctx: AppContext) -> None:
         column ended. A caller that goes away stops every column on the server.
         `continues` (the tab's Continue) gives one text per column: the start of that column's reply, which its
         model goes on with (a column's text from an update whose finish_reason was "length"), "" for a fresh reply;
-        each update's text then begins with it.
+        each update's text then begins with it. `deployment`: as `generate` takes it.
         """
         run = None
         try:
+            ctx = server_view(app_ctx, deployment)
             params = sampling_params(max_tokens=max_tokens)
             paths = uploaded_paths(images)
             run = CompareRun(ctx, require_text(prompt), column_names(adapters), params, images=paths or None,
@@ -144,6 +172,27 @@ def register(ctx: AppContext) -> None:
             raise gr.Error(str(exc), print_exception=False) from None
         return {"text": raw, **as_fields(parse_reply(raw, served_family(ctx)))}
 
+    def list_servers() -> list[dict]:
+        """The servers the chat can talk to, the app's own first: {id, label, origin ("app", "build" or "added"),
+        kind, url, model, usable} each; pass an `id` as `deployment` to `generate` or `compare`."""
+        return [{"id": s.id, "label": s.label, "origin": s.origin, "kind": s.deployment.kind, "url": s.deployment.url,
+                 "model": s.deployment.model, "usable": s.usable} for s in app_ctx.servers.listed()]
+
+    def add_server(address: str, request: gr.Request) -> dict:
+        """List the server at `address` (an OpenAI-compatible http(s) URL, or a Triton gRPC HOST:PORT) once it
+        answers and its model is ready, as the chat's "Add a server" does; its entry as `list_servers` gives it.
+        Needs the launch token or a login, as the Build page does (the app connects to the address)."""
+        reason = access_refused(app_ctx, request)
+        if reason:
+            raise gr.Error(reason, print_exception=False)
+        try:
+            server = add_listed_server(app_ctx, address)
+        except ChatError as exc:
+            raise gr.Error(str(exc), print_exception=False) from None
+        return next(entry for entry in list_servers() if entry["id"] == server.id)
+
+    gr.api(list_servers, api_name="list_servers")
+    gr.api(add_server, api_name="add_server")
     gr.api(generate, api_name="generate")
     gr.api(reply_outputs, api_name="reply_outputs")
     gr.api(compare, api_name="compare")

@@ -49,3 +49,4 @@ MSG_GUARD_LOGINS = ("Too many failed logins from {client}: at most {limit} in {w
 MSG_API_NO_IMAGES = "Send at least one image (gradio_client.handle_file(path))."
 MSG_API_CANNOT_DESCRIBE = ("This deployment's image encoder does not say what it finds in pictures; only the CPU "
                            "demo's engine topology does (its encoder describes each picture in words).")
+MSG_NO_REQUEST = "This action needs a request from the browser or the API; nothing was run."

@@ -42,6 +42,7 @@ from app.api.openai_schema import (
 )
 from app.api.stream_pump import DeltaPump
 from app.chat.context import AppContext
+from app.chat.messages import MSG_SERVER_STOPPED
 from app.chat.reply_outputs import parse_reply
 from app.chat.turns import check_new_turn, open_stream, served_family, validate_user_text
 from app.core.constants import API_MAX_BODY_BYTES
@@ -140,16 +141,39 @@ class OpenAIApi:
         body = await asyncio.get_running_loop().run_in_executor(None, self._models_body)
         return JSONResponse(body)
 
-    def served_model(self) -> str:
+    def served_model(self, view: AppContext | None = None) -> str:
         """The base model's name as this API lists it (the deployment's, e.g. tensorrt_llm_bls or smollm2)."""
-        return self.ctx.deployment.model or self.ctx.config.model
+        view = view or self.ctx
+        return view.deployment.model or view.config.model
 
     def _models_body(self) -> dict:
-        return models_body(self.served_model(), self.ctx.deployment.adapter_names())
+        """The app's own server's models as they are named; those of every other usable server listed (launched
+        from the Build page, added in the chat) prefixed by its id: `build/tensorrt_llm_bls`, `added-1/pirate`."""
+        body = models_body(self.served_model(), self.ctx.deployment.adapter_names())
+        for server in self.ctx.servers.listed()[1:]:
+            if server.usable:
+                view = self.ctx.view_of(server)
+                more = models_body(self.served_model(view), view.deployment.adapter_names())["data"]
+                body["data"] += [{**entry, "id": f"{server.id}/{entry['id']}",
+                                  **({"parent": f"{server.id}/{entry['parent']}"} if "parent" in entry else {})}
+                                 for entry in more]
+        return body
 
-    def _parse(self, raw: bytes) -> ChatRequest:
-        """Worker thread: the body checked, in the app's terms (fields it leaves out: the model's defaults)."""
-        return _parse(raw, self.served_model(), self.ctx.deployment.sampling_defaults())
+    def _parse(self, raw: bytes) -> tuple[ChatRequest, AppContext]:
+        """Worker thread: the body checked, in the app's terms (fields it leaves out: the model's defaults), and the
+        server it goes to (the app's own, or the listed server its model's prefix names)."""
+        body = parse_json_body(raw)
+        model = body.get("model") if isinstance(body, dict) else None
+        prefix, _, rest = model.partition("/") if isinstance(model, str) else ("", "", "")
+        server = self.ctx.servers.get(prefix) if rest and prefix != self.ctx.servers.own.id else None
+        if server is None:
+            return parse_chat_request(body, self.served_model(), self.ctx.deployment.sampling_defaults()), self.ctx
+        if not server.usable:
+            raise InvalidRequest(MSG_SERVER_STOPPED.format(server=server.shown))
+        view = self.ctx.view_of(server)
+        chat = parse_chat_request({**body, "model": rest}, self.served_model(view),
+                                  view.deployment.sampling_defaults())
+        return replace(chat, model=model), view
 
     @json_errors
     async def chat_completions(self, request: Request):
@@ -159,14 +183,14 @@ class OpenAIApi:
         try:
             raw = await _body_bytes(request)
             # parsing and checking a large body is CPU work: off the event loop, which serves every stream
-            chat = await loop.run_in_executor(None, self._parse, raw)
+            chat, view = await loop.run_in_executor(None, self._parse, raw)
         except ChatError as exc:
             return error_response(exc)
         if not self._slots.acquire(blocking=False):
             return JSONResponse(error_body(MSG_API_BUSY.format(limit=self.concurrency), "rate_limit_error"),
                                 status_code=429, headers={"Retry-After": "1"})
         try:  # opening is short (it may send an adapter's weights once): the loop's default threads
-            stream = await loop.run_in_executor(None, self._open, chat)
+            stream = await loop.run_in_executor(None, self._open, chat, view)
         except Exception as exc:
             self._slots.release()
             if isinstance(exc, ChatError):
@@ -174,7 +198,7 @@ class OpenAIApi:
             return internal_error(exc, "opening a reply")  # a bug must still answer in JSON
         pump = DeltaPump(loop).start(stream, on_end=self._slots.release)
         if chat.stream:
-            return StreamingResponse(self._events(chat, stream, pump), media_type="text/event-stream",
+            return StreamingResponse(self._events(chat, stream, pump, view), media_type="text/event-stream",
                                      headers=SSE_HEADERS)
         watcher = asyncio.create_task(_cancel_when_gone(request, stream))
         try:
@@ -184,30 +208,30 @@ class OpenAIApi:
             stream.cancel()  # no-op when finished; frees the server if this handler is cancelled
         if pump.error is not None:
             return error_response(_as_chat_error(pump.error))
-        outputs = await loop.run_in_executor(None, self._outputs, chat, text)
+        outputs = await loop.run_in_executor(None, self._outputs, chat, text, view)
         return JSONResponse(completion_body(chat.model, text, _finish_reason(stream, chat), stream.chunks, outputs))
 
-    def _outputs(self, chat: ChatRequest, text: str):
+    def _outputs(self, chat: ChatRequest, text: str, view: AppContext):
         """Worker thread: the reply parsed (a chart's table, grounded boxes, a markdown page), None for prose."""
         pictures = chat.conversation.current_images()
-        return parse_reply(text, served_family(self.ctx), pictures[-1] if pictures else None) if text else None
+        return parse_reply(text, served_family(view), pictures[-1] if pictures else None) if text else None
 
-    def _open(self, chat: ChatRequest):
+    def _open(self, chat: ChatRequest, view: AppContext):
         """Worker thread: the chat panel's path from request to an open server stream (a video part sampled to
         the served family's frame count, a PDF's pages rendered, checked against every limit first)."""
         last = chat.conversation.turns[-1]
         validate_user_text(last.text, bool(last.media))
         if any(m.kind in (VIDEO, PDF) and not m.frames for m in last.media):
-            media = check_new_turn(self.ctx, last.text, last.media, chat.pdf_pages)
+            media = check_new_turn(view, last.text, last.media, chat.pdf_pages)
             turns = (*chat.conversation.turns[:-1], replace(last, media=media))
             chat = replace(chat, conversation=Conversation(turns))
-        return open_stream(self.ctx, chat.conversation, chat.params, chat.system_prompt, chat.adapter,
+        return open_stream(view, chat.conversation, chat.params, chat.system_prompt, chat.adapter,
                            stop=chat.stop, min_tokens=chat.min_tokens)
 
-    async def _events(self, chat: ChatRequest, stream, pump: DeltaPump):
+    async def _events(self, chat: ChatRequest, stream, pump: DeltaPump, view: AppContext):
         writer = ChunkWriter(chat.model)
         try:
-            async for event in self._chunks(writer, chat, stream, pump):
+            async for event in self._chunks(writer, chat, stream, pump, view):
                 yield event
         except Exception as exc:  # noqa: BLE001 - a bug mid-stream still ends the stream the documented way
             LOG.error("streaming a reply failed", exc_info=exc)
@@ -216,7 +240,7 @@ class OpenAIApi:
         finally:
             stream.cancel()  # the client went away (or the reply ended): stop generating on the server
 
-    async def _chunks(self, writer: ChunkWriter, chat: ChatRequest, stream, pump: DeltaPump):
+    async def _chunks(self, writer: ChunkWriter, chat: ChatRequest, stream, pump: DeltaPump, view: AppContext):
         started = False
         said: list[str] = []
         yield writer.role()
@@ -233,7 +257,7 @@ class OpenAIApi:
             yield writer.error(str(exc), error_kind(exc))
         else:
             outputs = await asyncio.get_running_loop().run_in_executor(None, self._outputs, chat,
-                                                                       "".join(said).strip())
+                                                                       "".join(said).strip(), view)
             yield writer.finish(_finish_reason(stream, chat), outputs)
             if chat.include_usage:
                 yield writer.usage(stream.chunks)
@@ -247,10 +271,6 @@ class OpenAIApi:
     def mount(self, app: FastAPI) -> None:
         """Put the routes first, ahead of the UI's own routes, in an app already built."""
         app.router.routes[:0] = self.routes()
-
-
-def _parse(raw: bytes, served_model: str, defaults: dict | None = None) -> ChatRequest:
-    return parse_chat_request(parse_json_body(raw), served_model, defaults)
 
 
 async def _body_bytes(request: Request) -> bytes:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import itertools
 import threading
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -11,6 +13,7 @@ from app.adapters.training import Trainer, default_base_dir
 from app.chat.adapter_check import AdapterChecks
 from app.chat.live import LiveReplies
 from app.chat.outbox import Outbox
+from app.chat.servers import ADDED, BUILD, OWN, Server, ServerList
 from app.core.access import AccessPolicy
 from app.core.constants import DEFAULT_CONCURRENCY, DEFAULT_HOST, DEFAULT_MODEL, DEFAULT_UI_PORT, MAX_UPLOAD
 from app.deployments.base import Deployment
@@ -120,16 +123,62 @@ class AppContext:
         self._lock = threading.Lock()
         self.access = AccessPolicy(host=config.host, port=config.port, logins=bool(config.auth),
                                    workspace=Workspace.from_paths(config.workspace))
+        self.servers = ServerList(Server(OWN, own_label(config, self.deployment), OWN, config, self.deployment,
+                                         self.adapters, self.adapter_checks))
+        self._added = itertools.count(1)
+        self._server: Server | None = None  # set in a session's view (view_of)
 
-    def retarget(self, triton_url: str, **changes) -> None:
-        """Point the chat at another Triton server (e.g. one the Build page just launched); `changes`: AppConfig
-        fields that server needs (its deployment kind, model, the model's own adapter and adapters folder)."""
-        with self._lock:
-            if changes:
-                self.config = replace(self.config, **changes)
-                if Path(self.config.adapters_dir) != Path(self.adapters.folder):
-                    self.adapters = AdapterRegistry(Path(self.config.adapters_dir), engine_dir=self.adapters.engine_dir)
-                    self.adapter_checks = AdapterChecks(self.adapters.training_pairs,
-                                                        replies_in_flight=self.live.in_progress)
-            self.deployment = connect(self.config, self.adapters, triton_url=triton_url)
-        self.adapters.forget_server_state()
+    @property
+    def server(self) -> Server:
+        """The server this context talks to (the app's own, or a session's choice in `for_session`'s view)."""
+        return self._server or self.servers.own
+
+    def for_session(self, session: str | None) -> AppContext:
+        """This context as `session` sees it: the deployment, adapters and settings of the server it chose (the
+        app's own by default, and again once a chosen server stopped); live streams, queues and access shared."""
+        return self.view_of(self.servers.chosen(session))
+
+    def view_of(self, server: Server) -> AppContext:
+        if server.id == OWN:
+            return self
+        view = copy.copy(self)
+        view.config, view.deployment, view.adapters = server.config, server.deployment, server.adapters
+        view.adapter_checks, view._server = server.adapter_checks, server
+        return view
+
+    def triton_server(self, server_id: str, label: str, triton_url: str, origin: str = BUILD,
+                      running=None, **changes) -> Server:
+        """List a Triton server (e.g. one the Build page launched) under `server_id`; `changes`: AppConfig fields
+        that server needs (its deployment kind, model, the model's own adapter and adapters folder); `running`:
+        False once its process is gone."""
+        config = replace(self.config, triton_url=triton_url, openai_url=None, metrics_url=None, **changes)
+        adapters = self.adapters if Path(config.adapters_dir) == Path(self.adapters.folder) else \
+            AdapterRegistry(Path(config.adapters_dir), engine_dir=self.adapters.engine_dir)
+        server = Server(server_id, label, origin, config, connect(config, adapters, triton_url=triton_url),
+                        adapters, self._checks_for(adapters), **({"running": running} if running else {}))
+        adapters.forget_server_state()
+        return self.servers.add(server)
+
+    def openai_server(self, url: str, api_key_file: str | None = None) -> Server:
+        """List an OpenAI-compatible server (vLLM, trtllm-serve, SGLang, NIM, Dynamo, another of this app)."""
+        config = replace(self.config, openai_url=url, openai_model=None, api_key_file=api_key_file,
+                         metrics_url=None)
+        deployment = connect(config, self.adapters)
+        server = Server(f"{ADDED}-{next(self._added)}", f"{deployment.kind} at {url}", ADDED, config, deployment,
+                        self.adapters, self._checks_for(self.adapters))
+        return self.servers.add(server)
+
+    def added_triton(self, url: str) -> Server:
+        """List a Triton server at gRPC `url`, with the app's own deployment kind and model."""
+        return self.triton_server(f"{ADDED}-{next(self._added)}", f"Triton at {url}", url, origin=ADDED)
+
+    def _checks_for(self, adapters: AdapterRegistry) -> AdapterChecks:
+        if adapters is self.adapters:
+            return self.adapter_checks
+        return AdapterChecks(adapters.training_pairs, replies_in_flight=self.live.in_progress)
+
+
+def own_label(config: AppConfig, deployment: Deployment) -> str:
+    """The picker's entry for the server the app started with."""
+    what = "CPU demo" if config.demo else deployment.kind
+    return f"This app's server ({what}) at {deployment.url}"

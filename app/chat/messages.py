@@ -58,3 +58,14 @@ MSG_BUSY_CONTINUE = "A reply is still running; press Stop first, then Continue."
 MSG_BUSY_VERSIONS = "A reply is still running; wait for it before stepping between versions."
 MSG_IMAGE_GONE = "(image {name}: no longer on the server)"
 MSG_IMAGE_TOO_BIG = "(image {name}: {size:,} bytes, too big to embed; the limit is {limit:,})"
+
+# The servers a session can pick (app/chat/servers.py)
+MSG_SERVER_MARK_STOPPED = " (stopped)"
+MSG_SERVER_MARK_UNREACHABLE = " (unreachable)"
+MSG_SERVER_NOT_LISTED = "There is no server '{server}' in the list; listed: {listed}."
+MSG_SERVER_STOPPED = "{server} cannot be used now; pick another server."
+MSG_SERVER_FELL_BACK = "{server} is gone, so this chat talks to {own} again."
+MSG_SERVER_ADDRESS = ("Give the server's address: an OpenAI-compatible URL such as http://127.0.0.1:8000/v1, or "
+                      "a Triton gRPC address HOST:PORT.")
+MSG_SERVER_NOT_ANSWERING = "Nothing answers at {url}: {detail} It was not added."
+MSG_SERVER_NOT_READY = "{url} answers, but its model is not ready yet ({detail}); add it again once it is."

@@ -82,6 +82,14 @@ class AccessPolicy:
             return
         raise AccessDenied(MSG_NEED_TOKEN)
 
+    def refusal(self, username: str | None, headers: dict[str, str], cookies: dict[str, str]) -> str | None:
+        """None when the caller may act; otherwise why not, in a sentence (`headers` in any case)."""
+        try:
+            self.check(username, {k.lower(): v for k, v in headers.items()}, cookies)
+        except AccessDenied as exc:
+            return str(exc)
+        return None
+
     def url(self, base: str) -> str:
         """The URL to print at start: with the token when it is what grants access."""
         return base if self.logins else f"{base}?{TOKEN_QUERY}={self.token}"

@@ -275,6 +275,7 @@ class LaunchedTriton:
         self.message = ""
         self.serving = ""  # what the ready message adds (which family's CPU twin)
         self.chat: dict = {}  # the AppConfig fields the chat needs to talk to it (its deployment kind, model)
+        self.on_ready = None  # called with the gRPC address once the server is ready
         self._lock = threading.Lock()
         self._generation = 0  # bumped by stop(): a start begun before it is stale
 
@@ -294,15 +295,19 @@ class LaunchedTriton:
                 self.message = f"Triton ready (gRPC 127.0.0.1:{process.opts.grpc_port})." + self.serving
         if stale:
             process.stop()
+        elif self.on_ready is not None:
+            self.on_ready(f"127.0.0.1:{process.opts.grpc_port}")
 
-    def start(self, prepare, starting: str = "", serving: str = "", chat: dict | None = None) -> bool:
+    def start(self, prepare, starting: str = "", serving: str = "", chat: dict | None = None,
+              on_ready=None) -> bool:
         """Run `prepare()` (returns a ready TritonProcess) in the background; False if one is running
         (or still stopping: its ports are not free yet). `starting` and `serving` are added to the starting and
-        ready messages; `chat`: the AppConfig fields the chat needs for this server (none: the app's own)."""
+        ready messages; `chat`: the AppConfig fields the chat needs for this server (none: the app's own);
+        `on_ready(grpc_url)` is called once it is ready (the app lists it among the chat's servers)."""
         with self._lock:
             if self.state in ("starting", "stopping") or (self.process is not None and self.process.is_running()):
                 return False
-            self.serving, self.chat = serving, dict(chat or {})
+            self.serving, self.chat, self.on_ready = serving, dict(chat or {}), on_ready
             self.state, self.message = "starting", f"Starting Triton{starting}..."
             threading.Thread(target=self._start, args=(prepare, self._generation), daemon=True).start()
             return True
@@ -347,17 +352,18 @@ class LaunchedTriton:
 def deploy_plan(plan: Plan, log_path: Path | None = None):
     """Write the plan's repository and start Triton on it; returns the ready TritonProcess.
 
-    The ports are checked before the repository is written, so a taken port changes nothing on disk.
+    Taken ports are replaced by free ones before the repository is written (the ready message names the gRPC port).
     """
-    from setup.launcher import LaunchOptions, check_ports_free, find_tritonserver, start_triton
+    from setup.launcher import LaunchOptions, check_ports_free, find_tritonserver, ports_or_free, start_triton
     from setup.repo.writer import DeploymentConfig, write_repository
 
     if not plan.deployment:
         raise RuntimeError(MSG_DEPLOY_NOT_SERVED)
     launch = next((s for s in plan.steps if s.phase == "launch"), None)  # the models ranks above 0 load
     names = tuple(launch.argv[list(launch.argv).index("--engine-models") + 1].split(",")) if launch else ("tensorrt_llm",)
-    options = LaunchOptions(model_repo=plan.out / "triton_repo", http_port=plan.config.http_port,
-                            grpc_port=plan.config.grpc_port, metrics_port=plan.config.metrics_port,
+    # the plan's ports, or free ones when they are taken (by `make demo` beside it, say)
+    http, grpc, metrics = ports_or_free((plan.config.http_port, plan.config.grpc_port, plan.config.metrics_port))
+    options = LaunchOptions(model_repo=plan.out / "triton_repo", http_port=http, grpc_port=grpc, metrics_port=metrics,
                             world_size=plan.derived["world_size"], engine_model_names=names)
     check_ports_free(options, port_flag=None)
     config = DeploymentConfig(**plan.deployment, trtllm_version=plan.version.text)

@@ -4,21 +4,15 @@ from __future__ import annotations
 
 import gradio as gr
 
+from app.api.messages import MSG_NO_REQUEST
 from app.chat.context import AppContext
-from app.core.access import AccessDenied
-from app.web.messages import MSG_NO_REQUEST
 
 
 def caller_may_act(ctx: AppContext, request: gr.Request | None) -> str | None:
     """None when the caller may run programs or write files; otherwise the reason, in a sentence."""
     if request is None:
         return MSG_NO_REQUEST
-    headers = {k.lower(): v for k, v in (request.headers or {}).items()}
-    try:
-        ctx.access.check(getattr(request, "username", None), headers, dict(request.cookies or {}))
-    except AccessDenied as exc:
-        return str(exc)
-    return None
+    return ctx.access.refusal(request.username, dict(request.headers or {}), dict(request.cookies or {}))
 
 
 def require_access(ctx: AppContext, request: gr.Request | None) -> None:

@@ -70,3 +70,12 @@ COMPARE_NONE = "(none)"
 COMPARE_UNUSED = "not used: pick a model or adapter above"
 COMPARE_READY = "ready: {model}"  # a picked column before its run: the base model's dropdown entry
 COMPARE_READY_ADAPTER = "ready: adapter {adapter}"
+
+# Chat tab: the server a browser session talks to
+SERVER_LABEL = "Server"
+SERVER_INFO = "Which server this browser talks to; others keep theirs."
+ADD_SERVER = "Add a server"
+ADD_SERVER_LABEL = "Address"
+ADD_SERVER_INFO = "An OpenAI-compatible URL (vLLM, trtllm-serve, SGLang, NIM, Dynamo) or a Triton gRPC HOST:PORT."
+ADD_SERVER_PLACEHOLDER = "http://127.0.0.1:8000/v1 or 127.0.0.1:8001"
+ADD_SERVER_BUTTON = "Check and add"

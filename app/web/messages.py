@@ -12,8 +12,11 @@ MSG_JOB_UNREAD = ("Nobody read this job's result within {seconds:.0f} s of submi
                   "Read GET /gradio_api/call/<api>/<event_id> right after the POST (gradio_client does).")
 MSG_BUILD_SERVER_RUNNING = "A server started from this page is already running; stop it first."
 MSG_BUILD_NO_SERVER = "No server started from this page is ready."
-MSG_TWIN_SERVING = (" Serving the CPU twin of {family}; \"Chat with this server\" talks to it (from the command line: "
+MSG_TWIN_SERVING = (" Serving the CPU twin of {family}; it is listed in the chat's Server picker, and \"Chat with this "
+                    "server\" picks it for this browser (from the command line: "
                     "`python -m app --demo --deployment {demo}`).")
+MSG_TWIN_LABEL = "Build page: CPU twin of {family}"
+MSG_BUILT_SERVER_LABEL = "Build page: {family}"
 MSG_TWIN_STARTING = " (the CPU twin of {family})"
 
 # build_logic.py
@@ -27,7 +30,6 @@ MSG_BUSY_STOPPING = "The server started from this page is still stopping; try ag
 MSG_NOTHING_TO_RESUME = "Pick a build job that was cancelled, failed or interrupted to resume it."
 
 # gate.py
-MSG_NO_REQUEST = "This action needs a request from the browser or the API; nothing was run."
 
 # labels.py
 # Adapters tab: removing asks first (the folder is deleted).
@@ -64,3 +66,5 @@ MSG_BUILD_API_NO_FAMILY = "Give the model family as settings[\"family\"] (got {f
 MSG_BUILD_API_UNKNOWN_FIELDS = "Unknown Build settings: {names}. The settings are: {known}."
 MSG_BUILD_API_UNKNOWN_JOB = "There is no build job {job!r}; the Build page's job list names the jobs."
 MSG_FIELD_NOT_A_NUMBER = "{field} must be a number, not “{value}”."
+MSG_SERVER_ADDED = "Added {server}; this browser talks to it now (the Server picker switches back)."
+MSG_SERVER_BACK = "Back on this app's server"

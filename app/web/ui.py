@@ -42,8 +42,8 @@ def _assemble(ctx: AppContext) -> tuple[gr.Blocks, Sampler]:
         gr.HTML(f'<h1 id="app-title">{APP_TITLE}</h1>')
         # At 400 px the six tabs take two rows rather than hiding three behind a "More tabs" menu.
         with gr.Tabs(overflow_behavior="wrap") as tabs:
-            with gr.Tab(chat.TITLE, id="chat"):
-                chat.build(ctx, blocks)
+            with gr.Tab(chat.TITLE, id="chat") as chat_tab:
+                chat.build(ctx, blocks, chat_tab)
             with gr.Tab(compare.TITLE, id="compare"):
                 compare.build(ctx)
             with gr.Tab(adapters.TITLE, id="adapters"):

@@ -27,10 +27,11 @@ from setup.launcher.options import (
     TritonInstall,
     check_ports_free,
     port_in_use,
+    ports_or_free,
 )
 from setup.launcher.process import TritonProcess, start_triton
 from setup.launcher.procfs import group_members
 
 __all__ = ["ENV_BINARY", "NVIDIA_CONTAINER_BINARY", "PORTS", "SHM_DIR", "InstanceFolder", "LaunchError",
            "LaunchOptions", "TritonInstall", "TritonProcess", "build_command", "check_ports_free",
-           "claim_instance_folder", "find_tritonserver", "group_members", "port_in_use", "start_triton"]
+           "claim_instance_folder", "find_tritonserver", "group_members", "port_in_use", "ports_or_free", "start_triton"]

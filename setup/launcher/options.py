@@ -3,6 +3,7 @@ memory)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 from dataclasses import dataclass, field
@@ -97,6 +98,18 @@ def check_ports_free(options: LaunchOptions, port_flag: str | None = "--{kind}-p
             advice = f"pick another with {port_flag.format(kind=kind)}" if port_flag else "pick another port"
             raise LaunchError(f"Triton's {label} port {port} on {options.address} is already in use "
                               f"(another tritonserver or app?); {advice}.")
+
+
+def ports_or_free(preferred: tuple[int, int, int], address: str = "127.0.0.1") -> tuple[int, int, int]:
+    """`preferred` (HTTP, gRPC, metrics) when all three are free on `address`, else three free ports picked by the
+    system (held together while they are picked, so no two are the same)."""
+    if not any(port_in_use(port, address) for port in preferred):
+        return preferred
+    with contextlib.ExitStack() as held:
+        probes = [held.enter_context(socket.socket()) for _ in preferred]
+        for probe in probes:
+            probe.bind((address, 0))
+        return tuple(probe.getsockname()[1] for probe in probes)  # type: ignore[return-value]
 
 
 def check_shared_memory(shm_dir: Path = SHM_DIR, needed: int = MIN_SHM_BYTES) -> None:

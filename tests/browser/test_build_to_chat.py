@@ -60,8 +60,9 @@ def test_launch_the_chosen_familys_twin_from_the_build_page_then_chat(browser_co
         assert "Serving the CPU twin of kosmos-2" in page.inner_text("#build-server")
         page.click("#build-open-chat")
         page.wait_for_selector("#chat-input textarea", state="visible")
-        assert isinstance(ctx.deployment, RunnerDeployment) and ctx.deployment.family == "kosmos-2"
-        assert ctx.deployment.url == f"127.0.0.1:{grpc}"
+        twin = ctx.servers.get("build").deployment  # listed, and this browser session's choice
+        assert isinstance(twin, RunnerDeployment) and twin.family == "kosmos-2" and twin.url == f"127.0.0.1:{grpc}"
+        assert "Build page: CPU twin of kosmos-2" in page.input_value("#server input")
         reply = ask_about_image(page, picture, "What animal is this?", timeout=400)
         assert "cat" in reply.lower(), reply
         page.get_by_role("tab", name="Build").click()

@@ -237,7 +237,9 @@ def build(ctx: AppContext) -> None:
 
     def on_run(model_name, adapter_label, chosen, count, words, tokens, image_path, request: gr.Request):
         require_access(ctx, request)
-        yield from run(ctx, model_name, chosen, count, words, tokens, adapter_of(adapter_label), image_path)
+        view = ctx.for_session(request.session_hash)  # the server this browser session talks to
+        model_name = view.deployment.model if model_name == ctx.deployment.model else model_name
+        yield from run(view, model_name, chosen, count, words, tokens, adapter_of(adapter_label), image_path)
 
     def on_stop(request: gr.Request):
         require_access(ctx, request)
@@ -249,8 +251,10 @@ def build(ctx: AppContext) -> None:
     # The run's last word turns Stop off; this also does when the run failed or was cancelled.
     ran.then(lambda: _stop_button(False), None, stop, api_visibility="private", show_progress="hidden")
     stop.click(on_stop, None, status, api_visibility="private")
-    adapter.focus(lambda: gr.Dropdown(choices=adapter_choices(ctx)), None, adapter, api_visibility="private",
-                  show_progress="hidden")
+    def adapters_again(request: gr.Request):
+        return gr.Dropdown(choices=adapter_choices(ctx.for_session(request.session_hash)))
+
+    adapter.focus(adapters_again, None, adapter, api_visibility="private", show_progress="hidden")
 
 
 if __name__ == "__main__":  # this tab alone against a running server

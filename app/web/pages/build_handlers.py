@@ -8,6 +8,7 @@ import os
 import gradio as gr
 
 from app.chat.context import AppContext
+from app.chat.servers import BUILD
 from app.web import build_logic as logic
 from app.web import serve_logic
 from app.web.build_folders import confine_folders, problems_markdown
@@ -16,7 +17,9 @@ from app.web.gate import caller_may_act, require_access
 from app.web.messages import (
     MSG_BUILD_NO_SERVER,
     MSG_BUILD_SERVER_RUNNING,
+    MSG_BUILT_SERVER_LABEL,
     MSG_NOTHING_TO_RESUME,
+    MSG_TWIN_LABEL,
     MSG_TWIN_SERVING,
     MSG_TWIN_STARTING,
 )
@@ -24,6 +27,7 @@ from app.web.pages.build_form import FORM_FIELDS
 from setup.build.jobs import JobError, JobStore
 from setup.build.registry import EngineRegistry
 from setup.hub.names import scrub
+from setup.launcher import ports_or_free
 from setup.plan.config import ConfigError, PlanConfig
 from setup.plan.preflight import preflight
 
@@ -154,9 +158,21 @@ class BuildHandlers:
         base = self.base_config
         chat = {"deployment": base.deployment, "model": base.model, "adapters_dir": base.adapters_dir,
                 "model_adapter": base.model_adapter}  # after a twin, the app's own settings again
-        if not self.service.deployment.start(lambda: logic.deploy_plan(plan), chat=chat):
+        label = MSG_BUILT_SERVER_LABEL.format(family=plan.family.name)
+        if not self.service.deployment.start(lambda: logic.deploy_plan(plan), chat=chat,
+                                             on_ready=self.lists_server(label, chat)):
             raise gr.Error(MSG_BUILD_SERVER_RUNNING, print_exception=False)
         return self.service.deployment.message
+
+    def lists_server(self, label: str, chat: dict):
+        """What the page's server does once it is ready: it joins the chat's server list (as "build", replacing
+        the one launched before it), listed while its process runs."""
+        launched = self.service.deployment
+
+        def ready(grpc_url: str) -> None:
+            self.ctx.triton_server(BUILD, f"{label} at {grpc_url}", grpc_url,
+                                   running=lambda: launched.grpc_url == grpc_url, **chat)
+        return ready
 
     def on_demo(self, family, http_port, grpc_port, request: gr.Request):
         """Start the CPU twin chosen beside the button (it follows the form's family; any twin, the cpu-ocr demo
@@ -175,7 +191,8 @@ class BuildHandlers:
             twin = twin_for(family)
         except ValueError as exc:
             raise gr.Error(str(exc), print_exception=False) from None
-        ports = (int(http_port or 8000), int(grpc_port or 8001), int(grpc_port or 8001) + 1)
+        # the form's ports, or free ones when they are taken (by `make demo` beside it, say)
+        ports = ports_or_free((int(http_port or 8000), int(grpc_port or 8001), int(grpc_port or 8001) + 1))
         base = self.base_config
         chat = {"deployment": twin.kind, "model": twin.model or base.model,
                 "adapters_dir": twin.adapters_dir or base.adapters_dir,
@@ -183,7 +200,7 @@ class BuildHandlers:
         started = self.service.deployment.start(
             lambda: start_demo_triton(*ports, log=lambda *_: None, port_flag=None, deployment=twin.demo),
             starting=MSG_TWIN_STARTING.format(family=twin.family), serving=MSG_TWIN_SERVING.format(family=twin.family, demo=twin.demo),
-            chat=chat)
+            chat=chat, on_ready=self.lists_server(MSG_TWIN_LABEL.format(family=twin.family), chat))
         if not started:
             raise gr.Error(MSG_BUILD_SERVER_RUNNING, print_exception=False)
         return twin.family
@@ -221,7 +238,8 @@ class BuildHandlers:
         url = self.service.deployment.grpc_url
         if url is None:
             raise gr.Error(MSG_BUILD_NO_SERVER, print_exception=False)
-        self.ctx.retarget(url, **self.service.deployment.chat)
+        if self.ctx.servers.chosen_id(request.session_hash) != BUILD:  # this browser session only
+            self.ctx.servers.choose(request.session_hash, BUILD)
         return gr.Tabs(selected=self.chat_tab)
 
     def on_engines(self, request: gr.Request):

@@ -18,12 +18,14 @@ from app.chat.messages import (
 from app.chat.outbox import Queued
 from app.chat.reply_run import ReplySettings, run_replies
 from app.chat.sampling import GREEDY, ChatSampling
+from app.chat.server_choice import session_status
 from app.chat.turns import check_new_turn, without_last_reply
 from app.core.constants import CPU_DEMO_NOTE, CPU_OCR_NOTE, HISTORY_MODES, STATUS_REFRESH_SECONDS
 from app.core.conversation import Conversation
 from app.core.errors import ChatError
 from app.core.sampling import SAMPLING_LIMITS
-from app.web import history_panel
+from app.deployments.base import DeploymentStatus
+from app.web import history_panel, server_picker
 from app.web.chat_view import chat_messages
 from app.web.labels import (
     ABOUT_DEMO,
@@ -53,7 +55,7 @@ from app.web.labels import (
     adapter_of,
     base_label,
 )
-from app.web.messages import MSG_SERVER_WAITING
+from app.web.messages import MSG_SERVER_BACK, MSG_SERVER_WAITING
 
 TITLE = "Chat"
 SAMPLE_ONLY = ("temperature", "top_k", "top_p", "seed")  # the settings greedy decoding ignores
@@ -61,16 +63,23 @@ UPLOAD_TYPES = ["image", ".mp4", ".webm", ".gif", ".pdf"]  # pictures, videos (f
 CHAT_HEIGHT = "62vh"  # most of a desktop screen; style.py makes it shorter on a phone, with the input in view
 
 
-def status_markdown(ctx: AppContext) -> str:
-    deployment = ctx.deployment
-    status = deployment.status()
+def status_markdown(ctx: AppContext, session: str | None = None) -> str:
+    """The status line of the server `session` talks to (the app's own without a session); it says so when the
+    session's chosen server went away and the chat is back on the app's own."""
+    return status_line(*session_status(ctx, session))
+
+
+def status_line(view: AppContext, status: DeploymentStatus, note: str | None) -> str:
+    deployment = view.deployment
     deployment.observe(status)
     where = f"`{deployment.url}`"
+    back = f"**{MSG_SERVER_BACK}** · {note} · " if note else ""
     if not status.live:
-        return "**Waiting** · " + MSG_SERVER_WAITING.format(url=where) + (f" {status.detail}" if status.detail else "")
+        return back + "**Waiting** · " + MSG_SERVER_WAITING.format(url=where) + \
+            (f" {status.detail}" if status.detail else "")
     if not status.ready:
-        return f"**Starting** · {status.server} at {where} is up; model `{deployment.model}` is not ready yet."
-    return f"**Ready** · {status.server} at {where} · model `{deployment.model}` ready"
+        return back + f"**Starting** · {status.server} at {where} is up; model `{deployment.model}` is not ready yet."
+    return back + f"**Ready** · {status.server} at {where} · model `{deployment.model}` ready"
 
 
 def controls(running: bool) -> tuple[gr.Button, gr.Button]:
@@ -121,6 +130,7 @@ def on_send(ctx: AppContext, session: str, message: dict | None, conversation: C
     """Send the message box's text and files (pictures, videos, PDFs: `pdf_pages` picks a PDF's pages):
     answered now, or queued behind the reply that runs."""
     text, files = (message or {}).get("text", ""), (message or {}).get("files", [])
+    ctx = ctx.for_session(session)  # the server this browser session chose
     try:
         media = check_new_turn(ctx, text, files, (pdf_pages or "").strip() or None)
         sampling.params()  # refuse bad values now, not in the middle of the run
@@ -140,7 +150,7 @@ def on_send(ctx: AppContext, session: str, message: dict | None, conversation: C
 def on_regenerate(ctx: AppContext, session: str, conversation: Conversation, adapter_label: str,
                   sampling: ChatSampling) -> Iterator[tuple]:
     """Answer the last message again; the reply it replaces keeps its versions."""
-    conversation = conversation or Conversation()
+    conversation, ctx = conversation or Conversation(), ctx.for_session(session)
     try:
         earlier = without_last_reply(conversation)
         sampling.params()
@@ -157,7 +167,7 @@ def on_regenerate(ctx: AppContext, session: str, conversation: Conversation, ada
 def on_continue(ctx: AppContext, session: str, conversation: Conversation, adapter_label: str,
                 sampling: ChatSampling) -> Iterator[tuple]:
     """Go on with the last reply, cut at the token limit, with its own adapter."""
-    reply = conversation.last_reply if conversation else None
+    reply, ctx = conversation.last_reply if conversation else None, ctx.for_session(session)
     if reply is None or not reply.current.cut_at:
         yield refuse(MSG_NOTHING_TO_CONTINUE)
         return
@@ -196,9 +206,10 @@ def on_clear(ctx: AppContext, session: str) -> tuple[list, Conversation]:
     return [], Conversation()
 
 
-def build(ctx: AppContext, app: gr.Blocks | None = None) -> None:
+def build(ctx: AppContext, app: gr.Blocks | None = None, tab: gr.Tab | None = None) -> None:
     """Lay out the chat tab inside the current Blocks context and wire its events (`app`: the Blocks whose
-    load restores the conversations kept in the browser)."""
+    load restores the conversations kept in the browser; `tab`: the chat's tab, whose selection, by a click or by
+    the Build page's "Chat with this server", shows the session's server again)."""
     # read again on each page load (below), without the progress label a callable value shows over the line while
     # the load event waits in the queue ("0.3s" before "Ready")
     status = gr.Markdown(status_markdown(ctx) if app is not None else (lambda: status_markdown(ctx)), elem_id="status")
@@ -210,6 +221,7 @@ def build(ctx: AppContext, app: gr.Blocks | None = None) -> None:
     box = gr.MultimodalTextbox(elem_id="chat-input", placeholder=CHAT_PLACEHOLDER, file_types=UPLOAD_TYPES,
                                file_count="multiple", show_label=False)
     with gr.Row(elem_id="chat-controls"):
+        server = server_picker.build(ctx)
         adapter = gr.Dropdown(adapter_choices(ctx), value=base_label(ctx), label="Adapter", elem_id="adapter",
                               info="LoRA adapter for the next message.", scale=2, min_width=180)
         older = gr.Button(OLDER_VERSION, elem_id="older-version", visible=False, min_width=40, scale=0)
@@ -244,6 +256,7 @@ def build(ctx: AppContext, app: gr.Blocks | None = None) -> None:
                                 info=" / ".join(f"{k}: {v}" for k, v in HISTORY_MODES.items()), elem_id="history-mode")
         keep_pictures = gr.Checkbox(value=False, label=KEEP_PICTURES_LABEL, info=KEEP_PICTURES_INFO,
                                     elem_id="keep-pictures")
+    address, add_server, server_note = server_picker.build_add_form(ctx)
     history.build_files()
     conversation = gr.State(Conversation())
     widgets = dict(decoding=decoding, max_tokens=max_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
@@ -298,13 +311,35 @@ def build(ctx: AppContext, app: gr.Blocks | None = None) -> None:
     for event in (*stepped, cleared, trashed, *shows_another):
         event.then(reply_controls, conversation, shown_controls, api_visibility="private", show_progress="hidden")
 
-    adapter.focus(lambda: gr.Dropdown(choices=adapter_choices(ctx)), None, adapter,
-                  api_visibility="private", show_progress="hidden")
+    server_picker.wire(ctx, server, adapter, status, address, add_server, server_note, status_markdown)
+
+    def adapters_again(request: gr.Request, shown):
+        return server_picker.kept_adapter(ctx.for_session(request.session_hash), shown)
+
+    adapter.focus(adapters_again, adapter, adapter, api_visibility="private", show_progress="hidden")
+
+    def tick(request: gr.Request, shown):
+        """The status line; after a fall back to the app's own server, the pickers too (and an adapter removed
+        meanwhile is no longer picked)."""
+        view, state, note = session_status(ctx, request.session_hash)
+        line = status_line(view, state, note)
+        if note:
+            return line, server_picker.picker(ctx, request.session_hash), server_picker.adapters_of(view)
+        gone = adapter_of(shown) is not None and adapter_of(shown) not in view.deployment.adapter_names()
+        return line, gr.skip(), server_picker.kept_adapter(view, shown) if gone else gr.skip()
 
     timer = gr.Timer(STATUS_REFRESH_SECONDS)
-    timer.tick(lambda: status_markdown(ctx), None, status, api_visibility="private", show_progress="hidden")
+    timer.tick(tick, adapter, [status, server, adapter], api_visibility="private", show_progress="hidden")
+    if tab is not None:
+        def shown(request: gr.Request, adapter_shown):
+            view = ctx.for_session(request.session_hash)
+            return (status_markdown(ctx, request.session_hash), server_picker.picker(ctx, request.session_hash),
+                    server_picker.kept_adapter(view, adapter_shown))
+        tab.select(shown, adapter, [status, server, adapter], api_visibility="private", show_progress="hidden")
     if app is not None:
-        app.load(lambda: status_markdown(ctx), None, status, api_visibility="private", show_progress="hidden")
+        def loaded(request: gr.Request):
+            return status_markdown(ctx, request.session_hash), server_picker.picker(ctx, request.session_hash)
+        app.load(loaded, None, [status, server], api_visibility="private", show_progress="hidden")
 
 
 if __name__ == "__main__":  # launch this tab alone against a running server

@@ -237,10 +237,12 @@ def build(ctx: AppContext) -> None:
 
     # Gradio passes the request first (its annotation), then the inputs; the column pickers last.
     def run_columns(request: gr.Request, text, pictures, tokens, *picks):
-        yield from on_run(ctx, runs, request.session_hash, text, pictures, tokens, list(picks))
+        yield from on_run(ctx.for_session(request.session_hash), runs, request.session_hash, text, pictures, tokens,
+                          list(picks))
 
     def continue_columns(request: gr.Request, record, tokens, *picks):
-        yield from on_continue(ctx, runs, request.session_hash, record, tokens, list(picks))
+        yield from on_continue(ctx.for_session(request.session_hash), runs, request.session_hash, record, tokens,
+                               list(picks))
 
     def stop_columns(request: gr.Request):
         on_stop(runs, request.session_hash)
@@ -250,9 +252,11 @@ def build(ctx: AppContext) -> None:
             return on_pick(number, pick, record, list(picks))
         return handler
 
+    def choices_again(request: gr.Request):  # the adapters of the server this browser session talks to
+        return gr.Dropdown(choices=column_choices(ctx.for_session(request.session_hash)))
+
     for i, picker in enumerate(pickers):
-        picker.focus(lambda: gr.Dropdown(choices=column_choices(ctx)), None, picker,
-                     api_visibility="private", show_progress="hidden")
+        picker.focus(choices_again, None, picker, api_visibility="private", show_progress="hidden")
         picker.change(picked(i + 1), [picker, finished, *pickers], [outputs[i], states[i], resume, *rendered[i]],
                       api_visibility="private", show_progress="hidden")
     shown = [*outputs, *states, *[part for parts in zip(*rendered, strict=True) for part in parts], run, resume,

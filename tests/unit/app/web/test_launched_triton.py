@@ -6,8 +6,6 @@ import socket
 import threading
 import time
 
-import pytest
-
 from app.web import build_logic as logic
 from setup.launcher import LaunchError
 from tests.build_standins import make_checkpoint
@@ -52,7 +50,15 @@ def test_failed_start_after_stop_keeps_the_stopped_state():
     assert deployment.wait(5) == "stopped" and deployment.message == "Triton stopped."
 
 
-def test_deploy_plan_on_a_taken_port_writes_nothing(tmp_path):
+def test_deploy_plan_on_a_taken_port_starts_on_free_ones(tmp_path, monkeypatch):
+    """`make demo` holds 8000-8002 beside the Build page: its launch takes free ports instead of failing."""
+    import setup.launcher
+    import setup.repo.writer
+
+    started = []
+    monkeypatch.setattr(setup.repo.writer, "write_repository", lambda config, folder, force: folder)
+    monkeypatch.setattr(setup.launcher, "find_tritonserver", lambda: "tritonserver")
+    monkeypatch.setattr(setup.launcher, "start_triton", lambda binary, options, *rest, **kw: started.append(options))
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
@@ -63,9 +69,10 @@ def test_deploy_plan_on_a_taken_port_writes_nothing(tmp_path):
                 "grpc_port": port}
         plan = logic.plan_view(form, {}).plan
         assert plan is not None and plan.deployment and plan.config.grpc_port == port
-        with pytest.raises(LaunchError, match=f"gRPC port {port} on 127.0.0.1 is already in use.*pick another port"):
-            logic.deploy_plan(plan)
-    assert not (plan.out / "triton_repo").exists()
+        logic.deploy_plan(plan)
+    (options,) = started
+    ports = (options.http_port, options.grpc_port, options.metrics_port)
+    assert port not in ports and len(set(ports)) == 3
 
 
 class SlowProcess(FakeProcess):

@@ -1,8 +1,8 @@
 """The Build page's CPU demo button and its build_demo API: the twin of the family chosen in the form (the cpu-ocr
 demo, the InternLM-XComposer2 twin, a runner twin), a sentence naming the families with a twin for one without,
 the page's access check, and the chat's settings for the server it started (its deployment kind and model).
-No tritonserver here: a taken port makes the start fail before anything is written (tests/browser covers a real
-start and a chat with it)."""
+No tritonserver here: the start is recorded and fails at once (`starts`); tests/browser covers a real start and a
+chat with it."""
 
 from __future__ import annotations
 
@@ -29,6 +29,22 @@ def taken_port():
         s.bind(("127.0.0.1", 0))
         s.listen()
         yield s.getsockname()[1]
+
+
+@pytest.fixture
+def starts(monkeypatch):
+    """Each twin start's (ports, deployment), failing at once instead of starting tritonserver."""
+    import setup.cpu.demo
+    from setup.launcher import LaunchError
+
+    seen = []
+
+    def start(http, grpc, metrics, **options):
+        seen.append(((http, grpc, metrics), options["deployment"]))
+        raise LaunchError(f"stand-in: not started on {http}/{grpc}/{metrics}")
+
+    monkeypatch.setattr(setup.cpu.demo, "start_demo_triton", start)
+    return seen
 
 
 def _handlers(tmp_path) -> BuildHandlers:
@@ -65,18 +81,33 @@ def test_a_family_without_a_twin_gets_a_sentence_naming_those_with_one(tmp_path)
     assert handlers.service.deployment.state == "stopped"  # nothing started
 
 
-def test_the_chosen_familys_twin_is_started_and_the_page_says_which(tmp_path, taken_port):
+def test_the_chosen_familys_twin_is_started_and_the_page_says_which(tmp_path, taken_port, starts):
     handlers = _handlers(tmp_path)
-    message = handlers.on_demo("kosmos-2", taken_port, free_port(), _admin())
+    grpc = free_port()
+    message = handlers.on_demo("kosmos-2", taken_port, grpc, _admin())
     assert message == f"Starting Triton{MSG_TWIN_STARTING.format(family='kosmos-2')}..."
     server = handlers.service.deployment
     assert server.serving == MSG_TWIN_SERVING.format(family="kosmos-2", demo="kosmos-2")
     assert "python -m app --demo --deployment kosmos-2" in server.serving
     assert server.chat["deployment"] == "runner" and server.chat["model"] == "multimodal_runner"
-    assert server.wait(60) == "failed" and f"port {taken_port}" in server.message  # the taken port, said so
+    assert server.wait(60) == "failed" and "stand-in: not started" in server.message
+    (ports, deployment), = starts
+    assert deployment == "kosmos-2" and taken_port not in ports and len(set(ports)) == 3  # free ports instead
 
 
-def test_the_cpu_ocr_and_xcomposer2_twins_keep_the_engine_kind(tmp_path, taken_port):
+def test_the_forms_ports_are_used_while_they_are_free(tmp_path, starts):
+    from setup.launcher import port_in_use
+
+    handlers = _handlers(tmp_path)
+    http, grpc = free_port(), free_port()
+    while grpc + 1 == http or port_in_use(grpc + 1):  # the metrics port is gRPC + 1
+        grpc = free_port()
+    handlers.on_demo("fuyu", http, grpc, _admin())
+    assert handlers.service.deployment.wait(60) == "failed"
+    assert starts == [((http, grpc, grpc + 1), "fuyu")]
+
+
+def test_the_cpu_ocr_and_xcomposer2_twins_keep_the_engine_kind(tmp_path, taken_port, starts):
     handlers = _handlers(tmp_path)
     handlers.on_demo("cpu-ocr", taken_port, free_port(), _admin())
     server = handlers.service.deployment
@@ -109,25 +140,28 @@ def test_without_a_login_no_twin_starts(tmp_path):
     assert handlers.service.deployment.state == "stopped"
 
 
-def test_the_api_starts_the_twin_and_reports_its_state(tmp_path, taken_port):
+def test_the_api_starts_the_twin_and_reports_its_state(tmp_path, taken_port, starts):
     api = BuildApi(_handlers(tmp_path))
     result = api.build_demo("fuyu", taken_port, free_port(), 60, _admin())
     assert result["family"] == "fuyu" and result["state"] == "failed" and result["grpc_url"] is None
-    assert f"port {taken_port}" in result["message"]
+    assert "stand-in: not started" in result["message"] and starts[0][1] == "fuyu"
     with pytest.raises(gr.Error) as refused:
         api.build_demo("no-such-family", 8000, 8001, 0, _admin())
     assert "no-such-family has no CPU twin yet" in refused.value.message
 
 
-def test_the_chat_retargets_with_the_twins_kind_model_and_adapters(tmp_path):
+def test_a_launched_server_is_listed_with_the_twins_kind_model_and_adapters(tmp_path):
     ctx = AppContext(AppConfig(adapters_dir=str(tmp_path / "mine")))
-    ctx.retarget("127.0.0.1:9", deployment="runner", model="multimodal_runner")
-    assert isinstance(ctx.deployment, RunnerDeployment) and ctx.deployment.client.model == "multimodal_runner"
-    assert ctx.deployment.client.url == "127.0.0.1:9"
+    ctx.triton_server("build", "twin", "127.0.0.1:9", deployment="runner", model="multimodal_runner")
+    view = ctx.for_session("s1") if ctx.servers.choose("s1", "build") else None
+    assert isinstance(view.deployment, RunnerDeployment) and view.deployment.client.model == "multimodal_runner"
+    assert view.deployment.client.url == "127.0.0.1:9"
+    assert isinstance(ctx.deployment, TritonEngineDeployment)  # the app's own, and every other session's, stay
+    assert ctx.for_session("s2") is ctx
     twin = cpu_twins()["internlm-xcomposer2"]
-    ctx.retarget("127.0.0.1:9", deployment="engine", model=AppConfig.model, adapters_dir=twin.adapters_dir,
-                 model_adapter=twin.model_adapter)
-    assert isinstance(ctx.deployment, TritonEngineDeployment)
-    assert str(ctx.adapters.folder) == twin.adapters_dir and ctx.config.model_adapter == twin.model_adapter
-    ctx.retarget("127.0.0.1:9")  # no changes: the settings stay
-    assert str(ctx.adapters.folder) == twin.adapters_dir
+    ctx.triton_server("build", "twin", "127.0.0.1:9", deployment="engine", model=AppConfig.model,
+                      adapters_dir=twin.adapters_dir, model_adapter=twin.model_adapter)
+    view = ctx.for_session("s1")  # the new server of that id replaces the old one for its choosers
+    assert isinstance(view.deployment, TritonEngineDeployment)
+    assert str(view.adapters.folder) == twin.adapters_dir and view.config.model_adapter == twin.model_adapter
+    assert str(ctx.adapters.folder) == str(tmp_path / "mine")

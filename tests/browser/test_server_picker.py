@@ -1,0 +1,131 @@
+"""Servers as a per-session choice, in Debian's Chromium: a twin launched from the Build page beside the demo (its
+default ports taken, as `make demo` takes them) is chatted with in one browser session while another keeps chatting
+with the demo; once it is stopped, both sessions are served by the demo again. An address typed into "Add a server"
+is checked before it is listed."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+
+import pytest
+
+from app.chat.context import AppConfig, AppContext
+from app.web.ui import build_app
+from tests.browser.chat_helpers import ask, settled_reply, status_line, toasts, wait_until
+from tests.browser_tabs import FIRST_VISIT_JS, grant_access
+from tests.servers import free_port
+
+DEFAULT_PORTS = (8000, 8001, 8002)  # the Build form's defaults, which `make demo` holds
+
+
+@contextlib.contextmanager
+def held_ports(ports):
+    """Listen on every port of `ports` that is free (one another program holds is taken already)."""
+    with contextlib.ExitStack() as stack:
+        for port in ports:
+            held = stack.enter_context(socket.socket())
+            try:
+                held.bind(("127.0.0.1", port))
+                held.listen()
+            except OSError:
+                continue
+        yield
+
+
+@pytest.fixture
+def demo_app_with_build(triton):
+    """The whole app (Build page included) against the run's demo tritonserver, served in this process."""
+    port = free_port()
+    ctx = AppContext(AppConfig(triton_url=triton.grpc_url, port=port, demo=True))
+    blocks = build_app(ctx)
+    blocks.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    yield ctx, f"http://127.0.0.1:{port}/"
+    blocks.close()
+
+
+def open_chat(browser_context, url):
+    page = browser_context.new_page()
+    page.add_init_script(FIRST_VISIT_JS)
+    page.goto(url)
+    page.wait_for_selector("#chat-input textarea")
+    return page
+
+
+def answered(page, text: str) -> str:
+    ask(page, text)
+    return settled_reply(page)
+
+
+def picked_server(page) -> str:
+    return page.input_value("#server input")
+
+
+def test_a_build_launched_twin_is_one_sessions_choice_and_both_fall_back_when_it_stops(
+        browser_context, demo_app_with_build, triton):
+    ctx, url = demo_app_with_build
+    grant_access(browser_context, ctx, url)
+    demo_where = f"at {triton.grpc_url} "
+    keeps, switches = open_chat(browser_context, url), open_chat(browser_context, url)
+    try:
+        assert demo_where in status_line(keeps) and demo_where in status_line(switches)
+        switches.get_by_role("tab", name="Build").click()
+        with held_ports(DEFAULT_PORTS):
+            switches.click("#build-cpu-demo")
+            switches.wait_for_selector("#build-open-chat", state="visible", timeout=400_000)
+        assert "already in use" not in switches.inner_text("#build-server")
+        twin = ctx.servers.get("build")
+        assert twin is not None and twin.usable
+        twin_url = twin.deployment.url
+        assert twin_url != triton.grpc_url and int(twin_url.rsplit(":", 1)[1]) not in DEFAULT_PORTS
+        switches.click("#build-open-chat")
+        switches.wait_for_selector("#chat-input textarea", state="visible")
+        wait_until(lambda: f"at {twin_url} " in status_line(switches), what="the status line names the twin")
+        assert "Build page" in picked_server(switches)
+        assert "cannot be reached" not in answered(switches, "What is the capital of France?")
+        # the other session was not moved: it still talks to the demo, and its picker still shows the app's own
+        assert "cannot be reached" not in answered(keeps, "Say hello.")
+        assert demo_where in status_line(keeps) and "This app's server" in picked_server(keeps)
+        keeps.click("#server input")  # the twin is listed for every session
+        keeps.get_by_role("option", name=twin.label).wait_for()
+        keeps.keyboard.press("Escape")
+
+        switches.get_by_role("tab", name="Build").click()
+        switches.click("#build-stop-server")
+        switches.wait_for_selector("text=Triton stopped.")
+        switches.get_by_role("tab", name="Chat").click()
+        wait_until(lambda: demo_where in status_line(switches), timeout=30, what="the demo's status line again")
+        assert "Back on this app's server" in status_line(switches)
+        wait_until(lambda: "This app's server" in picked_server(switches), timeout=30, what="the picker back")
+        for page in (switches, keeps):
+            reply = answered(page, "What is the capital of Italy?")
+            assert "cannot be reached" not in reply and "UNAVAILABLE" not in reply, reply
+            assert demo_where in status_line(page)
+        switches.click("#server input")
+        switches.get_by_role("option", name=twin.label + " (stopped)").wait_for()
+        switches.keyboard.press("Escape")
+    finally:
+        keeps.close()
+        switches.close()
+
+
+def test_an_added_address_is_checked_before_it_is_listed(browser_context, demo_app_with_build, triton):
+    ctx, url = demo_app_with_build
+    grant_access(browser_context, ctx, url)
+    page = open_chat(browser_context, url)
+    try:
+        page.get_by_text("Add a server").click()
+        nobody = f"127.0.0.1:{free_port()}"
+        page.fill("#server-address input, #server-address textarea", nobody)
+        page.click("#server-add")
+        wait_until(lambda: any("Nothing answers at" in t for t in toasts(page)), what="the refusal")
+        assert [s.id for s in ctx.servers.listed()] == ["app"]  # nothing listed
+        page.fill("#server-address input, #server-address textarea", "not an address")
+        page.click("#server-add")
+        wait_until(lambda: any("Give the server's address" in t for t in toasts(page)), what="the address rule")
+        page.fill("#server-address input, #server-address textarea", triton.grpc_url)  # the demo itself, added as a Triton address
+        page.click("#server-add")
+        wait_until(lambda: "Triton at" in picked_server(page), what="the added server picked")
+        assert "cannot be reached" not in answered(page, "What is the capital of France?")
+    finally:
+        page.close()
