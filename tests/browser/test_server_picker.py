@@ -129,3 +129,45 @@ def test_an_added_address_is_checked_before_it_is_listed(browser_context, demo_a
         assert "cannot be reached" not in answered(page, "What is the capital of France?")
     finally:
         page.close()
+
+
+@pytest.fixture
+def app_with_own_adapters(triton, tmp_path):
+    """The whole app on the demo server with an adapters folder of its own (a copy of pirate)."""
+    import shutil
+
+    from setup.paths import PROJECT_ROOT
+
+    folder = tmp_path / "adapters"
+    shutil.copytree(PROJECT_ROOT / "adapters" / "pirate", folder / "pirate")
+    port = free_port()
+    ctx = AppContext(AppConfig(triton_url=triton.grpc_url, port=port, demo=True, adapters_dir=str(folder)))
+    blocks = build_app(ctx)
+    blocks.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    yield ctx, f"http://127.0.0.1:{port}/"
+    blocks.close()
+
+
+def test_an_adapter_removed_while_the_chat_has_it_picked_is_unpicked(browser_context, app_with_own_adapters):
+    """The Adapters tab removes the adapter the Chat tab has picked: back on the Chat tab the picker shows the base
+    model, and the next message is answered by it (not "There is no adapter named 'pirate'")."""
+    ctx, url = app_with_own_adapters
+    grant_access(browser_context, ctx, url)
+    page = open_chat(browser_context, url)
+    try:
+        page.click("#adapter input")
+        page.locator('li[role=option][aria-label="pirate"]:visible').click()
+        assert page.input_value("#adapter input") == "pirate"
+        page.get_by_role("tab", name="Adapters").click()
+        page.click("#remove-adapter-name input")
+        page.locator('li[role=option][aria-label="pirate"]:visible').click()
+        page.click("#remove-adapter")
+        page.click("#remove-adapter-yes")
+        page.wait_for_selector("#adapter-message:has-text('Removed pirate')")
+        page.get_by_role("tab", name="Chat").click()
+        wait_until(lambda: page.input_value("#adapter input") != "pirate", timeout=30, what="the picker unpicked")
+        assert page.input_value("#adapter input") == "base model"
+        reply = answered(page, "What is the capital of France?")
+        assert "no adapter named" not in reply and "Paris" in reply, reply
+    finally:
+        page.close()
