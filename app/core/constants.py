@@ -52,10 +52,12 @@ MAX_PDF_PAGES = 8  # pages rendered for one message; a longer document needs a p
 PDF_RENDER_DPI = 144.0
 MAX_PDF_PAGE_PIXELS = 12_000_000  # a larger page is rendered at a lower resolution to fit
 CPU_OCR_NOTE = (
-    "Images on the CPU demo: the stand-in vision encoder reads the text in each image (OCR with the models "
-    "inside rapidocr-onnxruntime) and hands the LLM its own embeddings of that text, so it answers questions "
-    "about signs, screenshots and documents but does not see shapes or colours. GPU deployments run the "
-    "model's own vision tower (LLaVA, BLIP-2, VILA) in the multimodal_encoders slot."
+    "Images on the CPU demo: the stand-in vision encoder describes each image in words (an ImageNet classifier's "
+    "labels, faces, the main colours and simple shapes, hints of the setting, and the text it reads with the OCR "
+    "models inside rapidocr-onnxruntime) and hands the LLM its own embeddings of that description; \"What the model "
+    "saw\" under a reply shows it. It does not see the picture itself, so details beyond that description are "
+    "out of its reach. GPU deployments run the model's own vision tower (LLaVA, BLIP-2, VILA) in the "
+    "multimodal_encoders slot."
 )
 
 

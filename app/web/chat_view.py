@@ -15,7 +15,7 @@ from app.core.messages import MSG_STOPPED
 from app.outputs.chart_table import table_markdown
 from app.outputs.grounding_picture import phrase_colour, phrase_label
 from app.web.media_view import csv_file, grounded_file, strip_file
-from app.web.messages import MSG_SENT_ALL, MSG_SENT_SOME
+from app.web.messages import MSG_LEFT_OUT_ADAPTER, MSG_LEFT_OUT_PICTURE, MSG_SENT_ALL, MSG_SENT_SOME
 
 PENDING_PREFIX = "*waiting to be sent:* "  # marks a queued message in the shown conversation
 REPLY_FIGURES = '\n\n<small class="reply-figures">{figures}</small>'  # a finished reply's figures line
@@ -46,7 +46,9 @@ def context_line(version: ReplyVersion, before: tuple[Turn, ...]) -> str:
     s = "" if len(sent) == 1 else "s"
     if not left_out_before:
         return MSG_SENT_ALL.format(s=s, numbers=_numbers(sent))
-    return MSG_SENT_SOME.format(s=s, numbers=_numbers(sent), count=len(people))
+    first = before[min(version.context)]
+    reason = MSG_LEFT_OUT_PICTURE if first.media else MSG_LEFT_OUT_ADAPTER
+    return MSG_SENT_SOME.format(s=s, numbers=_numbers(sent), count=len(people), reason=reason)
 
 
 def saw_block(images: tuple[tuple[str, ...], ...], context: str = "") -> str:
@@ -110,7 +112,16 @@ def reply_content(version: ReplyVersion, before: tuple[Turn, ...] = ()) -> str:
     cut = "*" + MSG_CUT.format(limit=version.cut_at) + "*" if version.cut_at else ""
     text = "\n\n".join(part for part in (words, version.note, cut) if part)  # an error with no words is its note
     text += saw_block(version.saw, context_line(version, before))
-    return text + (REPLY_FIGURES.format(figures=escape(version.figures, quote=False)) if version.figures else "")
+    return text + (REPLY_FIGURES.format(figures=figures_html(version)) if version.figures else "")
+
+
+def figures_html(version: ReplyVersion) -> str:
+    """The figures line, escaped, with the adapter that answered shown as a label (its words unchanged)."""
+    parts = [escape(part, quote=False) for part in version.figures.split(" · ")]
+    if version.adapter in version.figures.split(" · "):
+        at = version.figures.split(" · ").index(version.adapter)
+        parts[at] = f'<span class="reply-adapter">{parts[at]}</span>'
+    return " · ".join(parts)
 
 
 def output_files(version: ReplyVersion) -> list[dict]:

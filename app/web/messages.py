@@ -56,7 +56,10 @@ MSG_SERVE_LOGIC_RUNNING = "A trtllm-serve started from this page is already runn
 
 # The chat's reply view (chat_view.py): which of the person's messages the model was sent
 MSG_SENT_ALL = "Sent to the model: your message{s} {numbers} (the whole conversation)."
-MSG_SENT_SOME = "Sent to the model: your message{s} {numbers} of {count}; a new picture starts what the model sees."
+MSG_SENT_SOME = "Sent to the model: your message{s} {numbers} of {count}; {reason}."
+MSG_LEFT_OUT_PICTURE = "a new picture starts what the model sees"
+MSG_LEFT_OUT_ADAPTER = ("the earlier ones were answered with another adapter (Sampling → History sent with each "
+                        "message: same adapter)")
 # Conversations older apps wrote (legacy_chats.py): what is wrong with a file
 MSG_NOT_A_MESSAGE = 'message {number} is not {{"role": "user" or "assistant", "content": text}}'
 MSG_DAMAGED_REPLY = "reply {number} is damaged ({detail})"
@@ -68,3 +71,5 @@ MSG_BUILD_API_UNKNOWN_JOB = "There is no build job {job!r}; the Build page's job
 MSG_FIELD_NOT_A_NUMBER = "{field} must be a number, not “{value}”."
 MSG_SERVER_ADDED = "Added {server}; this browser talks to it now (the Server picker switches back)."
 MSG_SERVER_BACK = "Back on this app's server"
+MSG_GREEDY_REGENERATE = ("Decoding is Greedy, so this reply has the same words as the one before (unless the "
+                         "adapter or the server changed). For another reply, choose Sample under Sampling.")

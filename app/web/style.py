@@ -16,6 +16,12 @@ APP_CSS = """
     color: var(--body-text-color-subdued); font-size: var(--text-sm); font-weight: normal;
 }
 
+/* The adapter that answered: a label in the figures line, seen at a glance. */
+.reply-adapter {
+    color: var(--color-accent); border: 1px solid var(--color-accent); border-radius: var(--radius-sm);
+    padding: 0 0.35em; font-weight: 600;
+}
+
 /* What the CPU encoder found in a reply's images: folded under the reply, quiet like the figures. */
 .model-saw { font-size: var(--text-sm); color: var(--body-text-color-subdued); margin-top: var(--spacing-md); }
 .model-saw summary { cursor: pointer; }

@@ -55,7 +55,7 @@ from app.web.labels import (
     adapter_of,
     base_label,
 )
-from app.web.messages import MSG_SERVER_BACK, MSG_SERVER_WAITING
+from app.web.messages import MSG_GREEDY_REGENERATE, MSG_SERVER_BACK, MSG_SERVER_WAITING
 
 TITLE = "Chat"
 SAMPLE_ONLY = ("temperature", "top_k", "top_p", "seed")  # the settings greedy decoding ignores
@@ -160,6 +160,8 @@ def on_regenerate(ctx: AppContext, session: str, conversation: Conversation, ada
     if not ctx.outbox.start(session):
         yield refuse(MSG_BUSY_REGENERATE)
         return
+    if sampling.decoding == GREEDY:  # the same words again, unless the server, adapter or history changed
+        gr.Info(MSG_GREEDY_REGENERATE)
     settings = ReplySettings(sampling, adapter_of(adapter_label))
     yield from replies(ctx, session, earlier, None, settings, gr.skip(), earlier=conversation.last_reply)
 

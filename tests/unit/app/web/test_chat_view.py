@@ -13,7 +13,7 @@ def test_the_adapter_is_named_once_and_a_cut_reply_says_so():
     content = reply_content(FIRST)
     assert content.count("pirate") == 1 and "*adapter:" not in content
     assert "cut at the 3-token limit" in content and content.endswith(
-        '<small class="reply-figures">3 tokens · pirate · K</small>')
+        '<small class="reply-figures">3 tokens · <span class="reply-adapter">pirate</span> · K</small>')
     assert "cut at" not in reply_content(SECOND) and "What the model saw" in reply_content(SECOND)
 
 
@@ -51,6 +51,16 @@ def test_what_the_model_saw_says_which_turns_went_in():
     assert context_line(ReplyVersion("Hi."), BEFORE) == ""  # not recorded (an older app's reply)
 
 
+def test_turns_left_out_for_another_adapter_say_so_not_a_picture():
+    """No picture in the chat; the reply after switching adapters was sent its own adapter's turns only (the "same
+    adapter" history setting), so that is the reason given."""
+    talk = (Turn.user("hello"), Turn.reply(ReplyVersion("Hi.", adapter=None)), Turn.user("and in pirate?"))
+    reply = ReplyVersion("Arr.", adapter="pirate", context=(2,))
+    line = context_line(reply, talk)
+    assert line.startswith("Sent to the model: your message 2 of 2; the earlier ones were answered with another")
+    assert "picture" not in line
+
+
 def test_pictures_come_before_the_text_and_a_gone_one_is_named():
     talk = Conversation((Turn.user("What is it?", (ROCKET, Media("gone.png"))), Turn.reply(FIRST)))
     shown = chat_messages(talk)
@@ -66,3 +76,12 @@ def test_the_reply_being_written_and_the_waiting_messages_come_last():
     assert shown == [{"role": "user", "content": "First"}, {"role": "assistant", "content": "Par"},
                      {"role": "user", "content": PENDING_PREFIX + "Second question"},
                      {"role": "user", "content": PENDING_PREFIX + "[2 images] What is it?"}]
+
+
+def test_the_adapter_that_answered_is_a_label_in_the_figures_line():
+    pirate = ReplyVersion("Arr.", adapter="pirate", figures="3 tokens · 9.1 tokens/s · pirate · Triton engine topology")
+    shown = reply_content(pirate)
+    assert '· <span class="reply-adapter">pirate</span> ·' in shown
+    assert "<span" not in reply_content(ReplyVersion("Hi.", figures="2 tokens · base model · Triton"))
+    odd = ReplyVersion("x", adapter="<b>", figures="1 token · <b>")
+    assert '<span class="reply-adapter">&lt;b&gt;</span>' in reply_content(odd)

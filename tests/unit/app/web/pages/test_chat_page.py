@@ -94,3 +94,13 @@ def test_continue_needs_a_cut_reply_and_clear_empties(ctx):
     with pytest.warns(UserWarning, match="Only a reply cut at the token limit"):
         assert list(on_continue(ctx, SESSION, talk, "base model", SHORT)) == [(gr.skip(),) * REPLY_OUTPUTS]
     assert on_clear(ctx, SESSION) == ([], Conversation())
+
+
+def test_regenerate_under_greedy_says_it_gives_the_same_words(ctx, monkeypatch):
+    said = []
+    monkeypatch.setattr(gr, "Info", said.append)
+    talk = send(ctx, Conversation(), "Hi")
+    finished(on_regenerate(ctx, SESSION, talk, "base model", SHORT))
+    assert len(said) == 1 and "same words" in said[0] and "Sample" in said[0]
+    finished(on_regenerate(ctx, SESSION, talk, "base model", ChatSampling(decoding="sample", max_tokens=2)))
+    assert len(said) == 1  # sampling: a new reply, nothing to say
