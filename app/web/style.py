@@ -58,7 +58,7 @@ APP_CSS = """
     /* Compare: the prompt and the attached pictures each take the whole width, one under the other */
     #compare-inputs { flex-wrap: wrap; }
     #compare-inputs > * { flex: 1 1 100% !important; }
-    #chatbot { height: min(460px, 42vh) !important; }  /* desktop: 62vh (chat.CHAT_HEIGHT); here the input stays in view */
+    #chatbot { height: min(460px, 42vh) !important; }  /* desktop: chat.CHAT_HEIGHT; here the input stays in view */
     #chat-controls > button { flex: 1 1 25% !important; min-width: 0 !important; }
 }
 """

@@ -30,6 +30,17 @@ def test_400px_the_box_is_in_view_and_the_adapter_under_it(page):
     page.get_by_text("CPU demo: a real Triton server").wait_for(state="visible")  # one click away
 
 
+def test_a_1280x900_first_screen_shows_the_message_box(page):
+    """The first screen of a laptop shows where to type (it once showed an empty conversation pane to the fold)."""
+    screen = {"width": 1280, "height": 900}
+    page.set_viewport_size(screen)
+    page.reload()
+    page.wait_for_selector("#chat-input textarea")
+    message, chat = box(page, "#chat-input"), box(page, "#chatbot")
+    assert message["y"] + message["height"] <= screen["height"], message
+    assert chat["height"] >= 250  # and the conversation still has room
+
+
 TAB_TITLES = ["Chat", "Compare", "Adapters", "Build", "Benchmark", "Server"]
 
 

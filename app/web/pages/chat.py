@@ -60,7 +60,9 @@ from app.web.messages import MSG_GREEDY_REGENERATE, MSG_SERVER_BACK, MSG_SERVER_
 TITLE = "Chat"
 SAMPLE_ONLY = ("temperature", "top_k", "top_p", "seed")  # the settings greedy decoding ignores
 UPLOAD_TYPES = ["image", ".mp4", ".webm", ".gif", ".pdf"]  # pictures, videos (frames sampled), PDFs (pages rendered)
-CHAT_HEIGHT = "62vh"  # most of a desktop screen; style.py makes it shorter on a phone, with the input in view
+# what a desktop screen has below the title, tabs, status and conversations list, so the message box is in view on a
+# first screen (1280x900: the box ends near 880 px); style.py makes it shorter on a phone
+CHAT_HEIGHT = "max(260px, calc(100vh - 470px))"
 
 
 def status_markdown(ctx: AppContext, session: str | None = None) -> str:
