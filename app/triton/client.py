@@ -42,6 +42,10 @@ NUMPY_TYPES = {
 }
 # Names an input has had across backend versions; the first one the model declares is used.
 ALIASES = {"random_seed": ("random_seed", "seed"), "min_length": ("min_length", "min_tokens")}
+# The outputs a chat stream reads (TokenStream: the text, and the log-probabilities for logprobs and the adapter
+# probe). Only these are asked for: Triton's ensemble answers once every requested output has data, and asking for
+# none means all of them, so an output the engine of that release never makes would hold every reply (#47 item 11).
+READ_OUTPUTS = ("text_output", "output_log_probs")
 
 
 def sampling_inputs(params: SamplingParams) -> dict[str, object]:
@@ -70,6 +74,7 @@ class ModelInfo:
     accumulated_text: bool
     parameters: Mapping[str, str] = field(default_factory=dict)
     engine_model: str | None = None  # for an ensemble: the step that takes a `stop` request
+    outputs: frozenset[str] = frozenset()  # the outputs the model declares
 
     @classmethod
     def from_config(cls, config: dict) -> ModelInfo:
@@ -83,7 +88,13 @@ class ModelInfo:
             accumulated_text=params.get("accumulate_tokens", "").lower() in ("true", "1"),
             parameters=params,
             engine_model=next((step["model_name"] for step in steps if step["model_name"] == "tensorrt_llm"), None),
+            outputs=frozenset(o["name"] for o in config.get("output", [])),
         )
+
+    def requested_outputs(self, read: Sequence[str] = READ_OUTPUTS) -> list[str] | None:
+        """The outputs of `read` this model declares, to ask for by name (None when its config lists no outputs:
+        then the request names none and gets all)."""
+        return [name for name in read if name in self.outputs] if self.outputs else None
 
     def resolve(self, name: str) -> str | None:
         """The input name this model uses for `name`, or None when it has no such input."""
@@ -130,11 +141,12 @@ class TokenStream:
 
     Responses are read from gRPC by the iterating thread itself (app.triton.transport); a watchdog
     cancels the call when nothing arrives for `stall_timeout` seconds, and iteration then raises
-    StreamStalled.
+    StreamStalled. `outputs` names the outputs asked for (TritonChatClient.stream: those of READ_OUTPUTS the model
+    declares); None asks for all, which subclasses that read outputs of their own keep.
     """
 
     def __init__(self, url: str, info: ModelInfo, inputs: list, stall_timeout: float,
-                 stop_words: Sequence[str] = (), max_tokens: int | None = None):
+                 stop_words: Sequence[str] = (), max_tokens: int | None = None, outputs: Sequence[str] | None = None):
         self._url = url
         self._max_tokens = max_tokens
         self._finish_reason: str | None = None
@@ -158,7 +170,8 @@ class TokenStream:
         self._done = threading.Event()
         self._responses = None
         try:
-            self._responses = grpc_stream.open_stream(url, info.name, inputs, self.request_id, self._done)
+            requested = None if outputs is None else [grpcclient.InferRequestedOutput(n) for n in outputs]
+            self._responses = grpc_stream.open_stream(url, info.name, inputs, self.request_id, self._done, requested)
         except grpc.RpcError as exc:
             self._close(cancel=True)
             raise self._error(exc) from None
@@ -407,7 +420,7 @@ class TritonChatClient:
         try:
             return TokenStream(self.url, info, self.build_inputs(prompt, params, extra, info), self.stall_timeout,
                                stop_words=tuple((extra or {}).get("stop_words") or ()),
-                               max_tokens=int(params.max_tokens))
+                               max_tokens=int(params.max_tokens), outputs=info.requested_outputs())
         except ChatError:
             raise
         except InferenceServerException as exc:

@@ -56,11 +56,13 @@ def _requests(request: service_pb2.ModelInferRequest, done: threading.Event) -> 
     done.wait()  # keep the request side open until the reply ended (closing it early ends the call)
 
 
-def open_stream(url: str, model: str, inputs: list, request_id: str, done: threading.Event):
+def open_stream(url: str, model: str, inputs: list, request_id: str, done: threading.Event,
+                outputs: list | None = None):
     """Start one ModelStreamInfer call with one request; returns gRPC's response iterator (which
-    also has .cancel()). `done.set()` closes the request side once the reply has ended."""
+    also has .cancel()). `done.set()` closes the request side once the reply has ended. `outputs`
+    (InferRequestedOutput) are the outputs asked for; None asks for every output the model declares."""
     request = _get_inference_request(model_name=model, inputs=inputs, model_version="", request_id=request_id,
-                                     outputs=None, sequence_id=0, sequence_start=False, sequence_end=False,
+                                     outputs=outputs, sequence_id=0, sequence_start=False, sequence_end=False,
                                      priority=0, timeout=None, parameters=None)
     request.parameters["triton_enable_empty_final_response"].bool_param = True
     return stub_for(url).ModelStreamInfer(_requests(request, done))
