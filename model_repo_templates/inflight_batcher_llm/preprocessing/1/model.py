@@ -12,6 +12,11 @@ the decoder ids of encoder-decoder engines (the pad id alone without it); `promp
 marks every fake id of the request with that id, so KV blocks of the same image can be reused.
 With `pre_prompt` / `post_prompt` set (multimodal layout), every prompt is wrapped in them, as upstream's
 preprocessing does per family, for clients that send the bare question.
+
+BLIP-2 (a visual engine whose model_type names blip2): an image at the very start of the prompt goes before the
+BOS, [image ids, BOS, text], as upstream's preprocessing (v0.12.0 lines 418-422, v0.19.0 620-624: the fake ids,
+then the query encoded with its special tokens), TensorRT-LLM's setup_fake_prompts and Hugging Face's Blip2 put
+it. Other families keep the BOS first.
 """
 
 import json
@@ -62,12 +67,23 @@ def tokens_per_image(engine_dir, max_images):
     return int(config["pretrained_config"]["vocab_size"]), tokens
 
 
+def visual_model_type(multimodal_model_path):
+    """builder_config.model_type of the visual engine folder's config.json ("" when there is none to read)."""
+    try:
+        config = json.loads((Path(multimodal_model_path) / "config.json").read_text())
+    except (OSError, ValueError, TypeError):
+        return ""
+    return str(config.get("builder_config", {}).get("model_type") or "")
+
+
 def extra_ids(input_ids, extra_id, vocab_size):
     """Per token: the request's prompt-table extra id on fake (image) ids, 0 on text ids."""
     return np.where(input_ids >= vocab_size, extra_id.astype(np.uint64), 0).astype(np.uint64)
 
 
 class TritonPythonModel:
+    images_before_bos = False  # BLIP-2: a leading image goes before the BOS
+
     def initialize(self, args):
         config = json.loads(args["model_config"])
         tokenizer_dir = param(config, "tokenizer_dir")
@@ -85,6 +101,7 @@ class TritonPythonModel:
         self.pre_prompt, self.post_prompt = param(config, "pre_prompt"), param(config, "post_prompt")
         if self.max_images:
             self.fake_base, self.image_tokens = tokens_per_image(param(config, "gpt_model_path"), self.max_images)
+            self.images_before_bos = "blip2" in visual_model_type(param(config, "multimodal_model_path"))
 
     def _special_tokens(self, text):
         """Whether to add special tokens to this prompt: not when it already starts with the BOS text."""
@@ -104,12 +121,16 @@ class TritonPythonModel:
             raise ValueError(f"The prompt has {markers} image marker(s) '{self.marker}' for {images} image(s); "
                              "put one marker where each image goes, or none.")
         text = self.pre_prompt + text + self.post_prompt
+        pieces = text.split(self.marker)
+        special = self._special_tokens(text)
+        # the piece that gets the special tokens (BOS): the first, or for BLIP-2 the text after a leading image
+        bos_piece = 1 if self.images_before_bos and pieces[0] == "" else 0
         ids = []
-        for index, piece in enumerate(text.split(self.marker)):
+        for index, piece in enumerate(pieces):
             if index:
                 start = self.fake_base + (index - 1) * self.image_tokens
                 ids += range(start, start + self.image_tokens)
-            first = index == 0 and self._special_tokens(text)
+            first = index == bos_piece and special
             if piece or first:
                 ids += self.tokenizer.encode(piece, add_special_tokens=first)
         return ids
