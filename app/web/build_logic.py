@@ -13,7 +13,7 @@ from app.web.messages import MSG_DEPLOY_NOT_SERVED, MSG_NO_JOB, MSG_STOPPED, MSG
 from setup.build.jobs import JobStore
 from setup.build.registry import EngineRegistry, installed_trtllm_version
 from setup.catalog.builds import families, get_family, resolve_version
-from setup.hub.names import download_folder, hub_defaults, looks_like_model_id
+from setup.hub.names import MARKER, hub_defaults, looks_like_model_id
 from setup.plan.config import ConfigError, PlanConfig
 from setup.plan.planner import Plan, PlanError, make_plan, triton_support
 from setup.repo.writer import RepoError, family_deployment, parameter_specs
@@ -139,17 +139,31 @@ def example_model_id(family_id: str) -> str:
 
 
 def model_source(form: dict, root: Path) -> dict:
-    """The form with its checkpoint source settled: a model id is downloaded when the checkpoint folder is empty
-    (then models/ORG--NAME under `root`) or is that download folder; a folder of one's own wins over the model id.
-    An empty output folder with a model id becomes builds/FAMILY--ORG--NAME under `root`."""
+    """The form with its checkpoint source settled (the rule the form states: MSG_MODEL_SOURCE_RULE): with a model id, a checkpoint box left
+    empty names models/ORG--NAME under `root`; a folder that does not exist yet, is empty or holds only this
+    download's own files gets the download; a checkpoint of one's own (a file, or a folder with other files) wins
+    over the model id. An empty output folder with a model id becomes builds/FAMILY--ORG--NAME under `root`."""
     model_id = str(form.get("model_id") or "").strip()
     if not model_id:
         return {**form, "model_id": None, "revision": None}
     checkpoint = str(form.get("checkpoint") or "").strip()
-    own = download_folder(root, model_id, str(form.get("revision") or "").strip() or None)
-    if checkpoint and Path(checkpoint).expanduser().resolve() != own.resolve():
+    if checkpoint and holds_own_checkpoint(Path(checkpoint).expanduser()):
         return {**form, "model_id": None, "revision": None}
     return hub_defaults({**form, "model_id": model_id}, root)
+
+
+DOWNLOAD_OWN_FILES = (MARKER, ".download")  # what a download leaves besides the model's files (marker, parts)
+
+
+def holds_own_checkpoint(path: Path) -> bool:
+    """A file, or a folder with files a download of ours did not start (an empty or missing folder holds none)."""
+    if path.is_file():
+        return True
+    try:
+        names = {entry.name for entry in path.iterdir()}
+    except OSError:
+        return False
+    return bool(names) and not (names & set(DOWNLOAD_OWN_FILES))
 
 
 def form_to_config(form: dict, triton: dict) -> PlanConfig:

@@ -73,3 +73,6 @@ MSG_SERVER_ADDED = "Added {server}; this browser talks to it now (the Server pic
 MSG_SERVER_BACK = "Back on this app's server"
 MSG_GREEDY_REGENERATE = ("Decoding is Greedy, so this reply has the same words as the one before (unless the "
                          "adapter or the server changed). For another reply, choose Sample under Sampling.")
+MSG_MODEL_SOURCE_RULE = ("With a model id, an empty checkpoint box means models/ORG--NAME in the workspace, and a "
+                         "folder that is empty or missing gets the download; a folder with a checkpoint of your own "
+                         "wins over the model id.")

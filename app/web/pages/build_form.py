@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import gradio as gr
 
 from app.web import build_logic as logic
+from app.web.messages import MSG_MODEL_SOURCE_RULE
 from setup.plan.config import PlanConfig
 
 
@@ -54,10 +55,9 @@ FAMILY_LIMITS = ("max_batch_size", "max_input_len", "max_seq_len", "max_num_imag
 
 HELP = {**PlanConfig.help(),
         "model_id": "Downloaded by the plan's first step (only the files a conversion reads; resumed where it "
-                    "stopped) when the checkpoint folder is empty or is the model's download folder. Filled in "
-                    "with the family's example checkpoint.",
-        "checkpoint": "Hugging Face checkpoint folder (a .nemo file for NeMo families). Left empty with a model id: "
-                      "models/ORG--NAME in the workspace. A folder of your own wins over the model id.",
+                    "stopped) into the checkpoint folder. " + MSG_MODEL_SOURCE_RULE + " Filled in with the "
+                    "family's example checkpoint.",
+        "checkpoint": "Hugging Face checkpoint folder (a .nemo file for NeMo families). " + MSG_MODEL_SOURCE_RULE,
         "out": "Converted checkpoint, engines, repository, logs, build state. Left empty with a model id: "
                "builds/FAMILY--ORG--NAME in the workspace."}
 TOKEN_HELP = ("Only for gated or private models; HF_TOKEN of the app's environment otherwise. Given to the "

@@ -172,3 +172,25 @@ def test_the_buttons_whose_progress_the_poll_shows_start_the_poll(tmp_path):
             assert starts == [], button
         else:
             assert len(starts) == 1 and starts[0].fn().active is True, button
+
+
+def test_the_model_id_fills_an_empty_or_missing_checkpoint_folder_and_yields_to_ones_own(tmp_path):
+    """The rule the form states (MSG_MODEL_SOURCE_RULE): an existing empty folder gets the download (it once dropped
+    the model id, and the build failed at conversion); a folder with a checkpoint of one's own wins."""
+    model = "tiny-org/tiny-llava"
+    form = {"family": "llava-1.5", "model_id": model, "out": ""}
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for folder in (empty, tmp_path / "not-yet"):
+        settled = logic.model_source({**form, "checkpoint": str(folder)}, tmp_path)
+        assert settled["model_id"] == model and settled["checkpoint"] == str(folder)
+    named = logic.model_source({**form, "checkpoint": ""}, tmp_path)
+    assert named["checkpoint"] == str(tmp_path / "models" / "tiny-org--tiny-llava")
+    started = tmp_path / "started"  # a download stopped half-way resumes there
+    (started / ".download").mkdir(parents=True)
+    (started / "config.json").write_text("{}")
+    assert logic.model_source({**form, "checkpoint": str(started)}, tmp_path)["model_id"] == model
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "config.json").write_text("{}")
+    assert logic.model_source({**form, "checkpoint": str(own)}, tmp_path)["model_id"] is None
