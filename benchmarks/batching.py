@@ -7,7 +7,9 @@ Starts its own tritonserver (demo repository) on free loopback ports, runs every
 starts vLLM's CPU build (benchmarks/peer_vllm.py) and runs the same loads. Loads: `base`, one adapter
 (`pirate`) and `mixed` (base, pirate, french in turn) at each concurrency, constant concurrency,
 greedy, every reply exactly --output-len tokens; Compare-like streams (base + pirate + french at
-once) against a lone stream. Prompts get the model's chat template on both sides. Prints tables.
+once) against a lone stream. Prompts get the model's chat template on both sides. Prints tables. Everything the
+run and its servers write to the temporary folder (vLLM's `vllm_dist_*` and PyTorch's compile cache among it) lands
+in the run's scratch folder, removed at the end (benchmarks/scratch.py).
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ import argparse
 import json
 import os
 import statistics
-import tempfile
 import time
 from dataclasses import replace
 from functools import partial
@@ -27,6 +28,8 @@ from app.bench.stats import summarize
 from app.bench.targets import OpenAISender, TritonSender
 from app.core.sampling import SamplingParams
 from app.triton.client import TritonChatClient
+from benchmarks.harness import demo_server
+from benchmarks.scratch import scratch_folder
 
 MIXES = {"base": (None,), "pirate": ("pirate",), "mixed": (None, "pirate", "french")}
 COMPARE = (None, "pirate", "french")
@@ -141,16 +144,12 @@ def run_target(target, args, log=print) -> dict:
 
 
 # ---- servers -------------------------------------------------------------------------------------------
-def measure_engine(args, log=print) -> dict:
+def measure_engine(args, folder: Path, log=print) -> dict:
     from setup.cpu.model import prepare_cpu_model
-    from tests.servers import start_triton
 
-    with tempfile.TemporaryDirectory(prefix="bench-batching-") as folder:
-        triton = start_triton(Path(folder))
-        try:
-            return run_target(TritonTarget(triton.grpc_url, prepare_cpu_model(log=log)), args, log)
-        finally:
-            triton.process.stop()
+    model = prepare_cpu_model(log=log)
+    with demo_server(folder) as triton:
+        return run_target(TritonTarget(triton.grpc_url, model), args, log)
 
 
 def measure_vllm(args, log=print) -> dict | None:
@@ -249,10 +248,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     started_load = os.getloadavg()
     started = time.monotonic()
-    print("CPU engine through Triton ...", flush=True)
-    engine = measure_engine(args)
-    print("vLLM's CPU build ...", flush=True)
-    peer = measure_vllm(args)
+    with scratch_folder() as scratch:
+        print("CPU engine through Triton ...", flush=True)
+        engine = measure_engine(args, scratch)
+        if not args.no_vllm:
+            print("vLLM's CPU build ...", flush=True)
+        peer = measure_vllm(args)
     lines = ["", machine_line(started_load) + f"; {time.monotonic() - started:.0f} s in all", "",
              *load_table(engine, peer, args), "", *compare_table(engine, peer), "", *goal_lines(engine, peer)]
     print("\n".join(lines))

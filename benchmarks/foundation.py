@@ -2,15 +2,16 @@
 transformers generate. Starts its own tritonserver and app on free loopback ports; prints tables.
 
     python -m benchmarks.foundation [--runs 5] [--max-tokens 64]
+
+Its files (the demo repository, the server's log) live in the run's scratch folder (benchmarks/scratch.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import platform
-import shutil
 import statistics
-import tempfile
 import time
 from pathlib import Path
 
@@ -19,8 +20,9 @@ from app.chat.prompts import PromptBuilder
 from app.core.conversation import Conversation
 from app.core.sampling import SamplingParams
 from app.triton.client import TritonChatClient
-from app.web.ui import build_app
-from tests.servers import free_port, start_triton
+from benchmarks.harness import demo_server
+from benchmarks.scratch import scratch_folder
+from benchmarks.server_process import free_port
 
 QUESTION = "Explain in a few sentences why the sky is blue."
 
@@ -72,42 +74,50 @@ def med(values):
     return statistics.median(values)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5, help="Runs per path (median reported).")
     parser.add_argument("--max-tokens", type=int, default=64, help="Tokens per reply.")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    with scratch_folder() as scratch:
+        direct, api, tokens, triton_tps, plain_tps = measure(args, scratch)
+    report(args, direct, api, tokens, triton_tps, plain_tps)
+    return 0
 
+
+def measure(args, scratch: Path):
+    """Both paths interleaved, then plain generate: (direct runs, API runs, tokens, Triton tokens/s, plain tokens/s)."""
+    from app.web.ui import (
+        build_app,  # Gradio after TMPDIR points at the scratch folder: its upload folder is read once
+    )
+    from benchmarks.app_senders import SseApiSender
     from setup.cpu.model import prepare_cpu_model
 
     model_dir = prepare_cpu_model()
-    tmp = Path(tempfile.mkdtemp(prefix="bench-"))
-    triton = start_triton(tmp)
-    port = free_port()
-    blocks = build_app(AppContext(AppConfig(triton_url=triton.grpc_url, port=port)))
-    blocks.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    app_url = f"http://127.0.0.1:{port}/"
-    try:
-        params = SamplingParams(max_tokens=args.max_tokens)
-        prompt = PromptBuilder(tokenizer_dir=str(model_dir)).build(Conversation.asking(QUESTION))
-        from benchmarks.app_senders import SseApiSender
+    print("Starting the CPU demo tritonserver ...", flush=True)
+    with demo_server(scratch) as triton:
+        port = free_port()
+        blocks = build_app(AppContext(AppConfig(triton_url=triton.grpc_url, port=port)))
+        blocks.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+        try:
+            params = SamplingParams(max_tokens=args.max_tokens)
+            prompt = PromptBuilder(tokenizer_dir=str(model_dir)).build(Conversation.asking(QUESTION))
+            sender = SseApiSender(f"http://127.0.0.1:{port}/", sessions=1, params=params)
+            direct_run(triton.grpc_url, prompt, params)  # warm-up both paths
+            api_run(sender, params)
+            direct, api = [], []
+            for _ in range(args.runs):  # interleaved so both see the same machine state
+                direct.append(direct_run(triton.grpc_url, prompt, params))
+                api.append(api_run(sender, params))
+        finally:
+            blocks.close()
+    tokens = med([d[2] for d in direct])  # the direct stream has one update per token
+    triton_tps = [d[2] / (d[0] + d[1]) for d in direct]
+    return direct, api, tokens, triton_tps, plain_generate(model_dir, prompt, tokens)
 
-        sender = SseApiSender(app_url, sessions=1, params=params)
-        direct_run(triton.grpc_url, prompt, params)  # warm-up both paths
-        api_run(sender, params)
-        direct, api = [], []
-        for _ in range(args.runs):  # interleaved so both see the same machine state
-            direct.append(direct_run(triton.grpc_url, prompt, params))
-            api.append(api_run(sender, params))
-        tokens = med([d[2] for d in direct])  # the direct stream has one update per token
-        triton_tps = [d[2] / (d[0] + d[1]) for d in direct]
-        plain_tps = plain_generate(model_dir, prompt, tokens)
-    finally:
-        blocks.close()
-        triton.process.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
 
-    print(f"\nMachine: {platform.processor() or platform.machine()}, {__import__('os').cpu_count()} cores, "
+def report(args, direct, api, tokens, triton_tps, plain_tps) -> None:
+    print(f"\nMachine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()}; {args.runs} runs, {tokens} tokens per reply, greedy\n")
     print("(a) Time to first token and per-token latency (median)")
     print(f"{'path':<34}{'TTFT ms':>10}{'per token ms':>15}{'updates':>9}")
@@ -127,4 +137,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -1,4 +1,4 @@
-"""What the overhead and soak runs (and their tests) share: a pacing tritonserver on free loopback
+"""What the benchmarks (and their tests) share: the CPU demo's tritonserver or a pacing tritonserver on free loopback
 ports, the app as its own process (so its CPU and memory are its own), and /proc readings of it.
 
 Every process here is started in its own session and stopped through the pid we started.
@@ -13,11 +13,35 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.server_process import ServerProcess, free_port, free_ports
+from benchmarks.server_process import ServerProcess, free_port, on_free_ports
 from setup.cpu.pacing import PacingSpec, start_pacing_triton, write_pacing_repository
 from setup.launcher import TritonProcess
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+DEMO_READY_TIMEOUT = 300.0  # the demo's models load in ~20 s idle; a loaded 2-core machine takes several times that
+
+
+@dataclass
+class DemoServer:
+    process: TritonProcess
+    grpc_url: str
+    log_path: Path
+
+
+@contextmanager
+def demo_server(folder: Path, overrides: dict | None = None, ready_timeout: float = DEMO_READY_TIMEOUT):
+    """tritonserver with the CPU demo's repository (written into `folder`, the engine and encoder prepared first) on
+    free ports, started again on new ones when a port was taken meanwhile; stopped on exit."""
+    from setup.cpu.demo import start_demo_triton, write_demo_repository
+
+    repo = write_demo_repository(Path(folder) / "repo", overrides=overrides, log=lambda *_: None)
+    log_path = Path(folder) / "triton.log"
+    ports, process = on_free_ports(lambda *ports: start_demo_triton(
+        *ports, repo=repo, log_path=log_path, log=lambda *_: None, ready_timeout=ready_timeout))
+    try:
+        yield DemoServer(process, f"127.0.0.1:{ports[1]}", log_path)
+    finally:
+        process.stop()
 
 
 @dataclass
@@ -32,9 +56,8 @@ class PacingServer:
 def pacing_server(folder: Path, spec: PacingSpec | None = None):
     """tritonserver with the pacing model alone, on free ports; stopped on exit."""
     repo = write_pacing_repository(Path(folder) / "pacing_repo", spec or PacingSpec())
-    http, grpc, metrics = free_ports(3)
     log_path = Path(folder) / "pacing_triton.log"
-    process = start_pacing_triton(repo, http, grpc, metrics, log_path)
+    (_, grpc, metrics), process = on_free_ports(lambda *ports: start_pacing_triton(repo, *ports, log_path))
     try:
         yield PacingServer(process, f"127.0.0.1:{grpc}", f"http://127.0.0.1:{metrics}/metrics", log_path)
     finally:

@@ -1,6 +1,6 @@
 """Image benchmark: intake + preprocessing throughput, and time to first token with and without an image.
 
-    .venv/bin/python -m benchmarks.images [--url HOST:PORT] [--runs 3] [--skip-server]
+    .venv/bin/python -m benchmarks.images [--url HOST:PORT] [--runs 3] [--encoder-runs 5] [--seconds 3] [--skip-server]
 
 Throughput is measured for a 12-megapixel JPEG and a 336 x 336 PNG through `app.vision.images.load_image`
 plus `app.vision.preprocess.pixel_batch`, for the CPU demo family (cpu-ocr, 1024 letterbox, JPEG draft
@@ -12,17 +12,16 @@ Time to first token is measured without an image, with a photo without text and 
 every request's image differs from the last in one pixel, so the encoder's memory of recent images
 does not answer; and with one photo sent again, which the memory answers (the image's cost without the
 encoder: transport, prompt table, longer prompt). Without --url the CPU demo tritonserver is started on free ports and stopped at the
-end. Runs are short: 2 shared cores. The load average is printed with the tables.
+end. Runs are short: 2 shared cores. The load average is printed with the tables. Its files (the images, the demo
+repository) live in the run's scratch folder (benchmarks/scratch.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -39,6 +38,8 @@ from app.triton.client import TritonChatClient  # noqa: E402
 from app.vision.images import load_image  # noqa: E402
 from app.vision.multimodal import prepare_images  # noqa: E402
 from app.vision.preprocess import pixel_batch  # noqa: E402
+from benchmarks.harness import demo_server  # noqa: E402
+from benchmarks.scratch import scratch_folder  # noqa: E402
 from setup.catalog.families import get_family  # noqa: E402
 from setup.cpu.model import model_dir  # noqa: E402
 
@@ -169,13 +170,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--url", help="gRPC HOST:PORT of a running CPU demo (default: start one).")
     parser.add_argument("--runs", type=int, default=3, help="Requests per TTFT row (default 3).")
+    parser.add_argument("--encoder-runs", type=int, default=5, help="Timed runs per encoder part and image (default 5).")
+    parser.add_argument("--seconds", type=float, default=3.0,
+                        help="About how long each intake + preprocessing row runs (at least 2 images; default 3).")
     parser.add_argument("--skip-server", action="store_true", help="Only the intake + preprocessing rows.")
     args = parser.parse_args(argv)
-    tmp = Path(tempfile.mkdtemp(prefix="bench-images-"))
-    try:
-        return run(args, tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    with scratch_folder() as scratch:
+        return run(args, scratch)
 
 
 def run(args: argparse.Namespace, tmp: Path) -> int:
@@ -185,10 +186,11 @@ def run(args: argparse.Namespace, tmp: Path) -> int:
     rows = []
     for label in ("12 MP JPEG (4000 x 3000)", "336 x 336 PNG"):
         for family in ("cpu-ocr", "llava-1.5"):
-            rows.append([f"intake + preprocessing, {label}, {family}", f"{throughput(paths[label], family):.1f} images/s"])
+            rate = throughput(paths[label], family, args.seconds)
+            rows.append([f"intake + preprocessing, {label}, {family}", f"{rate:.1f} images/s"])
     encoder = load_encoder(tmp)
     pictures = [name for name in paths if name != "code"] + ["code"]
-    times = {name: encoder_times(encoder, paths[name]) for name in pictures}
+    times = {name: encoder_times(encoder, paths[name], args.encoder_runs) for name in pictures}
     parts = list(times[pictures[0]])
     encoder_rows = [[part] + ["{:.0f} ({:.0f})".format(*times[name][part]) for name in pictures] for part in parts]
     if not args.skip_server:
@@ -215,31 +217,28 @@ def image_cases(code: Path, photo: Path, runs: int, model_index: int) -> dict[st
 def time_to_first_token(args: argparse.Namespace, tmp: Path, cases: dict[str, dict[str, list]]) -> list[list[str]]:
     """Rows of median time to first token per model (`cases`: model -> case -> images) and case (the first
     request of each case is a warm-up)."""
-    rows, server = [], None
     if args.url:
-        url = args.url
-    else:
-        from tests.servers import start_triton
+        return ttft_rows(args.url, cases)
+    with demo_server(tmp) as server:
+        return ttft_rows(server.grpc_url, cases)
 
-        server = start_triton(tmp)
-        url = server.grpc_url
-    try:
-        prompts = PromptBuilder(tokenizer_dir=str(model_dir()))
-        for model, model_cases in cases.items():
-            client = TritonChatClient(url, model=model)
-            for case, images in model_cases.items():
-                try:
-                    ttft(client, prompts, images[:1])  # warm-up
-                    first, prep = ttft(client, prompts, images[1:] if images[0] else images)
-                except StreamStalled as exc:  # a loaded machine: say so in the table, measure the rest
-                    rows.append([f"time to first token, {case} ({model})", f"stalled ({exc})"])
-                    continue
-                rows.append([f"time to first token, {case} ({model})", f"{first * 1000:.0f} ms"])
-                if images[0]:
-                    rows.append([f"client image preparation, {case} ({model})", f"{prep * 1000:.0f} ms"])
-    finally:
-        if server is not None:
-            server.process.stop()
+
+def ttft_rows(url: str, cases: dict[str, dict[str, list]]) -> list[list[str]]:
+    """time_to_first_token's rows against the server at `url`."""
+    rows = []
+    prompts = PromptBuilder(tokenizer_dir=str(model_dir()))
+    for model, model_cases in cases.items():
+        client = TritonChatClient(url, model=model)
+        for case, images in model_cases.items():
+            try:
+                ttft(client, prompts, images[:1])  # warm-up
+                first, prep = ttft(client, prompts, images[1:] if images[0] else images)
+            except StreamStalled as exc:  # a loaded machine: say so in the table, measure the rest
+                rows.append([f"time to first token, {case} ({model})", f"stalled ({exc})"])
+                continue
+            rows.append([f"time to first token, {case} ({model})", f"{first * 1000:.0f} ms"])
+            if images[0]:
+                rows.append([f"client image preparation, {case} ({model})", f"{prep * 1000:.0f} ms"])
     return rows
 
 

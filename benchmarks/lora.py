@@ -4,7 +4,8 @@
 
 Without --url it starts the CPU demo tritonserver on free ports (and stops it at the end). The
 7B-shaped rank-16 adapter (random weights, Llama-2-7B shapes, all seven linear modules) is converted
-and sized only: a 7B model cannot run on this CPU machine, so its row shows bytes, not latency.
+and sized only: a 7B model cannot run on this CPU machine, so its row shows bytes, not latency. Its files live in
+the run's scratch folder (benchmarks/scratch.py).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from app.chat.prompts import PromptBuilder  # noqa: E402
 from app.core.conversation import Conversation  # noqa: E402
 from app.core.sampling import SamplingParams
 from app.triton.client import TritonChatClient  # noqa: E402
-from benchmarks.server_process import free_ports  # noqa: E402
+from benchmarks.harness import demo_server  # noqa: E402
+from benchmarks.scratch import scratch_folder  # noqa: E402
 from setup.cpu.model import model_dir  # noqa: E402
 from setup.lora.convert import HF_TO_TRT, convert_peft  # noqa: E402
 from setup.lora.engine import EngineLoraSpec, check_against_engine  # noqa: E402
@@ -39,15 +41,6 @@ LLAMA_7B = EngineLoraSpec(path=Path("llama-2-7b (shapes only)"), dtype="float16"
                           target_modules=tuple(HF_TO_TRT[m] for m in MODULES_7B), num_layers=32, hidden_size=4096,
                           intermediate_size=11008, num_heads=32, num_kv_heads=32, head_size=128)
 TTFT_GOAL = 0.10  # a cached adapter's TTFT within 10% of the base model's
-
-
-def _start_server(tmp: Path):
-    from setup.cpu.demo import start_demo_triton, write_demo_repository
-
-    repo = write_demo_repository(tmp / "repo", log=lambda *_: None)
-    ports = free_ports(3)
-    process = start_demo_triton(*ports, repo=repo, log_path=tmp / "triton.log", log=lambda *_: None)
-    return process, f"127.0.0.1:{ports[1]}"
 
 
 def _ttft(client: TritonChatClient, prompt: str, extra: dict) -> float:
@@ -141,18 +134,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5, help="Requests per case (median reported).")
     parser.add_argument("--adapter", type=Path, default=PROJECT_ROOT / "adapters" / "pirate")
     args = parser.parse_args(argv)
-    process, tmp = None, Path(tempfile.mkdtemp(prefix="lora-bench-server-"))
-    url = args.url
-    try:
-        if url is None:
+    with scratch_folder() as scratch:
+        if args.url is None:
             print("Starting the CPU demo tritonserver...", flush=True)
-            process, url = _start_server(tmp)
-        rows, overhead = measure_demo(url, args.adapter, args.runs)
+            with demo_server(scratch) as server:
+                rows, overhead = measure_demo(server.grpc_url, args.adapter, args.runs)
+        else:
+            rows, overhead = measure_demo(args.url, args.adapter, args.runs)
         rows += measure_7b()
-    finally:
-        if process is not None:
-            process.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
     print_table(rows)
     print(f"\nGoal: after the first use only the 8-byte task id travels (met: later uses send 8 bytes); "
           f"cached adapter TTFT within {TTFT_GOAL:.0%} of base: {'met' if overhead <= TTFT_GOAL else 'NOT met'} "

@@ -22,7 +22,6 @@ import argparse
 import json
 import resource
 import sys
-import tempfile
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -33,6 +32,7 @@ from app.core.sampling import SamplingParams
 from app.triton.client import TritonChatClient
 from benchmarks.app_senders import AppApiSender, SseApiSender
 from benchmarks.harness import AppProcess, pacing_server, tokenizer_args
+from benchmarks.scratch import scratch_folder
 from setup.cpu.pacing import PACING_MODEL, PacingSpec
 
 TOKENS_GOAL = 0.95
@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="Also write the figures as JSON here.")
     args = parser.parse_args(argv)
     with ExitStack() as stack:
-        folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="overhead-")))
+        folder = stack.enter_context(scratch_folder())  # the run's files and TMPDIR, removed at the end
         url = args.triton
         if url is None:
             url = stack.enter_context(pacing_server(folder, PacingSpec(tokens_per_second=args.tokens_per_second))).grpc_url

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from benchmarks import peer_venv
 from benchmarks.peer_vllm import served_models
+from benchmarks.scratch import scratch_folder
 from benchmarks.server_process import ServerProcess, free_port, serve_until_interrupted, started
 from setup.paths import PROJECT_ROOT
 
@@ -100,7 +101,7 @@ def main() -> None:
     from setup.cpu.model import prepare_cpu_model
     from setup.paths import cache_dir
 
-    with dynamo_server(prepare_cpu_model(), cache_dir() / "logs") as server:
+    with scratch_folder(), dynamo_server(prepare_cpu_model(), cache_dir() / "logs") as server:
         serve_until_interrupted(server)
 
 

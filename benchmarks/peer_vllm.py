@@ -18,6 +18,7 @@ import urllib.request
 from pathlib import Path
 
 from benchmarks import peer_venv
+from benchmarks.scratch import scratch_folder
 from benchmarks.server_process import (
     ServerProcess,
     free_port,
@@ -110,7 +111,7 @@ def main() -> None:
     from setup.cpu.model import prepare_cpu_model
     from setup.paths import cache_dir
 
-    with vllm_server(prepare_cpu_model(), cache_dir() / "logs" / "vllm-peer.log") as server:
+    with scratch_folder(), vllm_server(prepare_cpu_model(), cache_dir() / "logs" / "vllm-peer.log") as server:
         serve_until_interrupted(server)
 
 

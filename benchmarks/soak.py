@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 import threading
 import time
 from contextlib import ExitStack
@@ -29,6 +28,7 @@ from app.bench.stats import summarize
 from app.bench.targets import OpenAISender, word_count
 from benchmarks.app_senders import AppApiSender, SseApiSender
 from benchmarks.harness import AppProcess, pacing_server, tokenizer_args
+from benchmarks.scratch import scratch_folder
 from setup.cpu.pacing import PACING_MODEL, PacingSpec
 
 MEMORY_GOAL_MB = 50.0
@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="Also write the figures as JSON here.")
     args = parser.parse_args(argv)
     with ExitStack() as stack:
-        folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="soak-")))
+        folder = stack.enter_context(scratch_folder())  # the run's files and TMPDIR, removed at the end
         url = args.triton or stack.enter_context(
             pacing_server(folder, PacingSpec(tokens_per_second=args.tokens_per_second))).grpc_url
         app = stack.enter_context(AppProcess(url, PACING_MODEL, folder / "app.log", extra_args=tokenizer_args()))

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.server_process import free_port, free_ports  # noqa: F401 - the tests take them from here
+# the tests take these from here; the benchmarks from benchmarks/server_process.py, never from tests/
+from benchmarks.server_process import free_port, free_ports, on_free_ports  # noqa: F401
 from tests.run_folder import run_folder
 from tests.server_lifetimes import stop_unused_demo
 from tests.server_memory import BudgetedProcess, MemoryLedger, repository_gib
@@ -26,29 +27,6 @@ class TritonEndpoints:
         self.repo = repo
         self.grpc_url = f"127.0.0.1:{grpc_port}"
         self.http_url = f"http://127.0.0.1:{http_port}"
-
-
-def on_free_ports(start):
-    """start(http, grpc, metrics) on free ports. Another process may take a port between the pick and the
-    bind (other test runs share the machine), so a start refused for a taken port is tried again on new ones
-    (twice). A server that was not ready in time is tried once more too: once in a loaded run, one Python model of
-    the XComposer2 repository never finished loading (no line in 300 s, the other three loaded in 36 s) and its
-    nine tests failed; the launcher stops such a server before it raises. (The Python backend's intermittent abort
-    as its stubs start is tried once more by the demo start itself: setup/cpu/demo.py BACKEND_ABORT.)"""
-    from setup.launcher.options import LaunchError
-
-    # what the launcher's error says -> tries left
-    retries = {"already in use": 2, "was not ready after": 1}
-    while True:
-        ports = free_ports(3)
-        try:
-            return ports, start(*ports)
-        except LaunchError as exc:
-            reason = next((r for r in retries if r in str(exc)), None)
-            if reason is None or retries[reason] == 0:
-                raise
-            retries[reason] -= 1
-            print(f"\nStarting again on new ports: {str(exc).splitlines()[0]}", flush=True)
 
 
 def memory_ledger() -> MemoryLedger:

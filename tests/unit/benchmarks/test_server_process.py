@@ -1,4 +1,5 @@
-"""benchmarks.server_process: a peer that cannot start says why in one line; processes stop by their group."""
+"""benchmarks.server_process: a peer that cannot start says why in one line; processes stop by their group; free ports
+are picked together, and a start that may pass next time is tried again on new ones (on_free_ports)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,14 @@ import sys
 import pytest
 
 from benchmarks import server_process
-from benchmarks.server_process import PeerStartError, ServerProcess, failure_reason, require_memory
+from benchmarks.server_process import (
+    PeerStartError,
+    ServerProcess,
+    failure_reason,
+    on_free_ports,
+    require_memory,
+)
+from setup.launcher.options import LaunchError
 
 # The last lines vLLM's CPU build wrote when its KV cache did not fit (the failure that made peers start or not
 # depending on what else ran on the machine).
@@ -138,3 +146,37 @@ def test_free_ports_picked_together_all_differ(monkeypatch):
     assert server_process.free_port() == server_process.free_port() == 40000  # one at a time: the same port again
     assert server_process.free_ports(4) == [40000, 40001, 40002, 40003]
     assert server_process.socket.held == set()  # none is left open
+
+
+SLOW = "tritonserver was not ready after 300 s.\nI1128 model 'preprocessing' loading"
+TAKEN = "tritonserver exited with code 1 before it was ready.\nfailed to start HTTP service: port already in use"
+
+
+def failing(*errors: str):
+    """A start() that raises LaunchError(error) for each of `errors` in turn, then returns its ports."""
+    calls = []
+
+    def start(*ports):
+        calls.append(ports)
+        if len(calls) <= len(errors):
+            raise LaunchError(errors[len(calls) - 1])
+        return "server"
+
+    return start, calls
+
+
+@pytest.mark.parametrize("errors", [(SLOW,), (TAKEN, TAKEN), (TAKEN, SLOW, TAKEN)])
+def test_a_start_that_may_pass_next_time_is_tried_again_on_new_ports(errors):
+    start, calls = failing(*errors)
+    ports, server = on_free_ports(start)
+    assert server == "server" and list(ports) == list(calls[-1]) and len(calls) == len(errors) + 1
+    assert len({tuple(c) for c in calls}) == len(calls)  # new ports each time
+
+
+@pytest.mark.parametrize(("errors", "tries"), [((SLOW, SLOW), 2), ((TAKEN,) * 3, 3),
+                                               (("tritonserver exited with code 1: no such model",), 1)])
+def test_a_start_that_keeps_failing_or_fails_for_good_reason_raises(errors, tries):
+    start, calls = failing(*errors)
+    with pytest.raises(LaunchError, match=errors[-1].splitlines()[0][:30]):
+        on_free_ports(start)
+    assert len(calls) == tries
