@@ -59,3 +59,12 @@ MSG_RUNNER_PENALTIES = ("TensorRT-LLM's runner reads no presence or frequency pe
                         "sent in their place")
 MSG_RUNNER_NO_LORA = ("Model '{model}' (the runner topology) takes no adapter: TensorRT-LLM's runner for this family "
                       "has no LoRA task input.")
+MSG_RUNNER_APP_PROMPT = "prompt written by the app: '{template}' ({family}'s runner uses the text as sent)"
+MSG_RUNNER_NO_QUESTION = " - the question is not read"
+MSG_RUNNER_ENCDEC_SETTINGS = ("{settings} not applied: {family}'s LLM is encoder-decoder (TensorRT-LLM's "
+                              "EncDecModelRunner takes only the beam count), so the reply is greedy")
+MSG_RUNNER_ENCDEC_LORA = ("{family}'s LLM is encoder-decoder: TensorRT-LLM's EncDecModelRunner applies no LoRA, so "
+                          "adapter '{adapter}' cannot be used here. Ask the base model.")
+MSG_RUNNER_LORA_NOT_BAKED = ("Adapter '{adapter}' is not built into model '{model}': the runner serves only the "
+                             "adapters its LLM engine was built with (trtllm-build --lora_dir), here {baked}.")
+MSG_RUNNER_NO_BAKED = "none"

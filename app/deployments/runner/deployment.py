@@ -1,10 +1,19 @@
 """The runner topology behind the deployment interface.
 
-TensorRT-LLM's runner wraps the question in its family's own template and keeps no history, so the request
-carries the last user turn's bare text, the images of that turn as file bytes (a video as video_bytes where the
-model declares takes_video), and the settings the model declares (the runner reads no presence or frequency
-penalty: runner_repetition). LoRA goes as lora_task_id where the model
-declares it; the runner itself refuses a task when its release takes none.
+TensorRT-LLM's runner keeps no history, so the request carries the last user turn's text, the images of that turn as
+file bytes (a video as video_bytes where the model declares takes_video), and the settings the model declares (the
+runner reads no presence or frequency penalty: runner_repetition). The runner wraps the text in its family's own
+template, except for the families it takes the text verbatim from (BLIP-2, CogVLM, Fuyu, Kosmos-2, Nougat, Deplot):
+for those the app writes the family file's runner_prompt around the question, and says so in the figures.
+
+Encoder-decoder LLMs (the family file's runner_llm.encoder_decoder) go through EncDecModelRunner, which applies no
+sampling, penalty or LoRA: no adapters are offered, an adapter is refused in a sentence, and a request that asks for
+sampling or a penalty is answered greedily with a note in the figures saying what was not applied.
+
+LoRA: the runner's LLM engine holds the adapters it was built with (trtllm-build --lora_dir A B), numbered 0, 1, ...
+in that order; the repository records their names in load order (the lora_adapters parameter, written by setup).
+Exactly those are offered, a request names one and sends its place as lora_task_id, and any other name is refused
+in a sentence before anything is sent.
 """
 
 from __future__ import annotations
@@ -19,7 +28,19 @@ from app.core.errors import InvalidRequest, TextOnlyDeployment
 from app.core.messages import MSG_TEXT_ONLY
 from app.core.sampling import REPETITION_FOR_PENALTIES, SamplingParams
 from app.deployments.base import AdapterState, ReplyRequest
-from app.deployments.messages import MSG_RUNNER_IMAGES, MSG_RUNNER_NO_LORA, MSG_RUNNER_PENALTIES, RUNNER_KIND
+from app.deployments.messages import (
+    MSG_RUNNER_APP_PROMPT,
+    MSG_RUNNER_ENCDEC_LORA,
+    MSG_RUNNER_ENCDEC_SETTINGS,
+    MSG_RUNNER_IMAGES,
+    MSG_RUNNER_LORA_NOT_BAKED,
+    MSG_RUNNER_NO_BAKED,
+    MSG_RUNNER_NO_LORA,
+    MSG_RUNNER_NO_QUESTION,
+    MSG_RUNNER_PENALTIES,
+    RUNNER_KIND,
+)
+from app.deployments.runner.family import RunnerFamily, runner_family
 from app.deployments.runner.stream import RunnerStream
 from app.deployments.runner.wire import build_inputs
 from app.deployments.triton_served import TritonServed
@@ -45,6 +66,28 @@ def runner_repetition(sampling: SamplingParams) -> tuple[float, str]:
     if sampling.repetition_penalty == 1.0 and (sampling.presence_penalty > 0 or sampling.frequency_penalty > 0):
         return REPETITION_FOR_PENALTIES, MSG_RUNNER_PENALTIES.format(value=REPETITION_FOR_PENALTIES)
     return float(sampling.repetition_penalty), ""
+
+
+def encdec_unapplied(sampling: SamplingParams) -> list[str]:
+    """The settings of `sampling` an encoder-decoder runner does not apply (it decodes greedily, one beam): sampling
+    when the request samples (top-k above 1 or top-p above 0: the runner's own rule), and any penalty."""
+    unapplied = []
+    if sampling.top_k > 1 or sampling.top_p > 0:
+        unapplied += [f"sampling (temperature {sampling.temperature:g}, top-k {sampling.top_k}, "
+                      f"top-p {sampling.top_p:g})"]
+    unapplied += [f"{label} {value:g}" for label, value, neutral in (
+        ("repetition penalty", sampling.repetition_penalty, 1.0), ("presence penalty", sampling.presence_penalty, 0.0),
+        ("frequency penalty", sampling.frequency_penalty, 0.0)) if value != neutral]
+    return unapplied
+
+
+def prompt_note(family: RunnerFamily) -> str:
+    """The figures' word on the prompt the app wrote for a verbatim family ('' for the others)."""
+    if family.prompt is None:
+        return ""
+    shown = family.prompt.template.replace("\n", "\\n")
+    return MSG_RUNNER_APP_PROMPT.format(template=shown, family=family.name) + \
+        ("" if family.prompt.reads_question else MSG_RUNNER_NO_QUESTION)
 
 
 def sent_video(conversation: Conversation) -> str | bytes | None:
@@ -78,6 +121,10 @@ class RunnerDeployment(TritonServed):
     def family(self) -> str:
         return self._parameter("multimodal_family")
 
+    def family_facts(self) -> RunnerFamily:
+        """The served family's prompt and LLM facts from its family file (none for an unknown family)."""
+        return runner_family(self.family)
+
     def model_folder(self) -> str | None:
         """The family's HF folder (hf_model_dir) when it is on this host: its generation_config.json."""
         path = self._parameter("hf_model_dir")
@@ -89,19 +136,37 @@ class RunnerDeployment(TritonServed):
     def max_images(self) -> int:
         return int(self._parameter("max_num_images", "1"))
 
-    # ---- adapters: task ids where the model declares lora_task_id -----------------------------------------
+    # ---- adapters: the ones the LLM engine was built with, by their place (lora_task_id) ---------------------
     def takes_lora(self) -> bool:
-        """Whether the deployment says its runner takes a LoRA task (takes_lora) and the model declares the input."""
-        return self._parameter("takes_lora").lower() in ("true", "1", "yes") and \
-            "lora_task_id" in self.client.model_info().inputs
+        """Whether the runner can take a LoRA task here: the model declares lora_task_id, the family's path in the
+        runner passes one (takes_lora is not false: mllama) and its LLM is not encoder-decoder."""
+        return self._parameter("takes_lora").lower() not in ("false", "0", "no") and \
+            "lora_task_id" in self.client.model_info().inputs and not self.family_facts().encoder_decoder
+
+    def baked_adapters(self) -> list[str]:
+        """The adapters the LLM engine was built with, in load order (the repository's lora_adapters parameter):
+        the runner knows them as "0", "1", ... in this order."""
+        return [name.strip() for name in self._parameter("lora_adapters").split(",") if name.strip()]
 
     def adapter_names(self) -> list[str]:
-        return self.registry.names() if self.takes_lora() else []
+        return self.baked_adapters() if self.takes_lora() else []
 
     def adapters(self) -> list[AdapterState]:
-        return [AdapterState(name=a.name, held_by_server=None, rank=a.rank, target_modules=a.target_modules,
-                             size_bytes=a.size_bytes, task_id=self.registry.task_id(a.name), kind=a.kind, path=a.path)
-                for a in self.registry.list()] if self.adapter_names() else []
+        return [AdapterState(name=name, held_by_server=True, task_id=uid, kind="built into the engine")
+                for uid, name in enumerate(self.adapter_names())]
+
+    def _adapter_task(self, adapter: str, model: str) -> int:
+        """The runner's uid of `adapter` (its place in the engine's load order); InvalidRequest naming it else."""
+        facts = self.family_facts()
+        if facts.encoder_decoder:
+            raise InvalidRequest(MSG_RUNNER_ENCDEC_LORA.format(family=facts.name, adapter=adapter))
+        if not self.takes_lora():
+            raise InvalidRequest(MSG_RUNNER_NO_LORA.format(model=model))
+        baked = self.baked_adapters()
+        if adapter not in baked:
+            listed = ", ".join(f"'{name}'" for name in baked) or MSG_RUNNER_NO_BAKED
+            raise InvalidRequest(MSG_RUNNER_LORA_NOT_BAKED.format(adapter=adapter, model=model, baked=listed))
+        return baked.index(adapter)
 
     def adapter_problems(self) -> dict[str, str]:
         return self.registry.problems()
@@ -136,19 +201,28 @@ class RunnerDeployment(TritonServed):
         if not info.decoupled:
             raise InvalidRequest(f"Model '{info.name}' is not decoupled; redeploy it with decoupled_mode true.")
         images = list(request.conversation.current_images())
-        text = last_user_text(request.conversation)
+        facts = self.family_facts()
+        question = last_user_text(request.conversation)
+        text = facts.prompt.apply(question) if facts.prompt is not None else question
         if request.continues:
             raise InvalidRequest("The runner keeps no conversation: it cannot continue a reply; ask again instead.")
         p = request.sampling
-        repetition, note = runner_repetition(p) if "repetition_penalty" in info.inputs else (1.0, "")
+        notes = [prompt_note(facts)]
+        if facts.encoder_decoder:  # nothing of the sampling reaches EncDecModelRunner: no stand-in, say what is lost
+            repetition = float(p.repetition_penalty)
+            unapplied = encdec_unapplied(p)
+            notes.append(MSG_RUNNER_ENCDEC_SETTINGS.format(settings=", ".join(unapplied), family=facts.name)
+                         if unapplied else "")
+        else:
+            repetition, note = runner_repetition(p) if "repetition_penalty" in info.inputs else (1.0, "")
+            notes.append(note)
         values: dict[str, object] = {
             "text_input": text, "max_tokens": int(p.max_tokens), "temperature": float(p.temperature),
             "top_k": int(p.top_k), "top_p": float(p.top_p), "repetition_penalty": repetition,
             "stop_words": list(request.stop) or None, **self._pictures(images, sent_video(request.conversation)),
         }
         if request.adapter:
-            if not self.takes_lora():
-                raise InvalidRequest(MSG_RUNNER_NO_LORA.format(model=info.name))
-            values["lora_task_id"] = self.registry.task_id(request.adapter)
+            values["lora_task_id"] = self._adapter_task(request.adapter, info.name)
         return RunnerStream(self.client.url, info, build_inputs(info, values),
-                            max(self.client.stall_timeout, WHOLE_REPLY_STALL_SECONDS), notes=(note,) if note else ())
+                            max(self.client.stall_timeout, WHOLE_REPLY_STALL_SECONDS),
+                            notes=tuple(n for n in notes if n))

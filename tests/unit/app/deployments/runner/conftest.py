@@ -15,10 +15,10 @@ from tritonclient.utils import deserialize_bytes_tensor
 from app.triton.client import ModelInfo
 
 TEMPLATE = Path(__file__).resolve().parents[5] / "model_repo_templates/multimodal_runner/multimodal_runner/config.pbtxt"
-PARAMETERS = {"decoupled_mode": "true", "multimodal_family": "kosmos-2", "max_num_images": "1",
+PARAMETERS = {"decoupled_mode": "true", "multimodal_family": "neva", "max_num_images": "1",
               "takes_video": "false", "takes_lora": "false", "hf_model_dir": "", "runner_class": "x:Y",
               "visual_engine_dir": "/v", "llm_engine_dir": "/l", "runner_settings": "", "runner_max_tokens": "1024",
-              "runner_default_max_tokens": "128"}
+              "runner_default_max_tokens": "128", "lora_adapters": ""}
 
 
 def served_info(drop_inputs: tuple[str, ...] = (), **parameters: str) -> ModelInfo:

@@ -15,7 +15,12 @@ from app.core.errors import InvalidRequest, TextOnlyDeployment
 from app.core.messages import MSG_TEXT_ONLY
 from app.core.sampling import REPETITION_FOR_PENALTIES, SamplingParams
 from app.deployments.base import ReplyRequest
-from app.deployments.messages import MSG_RUNNER_IMAGES, MSG_RUNNER_NO_LORA, MSG_RUNNER_PENALTIES
+from app.deployments.messages import (
+    MSG_RUNNER_IMAGES,
+    MSG_RUNNER_LORA_NOT_BAKED,
+    MSG_RUNNER_NO_LORA,
+    MSG_RUNNER_PENALTIES,
+)
 from app.deployments.runner.deployment import RunnerDeployment, last_user_text
 from tests.lora_helpers import TINY, write_peft
 from tests.unit.app.deployments.runner.conftest import ServedClient, sent_values, served_info
@@ -44,7 +49,7 @@ def test_the_request_carries_the_bare_question_the_picture_bytes_and_the_setting
     deployment(tmp_path).open_reply(request)
     (stream,) = opened
     sent = sent_values(stream.inputs)
-    assert sent["text_input"] == [b"What colour is its fur?"]  # no template: the runner adds its family's
+    assert sent["text_input"] == [b"What colour is its fur?"]  # no template: NeVA's runner adds its own
     assert sent["image_bytes"] == [picture.read_bytes()]
     assert sent["max_tokens"] == [40] and sent["top_k"] == [5]
     assert sent["temperature"] == [pytest.approx(0.3)] and sent["top_p"] == [pytest.approx(0.8)]
@@ -129,7 +134,7 @@ def test_a_video_for_a_model_without_video_goes_as_image_bytes_for_the_runner_to
 def test_more_pictures_than_the_runner_takes_are_refused_before_sending(tmp_path, picture, opened):
     with pytest.raises(InvalidRequest) as caught:
         deployment(tmp_path).open_reply(ReplyRequest(Conversation.asking("Compare", [str(picture), str(picture)])))
-    assert str(caught.value) == MSG_RUNNER_IMAGES.format(family="kosmos-2", limit=1, count=2)
+    assert str(caught.value) == MSG_RUNNER_IMAGES.format(family="neva", limit=1, count=2)
     assert opened == []
 
 
@@ -143,7 +148,7 @@ def test_a_picture_for_a_model_without_image_input_is_refused(tmp_path, picture,
 
 
 def test_an_adapter_is_refused_when_the_runner_takes_none(tmp_path, opened):
-    served = deployment(tmp_path)
+    served = deployment(tmp_path, lora_adapters="pirate")
     assert served.takes_lora() is False and served.adapter_names() == [] and served.adapters() == []
     with pytest.raises(InvalidRequest) as caught:
         served.open_reply(ReplyRequest(Conversation.asking("Hello"), adapter="pirate"))
@@ -152,21 +157,36 @@ def test_an_adapter_is_refused_when_the_runner_takes_none(tmp_path, opened):
 
 
 def test_an_adapter_is_refused_when_the_model_declares_no_lora_task_id(tmp_path, opened):
-    served = deployment(tmp_path, takes_lora="true", drop_inputs=("lora_task_id",))
-    assert served.takes_lora() is False
+    served = deployment(tmp_path, takes_lora="true", lora_adapters="pirate", drop_inputs=("lora_task_id",))
+    assert served.takes_lora() is False and served.adapter_names() == []
     with pytest.raises(InvalidRequest):
         served.open_reply(ReplyRequest(Conversation.asking("Hello"), adapter="pirate"))
 
 
-def test_an_adapter_goes_as_its_task_id_where_the_runner_takes_lora(tmp_path, opened):
-    served = deployment(tmp_path, takes_lora="true")
-    assert served.takes_lora() and served.adapter_names() == ["pirate"]
-    (state,) = served.adapters()
-    assert state.name == "pirate" and state.task_id == served.registry.task_id("pirate")
-    served.open_reply(ReplyRequest(Conversation.asking("Hello"), adapter="pirate"))
-    assert sent_values(opened[0].inputs)["lora_task_id"] == [served.registry.task_id("pirate")]
+def test_the_adapters_offered_are_exactly_the_ones_built_into_the_engine_by_their_place(tmp_path, opened):
+    """The 1.x runner's lora_uids are the adapters the LLM engine was built with, "0", "1", ... in load order; the
+    repository records their names (lora_adapters), and the app's own adapters folder ('pirate') is not offered."""
+    served = deployment(tmp_path, takes_lora="", lora_adapters="poet,sailor")
+    assert served.adapter_names() == ["poet", "sailor"]
+    assert [(a.name, a.task_id, a.held_by_server) for a in served.adapters()] == [("poet", 0, True), ("sailor", 1, True)]
+    served.open_reply(ReplyRequest(Conversation.asking("Hello"), adapter="poet"))
+    served.open_reply(ReplyRequest(Conversation.asking("Hello"), adapter="sailor"))
+    assert [sent_values(s.inputs)["lora_task_id"] for s in opened] == [[0], [1]]
     served.open_reply(ReplyRequest(Conversation.asking("Hello")))
-    assert "lora_task_id" not in sent_values(opened[1].inputs)  # the base model: no task
+    assert "lora_task_id" not in sent_values(opened[2].inputs)  # the base model: no task
+
+
+def test_an_adapter_not_built_into_the_engine_is_refused_in_a_sentence_that_names_it(tmp_path, opened):
+    served = deployment(tmp_path, takes_lora="", lora_adapters="poet,sailor")
+    with pytest.raises(InvalidRequest) as caught:
+        served.open_reply(ReplyRequest(Conversation.asking("Hello"), adapter="pirate"))
+    assert str(caught.value) == MSG_RUNNER_LORA_NOT_BAKED.format(adapter="pirate", model="multimodal_runner",
+                                                                 baked="'poet', 'sailor'")
+    bare = deployment(tmp_path, takes_lora="")  # an engine built without adapters: none offered, the sentence says none
+    assert bare.adapter_names() == []
+    with pytest.raises(InvalidRequest, match="'pirate' is not built into model 'multimodal_runner'.*here none"):
+        bare.open_reply(ReplyRequest(Conversation.asking("Hello"), adapter="pirate"))
+    assert opened == []
 
 
 def test_registering_an_adapter_is_refused(tmp_path):
