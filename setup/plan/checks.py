@@ -12,8 +12,10 @@ from pathlib import Path
 from setup.catalog import messages as M
 from setup.catalog.builds import Family, TrtllmVersion, families, resolve_version, version_key
 from setup.catalog.checkpoint import Adapter, head_count, read_config, scan_adapters
+from setup.catalog.family_data import family_files
 from setup.hub.names import model_id_problem, revision_problem
 from setup.paths import DATA_DIR
+from setup.plan import messages as PM
 from setup.plan.config import PlanConfig
 from setup.repo.writer import parameter_specs
 
@@ -187,14 +189,39 @@ class PlanChecks:
         c, lora = self.c, self.family.lora
         if not c.lora_dir:
             return []
-        if not lora.get("supported"):
+        runner = self.family.triton.get("topology") == "runner"
+        if runner:
+            if not self._runner_takes_lora():
+                return []
+        elif not lora.get("supported"):
             self.problems.append(M.MSG_LORA_UNSUPPORTED.format(family=self.family.name))
             return []
         if not Path(c.lora_dir).is_dir():
             return []
         adapters, problems = scan_adapters(Path(c.lora_dir))
         self.problems += problems
+        if runner:  # recorded comma-separated in the config's lora_adapters string
+            self.problems += [PM.MSG_RUNNER_LORA_NAME.format(name=a.name) for a in adapters
+                              if any(ch in a.name for ch in ',"\\')]
         return adapters
+
+    def _runner_takes_lora(self) -> bool:
+        """A runner family bakes its adapters into the LLM engine (trtllm-build --lora_dir) where its path in the
+        runner passes lora_uids: 1.x runners, decoder-only LLMs (not the family file's runner_llm.encoder_decoder),
+        takes_lora not false (mllama). Else a problem sentence, False."""
+        fam = self.family
+        takes = str((fam.triton.get("parameters") or {}).get("takes_lora", "")).strip().lower()
+        if (family_files().get(fam.id, {}).get("runner_llm") or {}).get("encoder_decoder"):
+            why = "its LLM is encoder-decoder: EncDecModelRunner applies no LoRA"
+        elif takes in ("false", "0", "no"):
+            why = "its family file says takes_lora: false"
+        elif self.version.key < version_key("1.0"):
+            self.problems.append(PM.MSG_RUNNER_LORA_ERA.format(family=fam.name, version=self.version.text))
+            return False
+        else:
+            return True
+        self.problems.append(PM.MSG_RUNNER_LORA_FAMILY.format(family=fam.name, why=why))
+        return False
 
     def _max_lora_rank(self) -> int:
         if self.c.max_lora_rank is not None:

@@ -25,3 +25,8 @@ MSG_UNKNOWN_KEY = ("'{key}' is not an LLM API argument of TensorRT-LLM {release}
                    "setup/data/llm_api/{release}.yaml).")
 MSG_NOT_MAPPING = "'{key}' must be a mapping of {what} fields."
 MSG_UNKNOWN_FLAG = "trtllm-serve of TensorRT-LLM {release} has no flag {flag} (recorded from {repo} {tag})."
+MSG_RUNNER_LORA_ERA = ("{family} through the runner takes LoRA from TensorRT-LLM 1.x on (its runner passes lora_uids only "
+                       "there); {version} ignores the adapters: leave the LoRA folder empty or pick a 1.x release.")
+MSG_RUNNER_LORA_FAMILY = ("{family}'s path in the runner passes no LoRA ({why}); leave the LoRA folder empty.")
+MSG_RUNNER_LORA_NAME = ("Adapter folder '{name}' cannot be recorded in the repository's lora_adapters (its name has a "
+                        "comma, quote or backslash); rename the folder.")

@@ -160,10 +160,20 @@ class StepBuilder:
                 args += [f"--{name}", str(value)]
         return args
 
+    @property
+    def _runner(self) -> bool:
+        return self.family.triton.get("topology") == "runner"
+
     def _lora_build_args(self, fixed: dict, d: dict) -> list[str]:
         lora = d.get("lora")
         if not lora:
             return []
+        if self._runner:  # baked in: trtllm-build copies them into the engine (lora/0, lora/1, ...) in this order
+            args = [] if "lora_plugin" in fixed else ["--lora_plugin", self.dtype]
+            args += ["--lora_dir", *(a["path"] for a in lora["adapters"].values())]
+            if lora["target_modules"]:
+                args += ["--lora_target_modules", *lora["target_modules"]]
+            return args + ["--max_lora_rank", str(lora["max_lora_rank"])]
         if self.family.lora.get("partial"):
             args = [] if "lora_plugin" in fixed else ["--lora_plugin", self.dtype]
             return args + ["--lora_dir", str(self.adapter_out), "--max_lora_rank", str(lora["max_lora_rank"])]
@@ -209,7 +219,7 @@ class StepBuilder:
 
     def _lora_steps(self, d: dict) -> list[Step]:
         lora = d.get("lora")
-        if not lora:
+        if not lora or self._runner:  # the runner's adapters are in the engine: nothing to convert for requests
             return []
         sources = [(a["task_id"], name, Path(a["path"])) for name, a in lora["adapters"].items()]
         if self.family.lora.get("partial") and not sources:
@@ -249,6 +259,8 @@ class StepBuilder:
         }
         if era.visual_engine_file != "model.engine":  # the runner's default name (facts §1)
             params["runner_settings"] = f"visual_engine_name={era.visual_engine_file}"
+        if d.get("lora"):  # the adapters built into the LLM engine, in load order: lora_task_id 0, 1, ...
+            params["lora_adapters"] = ",".join(d["lora"]["adapters"])
         params.update(family_parameters(fam))
         params.update({k: v for k, v in (c.triton or {}).items() if v not in (None, "")})
         return params
