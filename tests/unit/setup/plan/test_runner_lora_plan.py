@@ -7,14 +7,18 @@ folder in a sentence."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 from pathlib import Path
 
 import pytest
 
+from setup.paths import PROJECT_ROOT
 from setup.plan import messages as PM
 from setup.plan.config import PlanConfig
 from setup.plan.planner import make_plan
 from setup.plan.types import PlanError
+from setup.repo.writer import parse_model_config
 from tests.build_standins import make_checkpoint
 from tests.lora_helpers import TINY, write_peft
 
@@ -61,3 +65,19 @@ def test_a_runner_before_1x_refuses_the_folder(tmp_path):
     with pytest.raises(PlanError) as caught:
         _plan(tmp_path, "kosmos-2", version="0.19")
     assert PM.MSG_RUNNER_LORA_ERA.format(family="Kosmos-2", version="0.19") in caught.value.problems
+
+
+def test_the_written_repository_records_the_adapters_in_load_order(tmp_path):
+    """The plan's repository step, run with stand-in engine folders: the runner model's config carries lora_adapters,
+    the parameter the app's runner deployment lists its adapters from."""
+    plan = _plan(tmp_path, "kosmos-2")
+    out = tmp_path / "out"
+    (out / "visual_engine").mkdir(parents=True)
+    (out / "visual_engine" / "config.json").write_text(json.dumps({"builder_config": {"model_type": "kosmos-2"}}))
+    (out / "engines" / "llm").mkdir(parents=True)
+    (out / "engines" / "llm" / "config.json").write_text("{}")
+    (repository,) = [s for s in plan.steps if s.id == "repository"]
+    result = subprocess.run(list(repository.argv), cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    config = parse_model_config((out / "triton_repo" / "multimodal_runner" / "config.pbtxt").read_text(), "written")
+    assert config.parameters["lora_adapters"].string_value == "poet,sailor"
