@@ -4,7 +4,7 @@
 MSG_BAD_VERSION = "TensorRT-LLM version '{version}' is not a version number like 0.11 or 0.19.0."
 MSG_UNKNOWN_FAMILY = "Unknown model family '{family}'; choose one of: {choices}."
 MSG_FAMILY_TOO_NEW = "{family} needs TensorRT-LLM {min_version} or newer (chosen: {version})."
-MSG_NO_CHECKPOINT = "Give the Hugging Face checkpoint folder (--checkpoint)."
+MSG_NO_CHECKPOINT = "Give the Hugging Face checkpoint folder."
 MSG_MODEL_ID_NEMO = ("{family} takes a .nemo checkpoint file, which is not on the Hugging Face Hub as a model id: "
                      "give the file as the checkpoint instead of a model id.")
 MSG_CHECKPOINT_MISSING = "Checkpoint {path} does not exist."
@@ -36,7 +36,7 @@ MSG_UNKNOWN_KEYS = "Unknown keys in {where}: {keys}."
 MSG_CONFIG_MISSING = "Config file {path} does not exist."
 MSG_CONFIG_YAML = "Config file {path} is not valid YAML: {reason}"
 MSG_CONFIG_MAPPING = "Config file {path} must hold a mapping at the top level."
-MSG_NO_OUT = "Give the output folder (--out)."
+MSG_NO_OUT = "Give the output folder."
 
 # Planner: warnings shown with the plan (nothing blocks).
 WARN_NOT_SERVED = "{note} Use instead: {instead} The plan stops after the engines."

@@ -123,9 +123,12 @@ class Plan:
         lines.append(f"# Triton: {_one_line(self.triton_note)}")
         lines += [f"# Warning: {_one_line(w)}" for w in self.warnings]
         lines.append("set -euo pipefail")
-        for number, step in enumerate(self.steps, 1):
-            lines.append(f"# [{number}/{len(self.steps)}] {_one_line(step.title)}")
-            lines.append(step.shell_line())
+        # numbered as they run: "Run / resume" runs the build steps ([1/5] ... as its log says), then
+        # "Write repository and launch" the deploy steps (numbered on their own)
+        for part, steps in (("", self.build_steps()), ("deploy ", self.deploy_steps())):
+            for number, step in enumerate(steps, 1):
+                lines.append(f"# [{part}{number}/{len(steps)}] {_one_line(step.title)}")
+                lines.append(step.shell_line())
         return "\n".join(lines) + "\n"
 
     def to_dict(self) -> dict:

@@ -147,7 +147,7 @@ def test_blip2_t5_builds_encoder_and_decoder(tmp_path):
     assert [s.id for s in plan.deploy_steps()] == ["repository", "launch"]  # the runner topology
 
 
-@pytest.mark.parametrize("version", ["0.11", "0.19"])
+@pytest.mark.parametrize("version", ["0.11", "0.12", "0.19"])
 def test_cogvlm_bf16_rules(tmp_path, version):
     plan = plan_for(tmp_path, "cogvlm", version)
     check_documented(plan)
@@ -155,10 +155,13 @@ def test_cogvlm_bf16_rules(tmp_path, version):
     convert, build = step(plan, "convert"), step(plan, "build-llm")
     assert "--use_prompt_tuning" in convert.argv and value(convert.argv, "--dtype") == "bfloat16"
     assert value(build.argv, "--max_multimodal_len") == "61440"  # 48 x 1280
-    expected = "disable" if version == "0.11" else "enable"
+    expected = "enable" if version == "0.19" else "disable"
     assert value(build.argv, "--remove_input_padding") == expected
     assert value(build.argv, "--paged_kv_cache") == expected
-    assert plan.deploy_steps() and "MultimodalModelRunner" in plan.triton_note  # the runner topology
+    # the runner topology; 0.11 has no importable MultimodalModelRunner, so its plan stops after the engines
+    served = version != "0.11"
+    assert bool(plan.deploy_steps()) == served
+    assert ("MultimodalModelRunner" in plan.triton_note) if served else ("from backend 0.12" in plan.triton_note)
     assert any("vicuna" in w for w in plan.warnings)
 
 
@@ -196,11 +199,11 @@ def test_mllama(tmp_path):
     assert value(build.argv, "--max_encoder_input_len") == "6404"
     assert value(build.argv, "--max_num_tokens") == "4096" and value(build.argv, "--max_seq_len") == "2048"
     assert "--max_multimodal_len" not in build.argv
-    # only the late runner ([V], 1.x) is recorded handling mllama: before 1.0 the plan stops after the engines
-    assert not plan.deploy_steps() and "from backend 1.0; with 0.19" in plan.triton_note
-    served = plan_for(tmp_path / "1.0", "mllama", "1.0")
-    assert [s.id for s in served.deploy_steps()][-2:] == ["repository", "launch"]
-    assert "late runner only" in served.triton_note and "no LoRA" in served.triton_note
+    # the 0.16 and 1.x runners handle mllama (runner_eras.yaml): before 0.16 the plan stops after the engines
+    early = plan_for(tmp_path / "0.15", "mllama", "0.15")
+    assert not early.deploy_steps() and "from backend 0.16; with 0.15" in early.triton_note
+    assert [s.id for s in plan.deploy_steps()][-2:] == ["repository", "launch"]
+    assert "the 0.16 and 1.x runners" in plan.triton_note and "no LoRA" in plan.triton_note
     assert M.MSG_FAMILY_TOO_NEW.format(family="Llama-3.2-Vision (mllama)", min_version="0.15", version="0.11") in \
         problems(tmp_path, family="mllama", checkpoint=str(tmp_path / "ckpt"), trtllm_version="0.11")
 
@@ -413,3 +416,21 @@ def test_cli_repo_takes_parameters_as_flags(tmp_path):
     assert result.returncode == 0, result.stderr
     text = (tmp_path / "repo" / "tensorrt_llm" / "config.pbtxt").read_text()
     assert str(tmp_path / "engine") in text and "max_batch_size: 4" in text
+
+
+def test_the_script_numbers_steps_as_they_run(tmp_path):
+    """The Build page's run log numbers the build steps [1/N] (it runs them alone); the script shown as the plan
+    numbers them the same way and the deploy steps on their own (it once said n/7 where the log said 1/5)."""
+    from setup.build.runner import Runner
+
+    plan = plan_for(tmp_path, "llava-1.5")
+    script = plan.to_shell()
+    built, deployed = plan.build_steps(), plan.deploy_steps()
+    assert built and deployed
+    for number, built_step in enumerate(built, 1):
+        assert f"# [{number}/{len(built)}] {built_step.title}" in script
+    for number, deploy_step in enumerate(deployed, 1):
+        assert f"# [deploy {number}/{len(deployed)}] {deploy_step.title}" in script
+    log = tmp_path / "run.log"
+    Runner(built[:1], tmp_path / "out", log).run()  # the run log's first line names the step the same way
+    assert log.read_text().splitlines()[0] == f"==> [1/1] {built[0].title}"
