@@ -1,4 +1,4 @@
-"""The runner model's streamed replies (runner_lib/streaming.py, llm_call.py, deltas.py) against a late-era
+"""The runner model's streamed replies (runner_lib/streaming.py, llm_call.py, deltas.py) against a 1.x
 MultimodalModelRunner whose LLM runner streams as ModelRunnerCpp does.
 
 TensorRT-LLM cannot be installed here (no GPU), so the runner and its LLM runner are mocks, written from the
@@ -23,7 +23,8 @@ from PIL import Image
 
 from setup.paths import TEMPLATES_DIR
 from tests.unit.templates.conftest import ask_all, start_model
-from tests.unit.templates.test_multimodal_runner import LATE, MiddleRunner
+from tests.unit.templates.release_runners import Release016
+from tests.unit.templates.test_multimodal_runner import LATE
 
 RUNNER_DIR = TEMPLATES_DIR / "multimodal_runner" / "multimodal_runner" / "1"
 
@@ -105,7 +106,7 @@ class FakeModelRunnerCpp:
 
 
 class LateStreamingRunner:
-    """A late-era runner ([V]): decoder-only LLM in session cpp_llm_only, ModelRunnerCpp as runner.model."""
+    """A 1.x runner ([V]): decoder-only LLM in session cpp_llm_only, ModelRunnerCpp as runner.model."""
 
     FIELDS = LATE
     model_type, decoder_llm = "llava", True
@@ -178,7 +179,7 @@ def _text(response, name):
 # ---- the call --------------------------------------------------------------------------------------------------
 def test_the_recorded_call_and_llm_runner_are_the_facts():
     raw = yaml.safe_load((RUNNER_DIR / "runner_eras.yaml").read_text())
-    late = raw["eras"]["late"]["streaming"]
+    late = raw["eras"]["1.x"]["streaming"]
     assert tuple(late["llm_call"]["kwargs"]) == FACTS_CALL and late["llm_call"]["positional"] == ["input_ids"]
     assert late["stream_with"] == {"streaming": True, "return_dict": True, "output_sequence_lengths": True}
     cpp = raw["llm_runners"]["ModelRunnerCpp"]
@@ -188,7 +189,7 @@ def test_the_recorded_call_and_llm_runner_are_the_facts():
     params = inspect.signature(FakeModelRunnerCpp.generate).parameters
     assert tuple(params)[2:-1] == FACTS_CPP  # the mock below has the recorded signature
     assert all(params[name].kind is inspect.Parameter.KEYWORD_ONLY for name in FACTS_CPP)
-    assert "streaming" not in raw["eras"]["middle"] and "streaming" not in raw["eras"]["early"]
+    assert all("streaming" not in raw["eras"][release] for release in ("0.12", "0.13", "0.16"))
 
 
 class KwargOrder(FakeModelRunnerCpp):
@@ -232,7 +233,8 @@ def test_the_llm_call_is_valued_as_the_runner_values_it(folders):
 def test_qwen2_vl_gets_mrope_params_and_cogvlm_its_position_ids(folders):
     cls = runner(model_type="qwen2_vl")
     pieces_and_final(ask_all(start_model(folders, cls), text_input="Hi", image_bytes=[_png()]))
-    assert cls.last.setups == [(["Hi"], [(32, 24)], None)]  # [V]: one text and one picture per batch slot
+    # [V]: one text and one picture per batch slot, the picture at load_test_data's 504x504
+    assert cls.last.setups == [(["Hi"], [(504, 504)], None)]
     [call] = cls.last.model.calls
     assert isinstance(call["mrope_params"], MropeParams) and call["mrope_params"].mrope_position_deltas.shape == (1, 1)
     cls = runner(model_type="cogvlm")
@@ -257,7 +259,7 @@ def test_each_snapshot_sends_its_settled_new_text_and_the_final_response_the_fig
     # é is two tokens: its first byte alone decodes to U+FFFD, so it waits for the second; a trailing space waits
     assert pieces == ["A", " c", "a", "t", " é", " s", "i", "t", "s", "."]
     assert _text(final, "text_output") == "" and _text(final, "reply_mode") == "streamed"
-    assert _text(final, "finish_reason") == "stop" and _text(final, "runner_era") == "late"
+    assert _text(final, "finish_reason") == "stop" and _text(final, "runner_era") == "1.x"
     assert cls.last.model.drained and cls.last.ran == []
 
 
@@ -344,8 +346,8 @@ def test_a_cpp_end_to_end_session_or_an_llm_runner_without_streaming_keeps_the_w
     model.finalize()
 
 
-def test_the_middle_eras_runner_keeps_the_whole_reply_even_with_a_streaming_llm_runner(folders):
-    class Middle(MiddleRunner):
+def test_the_016_runner_keeps_the_whole_reply_even_with_a_streaming_llm_runner(folders):
+    class Middle(Release016):
         decoder_llm, session, script, per_yield, fail_after = True, "cpp_llm_only", "x", 1, None
 
         def __init__(self, args):
@@ -353,6 +355,6 @@ def test_the_middle_eras_runner_keeps_the_whole_reply_even_with_a_streaming_llm_
             self.model = FakeModelRunnerCpp(self)
 
     model = start_model(folders, Middle)
-    assert model.era.name == "middle" and model.plan is None
+    assert model.era.name == "0.16" and model.plan is None
     [(final, _)] = ask_all(model, text_input="Hi")
     assert _text(final, "reply_mode") == "whole reply" and model.runner.model.calls == []

@@ -86,10 +86,14 @@ def test_triton_support_depends_on_version():
     llava = get_family("llava-1.5")
     assert llava.triton_served(resolve_version("0.13")) and llava.triton_served(resolve_version("0.19.0"))
     assert not llava.triton_served(resolve_version("0.11"))
-    for late in ("qwen2-vl", "mllama", "llava-onevision"):  # only the late runner [V] is recorded handling them
-        assert get_family(late).triton_served(resolve_version("1.2")) and get_family(late).triton["since"] == "1.0"
-        assert not get_family(late).triton_served(resolve_version("0.19"))
-        assert get_family(late).triton["parameters"]["runner_eras"] == "late"
+    for late in ("qwen2-vl", "mllama", "llava-onevision"):  # the 0.16 and 1.x runners handle them (runner_eras.yaml)
+        assert get_family(late).triton_served(resolve_version("1.2")) and get_family(late).triton["since"] == "0.16"
+        assert get_family(late).triton_served(resolve_version("0.19"))
+        assert not get_family(late).triton_served(resolve_version("0.15"))
+        assert get_family(late).triton["parameters"]["runner_eras"] == "0.16,1.x"
+    for runner in ("cogvlm", "video-neva", "nougat"):  # 0.11 has no importable MultimodalModelRunner
+        assert get_family(runner).triton_served(resolve_version("0.12"))
+        assert not get_family(runner).triton_served(resolve_version("0.11"))
     assert get_family("mllama").triton["parameters"]["encoder_input_features_data_type"] == "TYPE_BF16"
     for runner in ("cogvlm", "phi-3-vision", "llava-next", "nougat", "deplot", "blip2-t5"):  # run.py's runner
         assert get_family(runner).triton_served(resolve_version("0.19"))

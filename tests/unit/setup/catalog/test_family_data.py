@@ -40,7 +40,7 @@ def test_budget_families_keep_their_build_numbers():
     mllama = build_catalogue.get_family("mllama")
     assert mllama.tokens_per_image == 6404 and mllama.visual["image_size"] == [560, 560]
     # the top-level image fact fills the build view's parameters, after the family's own (runner) ones
-    assert mllama.triton["parameters"] == {"runner_eras": "late", "takes_lora": False,
+    assert mllama.triton["parameters"] == {"runner_eras": "0.16,1.x", "takes_lora": False,
                                            "encoder_input_features_data_type": "TYPE_BF16"}
 
 

@@ -18,7 +18,7 @@ def test_every_runner_family_has_a_twin_including_the_late_only_ones():
 def test_a_twin_carries_its_familys_requirements_and_no_foreign_parameters():
     config = runner_demo_config("mllama", Path("/engine"), Path("/vision"))
     assert config.template == "multimodal_runner" and config.parameters["runner_class"] == STANDIN_CLASS
-    assert config.parameters["runner_eras"] == "late" and config.parameters["takes_lora"] is False
+    assert config.parameters["runner_eras"] == "0.16,1.x" and config.parameters["takes_lora"] is False
     assert "encoder_input_features_data_type" not in config.parameters
     assert runner_demo_config("qwen2-vl", Path("/e"), Path("/v")).parameters["runner_required"] == \
         "session=cpp_llm_only"

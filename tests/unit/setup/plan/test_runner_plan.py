@@ -18,8 +18,8 @@ from tests.build_standins import make_checkpoint
 
 RUNNER_FAMILIES = ("blip2-t5", "cogvlm", "deplot", "fuyu", "kosmos-2", "llava-next", "neva", "nougat", "phi-3-vision",
                    "video-neva", "qwen2-vl", "mllama", "llava-onevision")
-# Families only the late runner ([V], TensorRT-LLM 1.x) is recorded handling: planned from 1.0 on.
-LATE_ONLY = {"qwen2-vl": "1.0", "mllama": "1.0", "llava-onevision": "1.0"}
+# Families only the 0.16 and 1.x runners handle (runner_eras.yaml): planned from 0.16 on (qwen2-vl's build from 0.19).
+LATE_ONLY = {"qwen2-vl": "0.19", "mllama": "0.16", "llava-onevision": "0.16"}
 VIDEO = {"video-neva", "llava-onevision"}
 # What each family's visual engine records as builder_config.model_type (multimodal_spec.md §6; blip2 is stored as
 # blip2-t5, Deplot's builder type is pix2struct).
@@ -71,7 +71,7 @@ def test_the_repository_step_writes_and_validates_the_runner_topology(tmp_path, 
     assert values["llm_engine_dir"] == str(out / "engines" if family in ENC_DEC else out / "engines" / "llm")
     assert values["multimodal_family"] == family
     assert (values.get("takes_video") == "true") == (family in VIDEO)
-    assert (values.get("runner_eras") == "late") == (family in LATE_ONLY)
+    assert (values.get("runner_eras") == "0.16,1.x") == (family in LATE_ONLY)
     launch = by_id["launch"].argv
     assert launch[launch.index("--engine-models") + 1] == "multimodal_runner"
     check = _run(by_id["check-repository"])  # the dry run needs no engines
@@ -102,9 +102,10 @@ def test_a_visual_engine_of_another_family_is_refused_before_writing(tmp_path):
     assert not (out / "triton_repo").exists()
 
 
-def test_the_011_era_names_its_visual_engine_file_for_the_runner(tmp_path):
-    values = _sets(next(s for s in _plan(tmp_path, "fuyu", "0.11").steps if s.id == "repository"))
-    assert values["runner_settings"] == "visual_engine_name=visual_encoder.engine"
+def test_the_011_plan_stops_after_the_engines(tmp_path):
+    """0.11 keeps MultimodalModelRunner inside examples/multimodal/run.py (ertkonuk@05316d33): nothing to serve."""
+    plan = _plan(tmp_path, "fuyu", "0.11")
+    assert not plan.deploy_steps() and "from backend 0.12" in plan.triton_note
 
 
 def test_a_nemo_checkpoint_without_a_tokenizer_folder_is_named_in_a_warning(tmp_path):
@@ -138,31 +139,31 @@ def _written_parameters(tmp_path: Path, family: str, **changed) -> tuple[subproc
 
 def test_the_late_only_families_carry_their_runner_requirements_into_the_repository(tmp_path):
     """[V]: qwen2_vl's session is cpp_llm_only, mllama's path passes no LoRA task, llava_onevision reads a video as
-    video_num_frames frames (run.py's 8); each is served only by the late runner."""
+    video_num_frames frames (run.py's 8); each is served only by the 0.16 and 1.x runners."""
     expected = {"qwen2-vl": {"runner_required": "session=cpp_llm_only"}, "mllama": {"takes_lora": "false"},
                 "llava-onevision": {"takes_video": "true", "runner_settings": "video_num_frames=8"}}
     for family, wanted in expected.items():
         result, params = _written_parameters(tmp_path / family, family)
         assert result.returncode == 0, result.stderr
-        assert params["runner_eras"] == "late" and params["multimodal_family"] == family
+        assert params["runner_eras"] == "0.16,1.x" and params["multimodal_family"] == family
         assert {k: params[k] for k in wanted} == wanted, family
         assert "encoder_input_features_data_type" not in params  # the multimodal templates' fact, not the runner's
 
 
-def test_the_late_only_families_are_not_planned_for_a_release_before_1_0():
+def test_the_late_only_families_are_not_planned_for_a_release_before_0_16():
     from setup.catalog.builds import get_family, resolve_version
 
     for family in LATE_ONLY:
-        assert not get_family(family).triton_served(resolve_version("0.19"))
-        assert get_family(family).triton_served(resolve_version("1.0"))
-        assert get_family(family).triton["runner_source"] == "V" and "refused" not in get_family(family).triton
+        assert not get_family(family).triton_served(resolve_version("0.15"))
+        assert get_family(family).triton_served(resolve_version("0.16"))
+        assert get_family(family).triton["runner_source"] == "R016" and "refused" not in get_family(family).triton
 
 
 @pytest.mark.parametrize(("family", "changed", "message"), [
     ("qwen2-vl", {"runner_settings": "session=python"}, "the family requires session=cpp_llm_only"),
     ("qwen2-vl", {"runner_required": ""}, "qwen2-vl needs runner_required=session=cpp_llm_only"),
     ("mllama", {"takes_lora": "true"}, "mllama needs takes_lora=false"),
-    ("llava-onevision", {"runner_eras": "middle,late"}, "llava-onevision needs runner_eras=late"),
+    ("llava-onevision", {"runner_eras": "0.13,1.x"}, "llava-onevision needs runner_eras=0.16,1.x"),
     ("llava-onevision", {"runner_eras": "newest"}, "runner_eras names newest"),
 ])
 def test_a_deployment_that_drops_a_family_requirement_is_refused_before_writing(tmp_path, family, changed, message):

@@ -260,7 +260,7 @@ def test_family_deployment_refuses_unserved_families(monkeypatch):
         family_deployment("mllama")
     monkeypatch.undo()
     assert family_deployment("mllama") == ("multimodal_runner", {**family_deployment("cogvlm")[1],
-                                                                  "runner_eras": "late", "takes_lora": False,
+                                                                  "runner_eras": "0.16,1.x", "takes_lora": False,
                                                                   "multimodal_family": "mllama"})
     assert family_deployment("cogvlm")[0] == "multimodal_runner"
     with pytest.raises(RepoError, match="Unknown family"):

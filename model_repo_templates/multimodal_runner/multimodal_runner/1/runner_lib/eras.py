@@ -1,5 +1,6 @@
-"""The runner's era: the recorded constructor fields and method signatures (runner_eras.yaml) whose `generate`
-and `run` parameters equal the installed class's, read with inspect.signature."""
+"""The runner's release ("era"): the recorded constructor fields and method signatures (runner_eras.yaml, read at
+release commits) whose `generate` and `run` parameters and video loader equal the installed class's, read with
+inspect.signature."""
 
 from __future__ import annotations
 
@@ -11,14 +12,15 @@ from pathlib import Path
 import yaml
 
 ERAS_FILE = Path(__file__).resolve().parent.parent / "runner_eras.yaml"
-MSG_NO_ERA = ("The installed {name} matches no recorded era of MultimodalModelRunner (generate{generate}, "
-              "run{run}); recorded eras: {known}. Record this release's signatures in runner_eras.yaml.")
+MSG_NO_ERA = ("The installed {name} matches no recorded release of MultimodalModelRunner (generate{generate}, "
+              "run{run}{loader}); recorded releases: {known}. Record this release's signatures in runner_eras.yaml.")
 MSG_NOT_SERVED = "The installed {name} is the {era} runner: {why}"
 MSG_BAD_CLASS = "runner_class must be 'module:Class' (got '{text}')."
 MSG_NO_CLASS = "Cannot import the runner class '{text}': {detail}"
+MSG_NOT_IMPORTABLE = " (recorded: {notes})"
 MSG_ERA_NOT_FOR_FAMILY = ("The installed {name} is the {era} runner, but {family} is served only by the {allowed} "
-                          "runner (runner_eras): the recorded runners of other eras do not handle this family.")
-MSG_BAD_ERAS = "runner_eras names {unknown}; recorded eras: {known}."
+                          "runner (runner_eras): the recorded runners of other releases do not handle this family.")
+MSG_BAD_ERAS = "runner_eras names {unknown}; recorded releases: {known}."
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,9 @@ class Era:
     streaming: dict = field(default_factory=dict)  # how this era's generate is redone with streaming (or empty)
     sampling_args: tuple[str, ...] = ()
     combined_engine_dir: bool = False
+    handles: tuple[str, ...] = ()         # the model types its setup_inputs has a branch for
+    per_slot_types: tuple[str, ...] = ()  # types whose setup_inputs reads one text and one picture per batch slot
+    picture_sizes: dict = field(default_factory=dict)  # model type -> (width, height) the release sizes pictures to
 
     def params(self, method: str) -> tuple[str, ...] | None:
         value = self.methods.get(method)
@@ -51,6 +56,19 @@ class Era:
     def takes_lora(self) -> bool:
         return "lora_task_uids" in self.args
 
+    def sampling_defaults(self) -> dict:
+        """The recorded default of each sampling field (run.py's)."""
+        return {name: self.args[name] for name in self.sampling_args}
+
+    def matches(self, runner_class: type) -> bool:
+        """generate's and run's parameters are the recorded ones, and so is the video loader where one is recorded."""
+        if parameter_names(getattr(runner_class, "generate", None)) != self.params("generate"):
+            return False
+        if parameter_names(getattr(runner_class, "run", None)) != self.params("run"):
+            return False
+        loader = self.method_name("load_video")
+        return loader is None or parameter_names(getattr(runner_class, loader, None)) == self.params("load_video")
+
 
 @dataclass(frozen=True)
 class EraBook:
@@ -59,6 +77,7 @@ class EraBook:
     eras: tuple[Era, ...]
     sources: dict = field(default_factory=dict)
     llm_runners: dict = field(default_factory=dict)  # the LLM runners' recorded generate parameters (ModelRunnerCpp)
+    not_importable: dict = field(default_factory=dict)  # releases with no importable runner -> why
 
 
 def load_eras(path: Path = ERAS_FILE) -> EraBook:
@@ -69,9 +88,12 @@ def load_eras(path: Path = ERAS_FILE) -> EraBook:
             sources=tuple(entry.get("sources") or ()), run_returns=tuple(entry.get("run_returns") or ()),
             served=bool(entry.get("served", True)), why=str(entry.get("why", "")),
             streaming=dict(entry.get("streaming") or {}),
-            sampling_args=sampling, combined_engine_dir=entry.get("engine_dirs") == "combined")
+            sampling_args=sampling, combined_engine_dir=entry.get("engine_dirs") == "combined",
+            handles=tuple(entry.get("handles") or ()), per_slot_types=tuple(entry.get("per_slot_types") or ()),
+            picture_sizes={k: tuple(v) for k, v in (entry.get("picture_sizes") or {}).items()})
         for name, entry in raw["eras"].items())
-    return EraBook(eras=eras, sources=dict(raw.get("sources") or {}), llm_runners=dict(raw.get("llm_runners") or {}))
+    return EraBook(eras=eras, sources=dict(raw.get("sources") or {}), llm_runners=dict(raw.get("llm_runners") or {}),
+                   not_importable=dict(raw.get("not_importable") or {}))
 
 
 def parameter_names(function) -> tuple[str, ...] | None:
@@ -83,22 +105,24 @@ def parameter_names(function) -> tuple[str, ...] | None:
 
 
 def detect_era(runner_class: type, book: EraBook | None = None) -> Era:
-    """The recorded era whose generate and run parameters equal `runner_class`'s; ValueError when none does, or
-    when the matching era is one this model cannot serve."""
+    """The recorded release whose generate, run and video loader match `runner_class`'s (Era.matches); ValueError
+    when none does, or when the matching one is a runner this model cannot serve."""
     book = book or load_eras()
-    generate = parameter_names(getattr(runner_class, "generate", None))
-    run = parameter_names(getattr(runner_class, "run", None))
     for era in book.eras:
-        if era.params("generate") == generate and era.params("run") == run:
+        if era.matches(runner_class):
             if not era.served:
                 raise ValueError(MSG_NOT_SERVED.format(name=runner_class.__name__, era=era.name, why=era.why))
             return era
+    generate = parameter_names(getattr(runner_class, "generate", None))
+    run = parameter_names(getattr(runner_class, "run", None))
+    loaders = [f", {name}{_shown(parameter_names(getattr(runner_class, name, None)))}"
+               for name in ("load_test_image", "load_test_data") if hasattr(runner_class, name)]
     raise ValueError(MSG_NO_ERA.format(name=runner_class.__name__, generate=_shown(generate), run=_shown(run),
-                                       known=", ".join(e.name for e in book.eras)))
+                                       loader="".join(loaders), known=", ".join(e.name for e in book.eras)))
 
 
 def parse_eras(text: str) -> tuple[str, ...]:
-    """'late' or 'middle,late' -> ('late',) / ('middle', 'late'); empty means any served era."""
+    """'1.x' or '0.16,1.x' -> ('1.x',) / ('0.16', '1.x'); empty means any served release."""
     return tuple(p.strip() for p in str(text or "").split(",") if p.strip())
 
 
@@ -121,12 +145,15 @@ def _shown(names: tuple[str, ...] | None) -> str:
     return " (missing)" if names is None else f"({', '.join(names)})"
 
 
-def import_runner_class(text: str) -> type:
-    """'package.module:Class' -> the class (the GPU default is tensorrt_llm.runtime:MultimodalModelRunner)."""
+def import_runner_class(text: str, book: EraBook | None = None) -> type:
+    """'package.module:Class' -> the class (the GPU default is tensorrt_llm.runtime:MultimodalModelRunner); the
+    failure names the releases recorded without an importable runner (0.11)."""
     module_name, _, class_name = text.partition(":")
     if not module_name or not class_name:
         raise ValueError(MSG_BAD_CLASS.format(text=text))
     try:
         return getattr(importlib.import_module(module_name), class_name)
     except (ImportError, AttributeError) as exc:
-        raise ValueError(MSG_NO_CLASS.format(text=text, detail=exc)) from None
+        notes = (book or load_eras()).not_importable
+        hint = MSG_NOT_IMPORTABLE.format(notes=" ".join(f"{k}: {v}" for k, v in notes.items())) if notes else ""
+        raise ValueError(MSG_NO_CLASS.format(text=text, detail=exc) + hint) from None

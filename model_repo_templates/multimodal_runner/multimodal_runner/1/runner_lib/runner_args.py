@@ -51,9 +51,12 @@ def check_required(settings: dict, required: dict) -> None:
 def build_args(era: Era, folders: EngineFolders, settings: dict | None = None,
                engine_dir: str | None = None, required: dict | None = None) -> SimpleNamespace:
     """The era's fields with their recorded defaults, the folders, then `settings` and the family's `required`
-    values (only fields the era reads; a setting that contradicts a required value is refused)."""
+    values (only fields the era reads; a setting that contradicts a required value is refused). A required field
+    this release does not read is left out: it states what the family needs where the field exists (qwen2_vl's
+    session=cpp_llm_only is 1.x's field; 0.16 forces use_py_session off itself, R016:366-371)."""
     check_required(settings or {}, required or {})
-    settings = {**(settings or {}), **(required or {})}
+    required = {name: value for name, value in (required or {}).items() if name in era.args}
+    settings = {**(settings or {}), **required}
     values = dict(era.args)
     values["hf_model_dir"] = folders.hf_model_dir
     if era.combined_engine_dir:

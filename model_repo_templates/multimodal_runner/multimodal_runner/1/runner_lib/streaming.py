@@ -1,4 +1,4 @@
-"""Streamed replies where the release's runner can give them: the late era's decoder-only LLMs (not mllama) in a
+"""Streamed replies where the release's runner can give them: the 1.x runner's decoder-only LLMs (not mllama) in a
 session whose LLM runner streams (cpp_llm_only: ModelRunnerCpp; python: ModelRunner) and whose
 `runner.model.generate` takes `streaming`. The LLM call is the runner's own (llm_call.py) with streaming on; each
 snapshot's generated part of batch slot 0, beam 0 is decoded and its new text sent (deltas.py). The generator is
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from .deltas import StreamedText
 from .eras import Era, EraBook
 from .llm_call import Contract, llm_call, prepare
-from .replies import Reply, apply_settings, load_picture, per_slot
+from .replies import Reply, apply_settings, per_slot, picture
 from .requests import RunnerRequest
 
 WHY_NOT_RECORDED = "the {era} runner's streaming is not recorded (runner_eras.yaml has no streaming for it)"
@@ -128,11 +128,14 @@ def relay(generator, tokenizer, input_length: int, request: RunnerRequest, send:
 
 def stream_answer(runner, era: Era, plan: StreamPlan, request: RunnerRequest, send: Callable[[str], None],
                   cancelled: Callable[[], bool] = lambda: False, family_takes_lora: bool = True,
-                  family: str = "") -> Streamed:
-    """The reply to `request` streamed through runner.model.generate (calls are serialised by the caller)."""
-    apply_settings(runner, era, request, family_takes_lora, family)
-    text, picture = per_slot(runner, request.text or None, load_picture(runner, era, request))
-    prepared = prepare(runner, plan.contract, era.params("setup_inputs"), era.name, text, picture, request.max_tokens)
-    args, kwargs = llm_call(plan.contract, prepared)
-    generator = runner.model.generate(*args, **kwargs)
-    return relay(generator, runner.tokenizer, prepared.input_length, request, send, cancelled)
+                  family: str = "", defaults: dict | None = None) -> Streamed:
+    """The reply to `request` streamed through runner.model.generate (calls are serialised by the caller); a video's
+    file and args.video_path stay until the stream is drained (replies.picture)."""
+    apply_settings(runner, era, request, family_takes_lora, family, defaults)
+    with picture(runner, era, request) as given:
+        text, given = per_slot(runner, era, request.text or None, given)
+        prepared = prepare(runner, plan.contract, era.params("setup_inputs"), era.name, text, given,
+                           request.max_tokens)
+        args, kwargs = llm_call(plan.contract, prepared)
+        generator = runner.model.generate(*args, **kwargs)
+        return relay(generator, runner.tokenizer, prepared.input_length, request, send, cancelled)
