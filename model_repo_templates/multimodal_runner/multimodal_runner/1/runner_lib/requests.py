@@ -85,3 +85,23 @@ def decode_image(data: bytes, index: int = 0):
     except (UnidentifiedImageError, OSError, ValueError) as exc:
         raise ValueError(MSG_IMAGE.format(index=index, detail=exc)) from None
     return image.convert("RGB")
+
+
+MSG_LORA_UNKNOWN = ("lora_task_id {uid} is not an adapter this engine was built with; it holds {baked} "
+                    "(trtllm-build --lora_dir, numbered in load order).")
+
+
+def baked_adapters(text: str) -> tuple[str, ...]:
+    """The lora_adapters parameter (the adapters the LLM engine was built with, comma-separated in load order)."""
+    return tuple(name.strip() for name in (text or "").split(",") if name.strip())
+
+
+def check_lora_task(request: RunnerRequest, adapters: tuple[str, ...]) -> None:
+    """ValueError naming the request's lora_task_id when it is not a place in `adapters` (the runner's LoraManager
+    numbers the engine's adapters "0", "1", ... in load order, and an unknown uid is a bare KeyError there). Nothing
+    is checked when the repository records no adapters (written before lora_adapters, or by hand)."""
+    uid = request.lora_task_id
+    if uid is None or not adapters or 0 <= uid < len(adapters):
+        return
+    baked = ", ".join(f"{i} '{name}'" for i, name in enumerate(adapters))
+    raise ValueError(MSG_LORA_UNKNOWN.format(uid=uid, baked=baked))
