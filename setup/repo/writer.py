@@ -14,6 +14,7 @@ from tritonclient.grpc import model_config_pb2
 
 from setup.paths import DATA_DIR, TEMPLATES_DIR
 from setup.repo.atomic import staged_folder
+from setup.repo.family_lora import family_refuses_lora, without_lora
 from setup.repo.fill import FillError, fill, placeholders
 from setup.repo.messages import MSG_RUNTIME_UNKNOWN, MSG_SHARED_MISSING
 from setup.repo.releases import apply_release, release_edits
@@ -268,6 +269,8 @@ def render_model(model: str, config: DeploymentConfig, specs: dict[str, Paramete
         edits = release_edits(config.trtllm_version) if config.engine == "tensorrtllm" else {}
     except ValueError as exc:
         raise RepoError(str(exc)) from None
+    if family_refuses_lora(_values_for(model, config, specs, template).get("multimodal_family")):
+        filled = without_lora(model, filled)
     return apply_release(model, filled, edits)
 
 

@@ -210,8 +210,19 @@ class TritonEngineDeployment(TritonServed):
         return stream
 
     # ---- adapters ----------------------------------------------------------------------------------
+    def takes_adapters(self) -> bool:
+        """Whether the deployed model declares LoRA inputs (a family without LoRA is written without them); True
+        while the server cannot say yet (a request is refused in a sentence then)."""
+        try:
+            return self.client.model_info().resolve("lora_task_id") is not None
+        except ChatError:
+            return True
+
     def adapter_names(self) -> list[str]:
-        """The adapters a reply can pick; the model's own adapter is not among them (it is always on)."""
+        """The adapters a reply can pick: none when the deployed model takes no LoRA inputs; the model's own adapter
+        is not among them (it is always on)."""
+        if not self.takes_adapters():
+            return []
         own = self.built_in_adapter()
         return [a.name for a in self.registry.list() if a.name != own]
 
