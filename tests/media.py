@@ -7,6 +7,7 @@ Nothing here is downloaded; every file is written by OpenCV (MP4, WebM), Pillow 
 from __future__ import annotations
 
 import io
+import struct
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -89,3 +90,12 @@ def password_pdf() -> bytes:
     """A one-page PDF under the standard security handler whose user password is not empty."""
     encrypt = "<< /Filter /Standard /V 1 /R 2 /O <" + "11" * 32 + "> /U <" + "22" * 32 + "> /P -4 >>"
     return hand_made_pdf([*ONE_PAGE, encrypt], "/Encrypt 4 0 R /ID [<" + "33" * 16 + "> <" + "33" * 16 + ">] ")
+
+
+def bomb_gif() -> bytes:
+    """A 10x10 GIF whose header claims a 60000x60000 screen: Pillow's decompression-bomb check refuses to open it."""
+    buffer = io.BytesIO()
+    Image.new("P", (10, 10)).save(buffer, "GIF")
+    data = bytearray(buffer.getvalue())
+    data[6:10] = struct.pack("<HH", 60000, 60000)
+    return bytes(data)

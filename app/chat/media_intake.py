@@ -19,7 +19,9 @@ from PIL import Image
 
 from app.core.constants import DEFAULT_VIDEO_FRAMES, MAX_SAMPLED_FRAMES
 from app.core.conversation import IMAGE, PDF, VIDEO, Media
+from app.core.errors import InvalidVideo
 from app.vision.documents import render_pdf
+from app.vision.messages import MSG_VIDEO_UNSUPPORTED_FORMAT
 from app.vision.video import sample_video, time_labels, video_format
 from setup.catalog.family_data import family_files
 
@@ -59,7 +61,7 @@ def _is_still_gif(source: str | bytes) -> bool:
     try:
         with Image.open(BytesIO(source) if isinstance(source, bytes) else source) as picture:
             return getattr(picture, "n_frames", 1) <= 1
-    except OSError:
+    except (OSError, Image.DecompressionBombError):  # the video checks read its header and say what is wrong
         return False
 
 
@@ -117,6 +119,14 @@ def pdf_media(source: str | bytes, name: str, pages: str | None = None) -> Media
     path, data = (None, source) if isinstance(source, bytes) else (str(source), None)
     return Media(name=name, path=path, data=data, kind=PDF, frames=frames,
                  labels=tuple(f"page {n}" for n in rendered.numbers), detail=detail)
+
+
+def declared_video(source: str | bytes, name: str, **options) -> Media:
+    """A file sent as a video (an API's video part): its media, or InvalidVideo when its bytes are no video (they
+    are not then checked as a picture, which would call the video "not an image")."""
+    if file_kind(_read_head(source)) != VIDEO:
+        raise InvalidVideo(MSG_VIDEO_UNSUPPORTED_FORMAT.format(name=name))
+    return media_for(source, name=name, **options)
 
 
 def media_for(source: str | bytes, name: str | None = None, family: str | None = None, takes_video: bool = False,

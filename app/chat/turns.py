@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from app.chat.adapter_check import Verdict, reply_shows_adapter
 from app.chat.context import AppContext
 from app.chat.figures import figures_text, measure
-from app.chat.media_intake import media_for, pdf_media
+from app.chat.media_intake import declared_video, media_for, pdf_media
 from app.chat.messages import (
     MSG_EMPTY_PROMPT,
     MSG_NO_REGENERATE,
@@ -79,8 +79,8 @@ def message_media(ctx: AppContext, files: Sequence[str | bytes | Media], pages: 
                 return item
             if item.kind == PDF:  # an API's file part: a PDF, or refused as not one
                 return pdf_media(item.source, item.name, pages)
-            return media_for(item.source, name=item.name, family=family, takes_video=video, pages=pages,
-                             frame_count=frame_count)
+            return declared_video(item.source, item.name, family=family, takes_video=video, pages=pages,
+                                  frame_count=frame_count)  # an API's video part: a video, or refused as not one
         return media_for(item, family=family, takes_video=video, pages=pages, frame_count=frame_count)
     return tuple(read(item) for item in files or ())
 

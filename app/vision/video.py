@@ -219,7 +219,7 @@ def _gif_frames(data: bytes, indices: Sequence[int], name: str) -> dict[int, Ima
                 image.seek(index)
                 image.load()
                 frames[index] = to_rgb(image.copy())
-    except (OSError, EOFError, ValueError, SyntaxError) as exc:
+    except (OSError, EOFError, ValueError, SyntaxError, Image.DecompressionBombError) as exc:
         if not frames:
             raise InvalidVideo(MSG_VIDEO_UNREADABLE.format(name=name, detail=exc)) from None
     return frames

@@ -4,6 +4,7 @@ crash, no traceback."""
 
 from __future__ import annotations
 
+import base64
 import json
 import zipfile
 
@@ -15,6 +16,7 @@ from app.core.constants import MAX_PROMPT_CHARS
 from app.core.messages import MSG_TEXT_ONLY
 from app.vision.messages import MSG_IMAGE_EMPTY, MSG_IMAGE_NOT_AN_IMAGE, MSG_IMAGE_TRUNCATED
 from tests.bench_fixtures import pacing, pacing_app  # noqa: F401 - fixtures
+from tests.media import bomb_gif
 from tests.servers import free_port
 
 API_CASES = [  # (id, generate() arguments, message)
@@ -126,6 +128,12 @@ def test_api_image_to_a_text_only_model(pacing_app, tmp_path):  # noqa: F811
                                                    api_name="/generate")
 
 
+def _media_body(part: str, mime: str, data: bytes) -> bytes:
+    url = f"data:{mime};base64," + base64.b64encode(data).decode()
+    return json.dumps({"messages": [{"role": "user", "content": [
+        {"type": "text", "text": "what is it?"}, {"type": part, part: {"url": url}}]}]}).encode()
+
+
 OPENAI_CASES = [  # (id, raw body, message): the OpenAI-compatible API refuses with 400 and its own sentence
     ("openai-not-json", b"{nope", "The request body is not valid JSON"),
     ("openai-not-utf8", b'{"messages": "caf\xe9"}', "The request body is not valid JSON"),
@@ -142,11 +150,28 @@ OPENAI_CASES = [  # (id, raw body, message): the OpenAI-compatible API refuses w
      "takes no LoRA inputs"),
 ]
 
+MEDIA_CASES = [  # (id, raw body, message): each decoder's refusal, on a vision deployment, is a 400 naming the kind
+    ("gif-claiming-a-huge-screen", _media_body("image_url", "image/gif", bomb_gif()), "megapixels"),
+    ("gif-video-claiming-a-huge-screen", _media_body("video_url", "image/gif", bomb_gif()),
+     "pixels per frame; video frames may have at most"),  # was HTTP 500 (DecompressionBombError)
+    ("video-part-of-random-bytes", _media_body("video_url", "video/webm", bytes(range(256)) * 20),
+     "is not an MP4, WebM or GIF video"),  # was "The image is not an image"
+]
+
 
 @pytest.mark.integration
 @pytest.mark.parametrize("case, raw, message", OPENAI_CASES, ids=[c[0] for c in OPENAI_CASES])
 def test_openai_api_answers_each_bad_body(pacing_app, case, raw, message):  # noqa: F811
     reply = httpx.post(pacing_app + "v1/chat/completions", content=raw, timeout=10,
+                       headers={"content-type": "application/json"})
+    assert reply.status_code == 400, reply.text
+    assert message in reply.json()["error"]["message"]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("case, raw, message", MEDIA_CASES, ids=[c[0] for c in MEDIA_CASES])
+def test_openai_api_refuses_bad_media_in_a_sentence(app_url, case, raw, message):
+    reply = httpx.post(app_url + "v1/chat/completions", content=raw, timeout=60,
                        headers={"content-type": "application/json"})
     assert reply.status_code == 400, reply.text
     assert message in reply.json()["error"]["message"]

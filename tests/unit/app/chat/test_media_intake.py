@@ -10,7 +10,7 @@ from app.chat.media_intake import family_video_frames, file_kind, media_for
 from app.core.constants import DEFAULT_VIDEO_FRAMES, MAX_VIDEO_SECONDS
 from app.core.conversation import IMAGE, PDF, VIDEO, Turn
 from app.core.errors import InvalidDocument, InvalidVideo
-from tests.media import ball_video, ball_x, page_with_heading, pdf_of_pages
+from tests.media import ball_video, ball_x, bomb_gif, page_with_heading, pdf_of_pages
 from tests.pictures import shape_picture
 
 
@@ -99,3 +99,20 @@ def test_a_video_is_sampled_to_as_many_frames_as_the_deployment_takes(tmp_path, 
     with pytest.raises(TooManyImages, match="at most 8 image"):
         check_new_turn(ctx, "What moves?", [picture] * 8 + [video])
     assert replace(video_media, frames=()).pictures == ()
+
+
+def test_each_decoders_refusal_names_the_file_and_its_kind(tmp_path):
+    """Pillow's decompression-bomb check (it raised out of the GIF check: HTTP 500 through /v1), OpenCV's FFmpeg on a
+    cut-off MP4, bytes that are no video sent as a video (they were called "not an image"), pdfium on a damaged PDF."""
+    from app.chat.media_intake import declared_video
+
+    with pytest.raises(InvalidVideo, match=r"^screen\.gif is 60000 x 60000 pixels per frame"):
+        media_for(bomb_gif(), "screen.gif")
+    whole = ball_video(tmp_path / "ball.mp4").read_bytes()
+    with pytest.raises(InvalidVideo, match=r"^cut\.mp4 could not be read as a video"):
+        media_for(whole[: len(whole) // 3], "cut.mp4")
+    with pytest.raises(InvalidVideo, match=r"^noise\.webm is not an MP4, WebM or GIF video"):
+        declared_video(b"\x13\x37" * 2000, "noise.webm")
+    assert declared_video(whole, "ball.mp4").kind == VIDEO
+    with pytest.raises(InvalidDocument, match=r"^broken\.pdf"):
+        media_for(b"%PDF-1.7\n" + b"\x00garbage" * 50, "broken.pdf")
