@@ -100,7 +100,7 @@ def test_lora_refused_for_family_without_it_and_problems_collected(folders):
         make_serve_plan(ServeConfig(family="qwen2-vl", checkpoint=str(folders / "missing"), trtllm_version="1.0",
                                     out="", kv_cache_fraction=1.5, lora_dir=str(folders / "adapters")))
     text = "\n".join(err.value.problems)
-    assert "no LoRA support" in text and "does not exist" in text and "at most 1" in text and "--out" in text
+    assert "no LoRA support" in text and "does not exist" in text and "at most 1" in text and "Give the output folder" in text
 
 
 def test_files_written_whole(folders):
