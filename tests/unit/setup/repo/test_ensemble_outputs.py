@@ -10,21 +10,25 @@ tensorrt_llm config (tests/data/upstream/<tag>/inflight_batcher_llm.yaml, from s
 
 from __future__ import annotations
 
-from concurrent import futures
 from pathlib import Path
 
-import grpc
 import pytest
 import yaml
 from google.protobuf import json_format, text_format
 from tritonclient.grpc import model_config_pb2 as pb
-from tritonclient.grpc import service_pb2, service_pb2_grpc
+from tritonclient.grpc import service_pb2
 
 from app.core.sampling import SamplingParams
 from app.triton.client import ModelInfo, TritonChatClient
-from app.triton.transport import drop_channel
+from app.triton import transport
 from setup.repo.releases import release_tensor_sets
-from setup.repo.writer import DeploymentConfig, family_deployment, load_template, parameter_specs, render_model
+from setup.repo.writer import (
+    DeploymentConfig,
+    family_deployment,
+    load_template,
+    parameter_specs,
+    render_model,
+)
 
 UPSTREAM = Path(__file__).parents[3] / "data" / "upstream"
 ENGINE = "tensorrt_llm"
@@ -99,29 +103,39 @@ def test_the_templates_own_release_keeps_every_output():
 
 
 # ---- the app: it asks for the outputs it reads, by name ----------------------------------------------------------
-class RecordingServicer(service_pb2_grpc.GRPCInferenceServiceServicer):
-    """Records the stream's request and answers it with one final, empty response."""
+class RecordingStub:
+    """The gRPC stub the stream gets (app.triton.transport.stub_for): records the request it sends and answers it
+    with one final, empty response."""
 
     def __init__(self):
         self.requests: list = []
 
-    def ModelStreamInfer(self, request_iterator, context):  # noqa: N802 - the gRPC method name
+    def ModelStreamInfer(self, request_iterator):  # noqa: N802 - the gRPC method name
         self.requests.append(next(request_iterator))
         response = service_pb2.ModelInferResponse(model_name="ensemble", id=self.requests[-1].id)
         response.parameters["triton_final_response"].bool_param = True
-        yield service_pb2.ModelStreamInferResponse(infer_response=response)
+        return _Responses([service_pb2.ModelStreamInferResponse(infer_response=response)])
+
+
+class _Responses:
+    def __init__(self, items):
+        self._items = iter(items)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return next(self._items)
+
+    def cancel(self):
+        pass
 
 
 @pytest.fixture
-def server():
-    servicer = RecordingServicer()
-    grpc_server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(servicer, grpc_server)
-    port = grpc_server.add_insecure_port("127.0.0.1:0")
-    grpc_server.start()
-    yield f"127.0.0.1:{port}", servicer
-    grpc_server.stop(grace=None)
-    drop_channel(f"127.0.0.1:{port}")
+def server(monkeypatch):
+    stub = RecordingStub()
+    monkeypatch.setattr(transport, "stub_for", lambda url: stub)
+    return "127.0.0.1:1", stub
 
 
 @pytest.mark.parametrize("family,release", SERVED)
