@@ -64,6 +64,12 @@ MSG_MAX_IMAGES = "max_num_images {images} is above what {family} takes per reque
 MSG_MARKER = ("image_marker is '{given}', but {family} marks images with '{marker}'; leave image_marker unset "
               "or set it to '{marker}'.")
 MSG_NO_TOKENS = "{family} has no fixed visual token count, so it cannot use a fixed prompt table."
+MSG_VISUAL_ROWS = (
+    "The visual engine in {path} makes {rows} prompt-table rows per image ({source}), but {family} has {tokens} "
+    "visual tokens per image, which preprocessing places as fake ids and the LLM engine's prompt table is sized for: "
+    "every image would be misaligned. Another model size of the family has another token count; build the visual "
+    "engine from the checkpoint the family file records ({tokens} rows), or serve this one with its own family entry."
+)
 MSG_RUNNER_NEEDS = "The runner layout needs {name} ({why})."
 MSG_RUNNER_NO_TYPE = "{path} records no builder_config.model_type; is {folder} a visual engine folder?"
 MSG_RUNNER_FAMILY = ("multimodal_family is '{given}', but the visual engine in {folder} reports model_type '{model_type}'"

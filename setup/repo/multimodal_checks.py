@@ -4,6 +4,12 @@ The backend's preprocessing derives tokens per image from the LLM engine as
 max_prompt_embedding_table_size // max_batch_size // max_num_images, so the engine must have been
 built with exactly max_batch_size x visual tokens per image x max_num_images; anything else
 silently shifts every prompt. These checks turn such mismatches into one clear message.
+
+The visual engine's rows per image must be the family's T too (#47 item 14: another VILA size makes other rows
+and silently misaligns the table). Its config.json says so where the builder records it: our CPU encoder's
+builder_config.num_visual_features, or builder_config.output_shape [batch, rows, hidden] of the 0.19+ builder
+(multimodal_builder.py). The 0.12-0.18 builders record only model_type and precision; then the GPU
+multimodal_encoders checks the engine's own output shape when it starts.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from setup.repo.messages import (
     MSG_NO_TOKENS,
     MSG_SERVER_PROCESSOR,
     MSG_TABLE_SIZE,
+    MSG_VISUAL_ROWS,
 )
 
 
@@ -56,6 +63,17 @@ def visual_model_type(multimodal_model_path: str | Path) -> str:
     if not model_type:
         raise ValueError(MSG_CONFIG_UNREADABLE.format(path=path, detail="no builder_config.model_type"))
     return str(model_type)
+
+
+def visual_rows(multimodal_model_path: str | Path) -> tuple[int, str] | None:
+    """(rows per image, where it was read) from a visual engine folder's config.json; None when it records none."""
+    builder = read_json(Path(multimodal_model_path) / "config.json").get("builder_config", {})
+    if builder.get("num_visual_features"):
+        return int(builder["num_visual_features"]), "builder_config.num_visual_features"
+    shape = builder.get("output_shape")
+    if isinstance(shape, list) and len(shape) == 3 and int(shape[1]) > 0:
+        return int(shape[1]), f"builder_config.output_shape {shape}"
+    return None
 
 
 def check_multimodal(values: dict) -> MultimodalLayout:
@@ -94,6 +112,10 @@ def check_multimodal(values: dict) -> MultimodalLayout:
     batch = int(build.get("max_batch_size", 0))
     table = int(build.get("max_prompt_embedding_table_size", 0) or 0)
     tokens = family.visual_tokens_per_image
+    rows = visual_rows(visual)
+    if rows is not None and rows[0] != tokens:
+        raise ValueError(MSG_VISUAL_ROWS.format(path=visual, rows=rows[0], source=rows[1], family=family.display_name,
+                                                tokens=tokens))
     expected = batch * tokens * images
     if table != expected:
         fits = table // (batch * tokens) if batch and tokens else 0

@@ -6,6 +6,9 @@ the engine in multimodal_model_path (model.engine, or visual_encoder.engine of o
 (TensorRT-LLM 0.19+) or `output` (older). Rows of one request are concatenated in image order, which
 is the order of the fake ids preprocessing placed. A request without IMAGE gets no outputs at all, so a
 text-only request reaches tensorrt_llm without a prompt table.
+At start the engine's output rows per image must equal the rows per image of the LLM engine's prompt table
+(gpt_model_path: max_prompt_embedding_table_size // max_batch_size // max_num_images, as preprocessing places
+fake ids): otherwise the model refuses to start and says which is which (#47 item 14).
 Needs `tensorrt` and a CUDA build of torch; the CPU demo replaces this file with its OCR encoder.
 """
 
@@ -22,6 +25,34 @@ OUTPUT_NAMES = ("encoder_output", "output")
 def _param(config, key):
     value = config.get("parameters", {}).get(key, {}).get("string_value", "")
     return "" if value.startswith("${") else value
+
+
+def table_rows_per_image(engine_dir, max_images):
+    """(rows per image, the sentence saying where they come from) of the LLM engine's prompt table, derived as
+    preprocessing derives its fake ids; None when there is no LLM engine config to read."""
+    try:
+        build = json.loads((Path(engine_dir) / "config.json").read_text())["build_config"]
+        table, batch = int(build.get("max_prompt_embedding_table_size") or 0), int(build["max_batch_size"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    images = max(1, max_images)
+    return table // batch // images, (f"max_prompt_embedding_table_size {table} // max_batch_size {batch} // "
+                                      f"max_num_images {images}")
+
+
+def check_rows(engine_file, output_shape, engine_dir, max_images):
+    """Refuse, in a sentence, a visual engine whose rows per image are not the LLM engine's prompt-table rows."""
+    shape = [int(d) for d in output_shape]
+    expected = table_rows_per_image(engine_dir, max_images)
+    if len(shape) != 3 or shape[1] <= 0 or expected is None:
+        return
+    if shape[1] != expected[0]:
+        raise ValueError(
+            f"The visual engine {engine_file} makes {shape[1]} prompt-table rows per image (output shape {shape}), "
+            f"but the LLM engine in {engine_dir} holds {expected[0]} rows per image ({expected[1]}), which is where "
+            "preprocessing puts each image's fake ids: every image would be misaligned. Build both engines from "
+            "the same checkpoint (another model size has another number of visual tokens per image), with "
+            f"--max_multimodal_len = max_batch_size x {shape[1]} x max_num_images.")
 
 
 class TritonPythonModel:
@@ -46,6 +77,11 @@ class TritonPythonModel:
         names = [self.engine.get_tensor_name(i) for i in range(self.engine.num_io_tensors)]
         self.output_name = next((n for n in OUTPUT_NAMES if n in names), names[-1])
         self.input_name = "input" if "input" in names else names[0]
+        try:
+            check_rows(engine_file, self.engine.get_tensor_shape(self.output_name), _param(config, "gpt_model_path"),
+                       self.max_images)
+        except ValueError as exc:
+            raise pb_utils.TritonModelException(str(exc)) from None
         self.input_dtype = self._torch_dtype(self.engine.get_tensor_dtype(self.input_name), trt)
         self.output_dtype = self._torch_dtype(self.engine.get_tensor_dtype(self.output_name), trt)
 
