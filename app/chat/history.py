@@ -1,5 +1,6 @@
 """Conversations kept in the person's browser: the stored list (switch, new, delete), and export to JSON and
-Markdown and import back. Pure functions over the stored value; the server keeps none of it.
+Markdown and import back. Pure functions over the stored value; the server keeps none of it (an imported file's
+pictures are stored where uploads are, by the caller's `keep`).
 
 Both the stored value and the exported file hold conversations in one versioned JSON schema of the typed
 turns (app.core.conversation), VERSION 2:
@@ -10,7 +11,8 @@ turns (app.core.conversation), VERSION 2:
 
 Stored value: {"version": 2, "current": id, "chats": [{"id", "title", "updated", "conversation"}]}, newest
 first; a picture keeps its upload's path while the server still has the file. File: {"format", "version": 2,
-"title", "exported", "turns"}; pictures are named, not kept. What older apps wrote (version 1: chat messages
+"title", "exported", "turns"}; pictures, frames and pages embedded as data URLs ("data", "frames_data") within
+size limits, a "note" for one left out. What older apps wrote (version 1: chat messages
 with display text) is read by the caller's `older` reader (app.web.legacy_chats), the only place that reads
 that display form."""
 
@@ -47,6 +49,9 @@ NEW_TITLE = "New chat"
 MAX_EMBED_BYTES = 1024 * 1024  # an image bigger than this is named, not embedded, in a Markdown export
 
 OlderReader = Callable[[object], Conversation]  # version 1 messages -> Conversation (ValueError when damaged)
+Embedder = Callable[[str, str], object]  # (upload path, name) -> a data URL, or Left (why it is not embedded)
+Keeper = Callable[[str, str], str]  # (data URL, name) -> the path it was stored at (ValueError: not a picture)
+MAX_EXPORT_EMBED_BYTES = 8 * 1024 * 1024  # all the pictures of one JSON export together
 
 
 def _no_older(_messages: object) -> Conversation:
@@ -62,23 +67,36 @@ def _version_dict(version: ReplyVersion) -> dict:
             **({"parsed": outputs_kind(version.outputs)} if isinstance(version.outputs, ReplyOutputs) else {})}
 
 
-def _media_dict(media: Media, paths: bool) -> dict:
+def _media_dict(media: Media, paths: bool, embed: Embedder | None = None) -> dict:
+    """A file of a message as JSON values: its path (`paths`), and with `embed` its picture or frames as data URLs
+    (a note instead when over the size limit or gone)."""
     out = {"kind": media.kind, "name": media.name, **({"path": media.path} if paths and media.path else {})}
     if media.frames and paths and all(isinstance(f, str) for f in media.frames):
         out.update(frames=list(media.frames), labels=list(media.labels), detail=media.detail, as_video=media.as_video)
+    if embed is not None:
+        if media.frames and all(isinstance(f, str) for f in media.frames):
+            urls = [embed(frame, f"{media.name} {label}") for frame, label in zip(
+                media.frames, media.labels or [str(n) for n in range(1, len(media.frames) + 1)], strict=False)]
+            if all(isinstance(url, str) for url in urls):
+                out.update(frames_data=urls, labels=list(media.labels), detail=media.detail)
+            else:
+                out["note"] = next(url.note for url in urls if not isinstance(url, str))
+        elif media.path:
+            url = embed(media.path, media.name)
+            out.update({"data": url} if isinstance(url, str) else {"note": url.note})
     return out
 
 
-def turn_dict(turn: Turn, paths: bool = True) -> dict:
-    """A turn as plain JSON values (`paths`: with each picture's upload path)."""
+def turn_dict(turn: Turn, paths: bool = True, embed: Embedder | None = None) -> dict:
+    """A turn as plain JSON values (`paths`: with each picture's upload path; `embed`: the pictures themselves)."""
     if turn.is_reply:
         return {"role": ASSISTANT, "shown": turn.shown, "versions": [_version_dict(v) for v in turn.versions]}
-    media = [_media_dict(m, paths) for m in turn.media]
+    media = [_media_dict(m, paths, embed) for m in turn.media]
     return {"role": USER, "text": turn.text, "media": media}
 
 
-def conversation_dict(conversation: Conversation, paths: bool = True) -> dict:
-    return {"turns": [turn_dict(turn, paths) for turn in conversation.turns]}
+def conversation_dict(conversation: Conversation, paths: bool = True, embed: Embedder | None = None) -> dict:
+    return {"turns": [turn_dict(turn, paths, embed) for turn in conversation.turns]}
 
 
 def _sampling(raw: object) -> SamplingParams | None:
@@ -118,15 +136,31 @@ def reply_of(raw: object) -> Turn:
                 else -1)
 
 
-def _media_of(raw: object) -> Media:
+def _media_of(raw: object, keep: Keeper | None = None) -> Media:
+    """A message's file from its JSON values; with `keep`, pictures and frames embedded as data URLs are stored
+    (keep(data URL, name) -> path) and shown again."""
     if not isinstance(raw, dict) or not isinstance(raw.get("name", ""), str):
         raise ValueError("a picture is {kind, name}")
     path, frames, labels = raw.get("path"), raw.get("frames") or [], raw.get("labels") or []
+    if keep is not None:
+        path, frames = _kept_data(raw, keep)
     if not isinstance(frames, list) or not all(isinstance(f, str) for f in frames) or not isinstance(labels, list):
         raise ValueError("a video's or PDF's frames are a list of paths")
     return Media(name=raw.get("name", ""), path=path if isinstance(path, str) and path else None,
                  kind=str(raw.get("kind") or "image"), frames=tuple(frames), labels=tuple(map(str, labels)),
                  detail=str(raw.get("detail") or ""), as_video=raw.get("as_video") is True)
+
+
+def _kept_data(raw: dict, keep: Keeper) -> tuple[str | None, list]:
+    """(path, frames) of an imported file: its embedded picture or frames stored by `keep`; none of either when the
+    file holds none (a picture exported by name only)."""
+    name = raw.get("name") or "picture"
+    data, frames = raw.get("data"), raw.get("frames_data")
+    if isinstance(frames, list) and frames:
+        if not all(isinstance(url, str) for url in frames):
+            raise ValueError("frames_data must be data URLs")
+        return None, [keep(url, f"{name}-{number}") for number, url in enumerate(frames, 1)]
+    return (keep(data, name) if isinstance(data, str) else None), []
 
 
 def with_outputs(turns: list[Turn], raws: list[dict]) -> list[Turn]:
@@ -147,8 +181,8 @@ def with_outputs(turns: list[Turn], raws: list[dict]) -> list[Turn]:
     return out
 
 
-def turn_of(raw: object) -> Turn:
-    """A turn `turn_dict` wrote; ValueError naming what is wrong."""
+def turn_of(raw: object, keep: Keeper | None = None) -> Turn:
+    """A turn `turn_dict` wrote (`keep`: stores its embedded pictures); ValueError naming what is wrong."""
     if not isinstance(raw, dict) or raw.get("role") not in ROLES:
         raise ValueError('a turn has "role": "user" or "assistant"')
     if raw["role"] == ASSISTANT:
@@ -156,11 +190,12 @@ def turn_of(raw: object) -> Turn:
     media = raw.get("media") or []
     if not isinstance(raw.get("text"), str) or not isinstance(media, list):
         raise ValueError("a message has its text and a list of media")
-    return Turn.user(raw["text"], tuple(_media_of(m) for m in media))
+    return Turn.user(raw["text"], tuple(_media_of(m, keep) for m in media))
 
 
-def conversation_of(raw: object) -> Conversation:
-    """A conversation `conversation_dict` wrote; ValueError naming the first damaged turn."""
+def conversation_of(raw: object, keep: Keeper | None = None) -> Conversation:
+    """A conversation `conversation_dict` wrote (`keep`: stores its embedded pictures); ValueError naming the first
+    damaged turn."""
     turns = raw.get("turns") if isinstance(raw, dict) else None
     if not isinstance(turns, list):
         raise ValueError("it holds no list of turns")
@@ -168,7 +203,7 @@ def conversation_of(raw: object) -> Conversation:
     kept = turns[-MAX_CONVERSATION_MESSAGES:]
     for number, turn in enumerate(kept, start=1):
         try:
-            out.append(turn_of(turn))
+            out.append(turn_of(turn, keep))
         except ValueError as exc:
             raise ValueError(f"turn {number} is damaged ({exc})") from None
     return Conversation(tuple(with_outputs(out, kept)))
@@ -278,9 +313,15 @@ def new_chat(store: dict) -> dict:
 
 
 def switch(store: dict, chat_id: str) -> dict:
+    """The store showing `chat_id`; an empty conversation left behind is not kept in the list."""
     if not any(c["id"] == chat_id for c in store["chats"]):
         raise InvalidRequest("That conversation is no longer in this browser.")
-    return {**store, "current": chat_id}
+    return {**store, "current": chat_id, "chats": _without_empty(store["chats"], keep=chat_id)}
+
+
+def _without_empty(chat_list: list[dict], keep: str) -> list[dict]:
+    """The list without the empty conversations ("New chat" entries nobody wrote in) but `keep`."""
+    return [c for c in chat_list if c["id"] == keep or c["conversation"].get("turns")]
 
 
 def delete_current(store: dict) -> dict:
@@ -303,21 +344,70 @@ def choices(store: dict) -> list[tuple[str, str]]:
     return [(label(c), c["id"]) for c in store["chats"]]
 
 
-def add_imported(store: dict, title: str, conversation: Conversation) -> dict:
+def add_imported(store: dict, title: str, conversation: Conversation) -> tuple[dict, bool]:
+    """(the store showing the imported conversation, whether it was new): a conversation the list holds already
+    (the same turns, pictures aside from where they are stored) is shown, not added twice."""
+    same = conversation_dict(conversation, paths=False)
+    for chat in store["chats"]:
+        try:
+            held = conversation_dict(conversation_of(chat["conversation"]), paths=False)
+        except ValueError:
+            continue
+        if held == same:
+            return switch(store, chat["id"]), False
     chat = {**_new_chat(), "title": title, "conversation": conversation_dict(conversation)}
-    return {**store, "current": chat["id"], "chats": [chat, *store["chats"]][:MAX_CHATS]}
+    others = _without_empty(store["chats"], keep="")
+    return {**store, "current": chat["id"], "chats": [chat, *others][:MAX_CHATS]}, True
 
 
 # ---- files -------------------------------------------------------------------------------------------------------
-def export_json(conversation: Conversation, title: str | None = None) -> str:
-    """The conversation as a JSON document `import_json` reads back (pictures named; their files stay here)."""
+def export_json(conversation: Conversation, title: str | None = None,
+                read_image: Callable[[str], bytes | None] | None = None) -> str:
+    """The conversation as a JSON document `import_json` reads back: with `read_image` (an upload's bytes, None
+    when gone) its pictures, a video's frames and a PDF's pages embedded as data URLs, each up to MAX_EMBED_BYTES
+    and MAX_EXPORT_EMBED_BYTES in all (past that, a note says which were left out); without it, named only."""
+    embed = Embedding(read_image) if read_image is not None else None
     return json.dumps({"format": FORMAT, "version": VERSION, "title": title or title_of(conversation),
                        "exported": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                       **conversation_dict(conversation, paths=False)}, ensure_ascii=False, indent=2)
+                       **conversation_dict(conversation, paths=False, embed=embed)}, ensure_ascii=False, indent=2)
 
 
-def import_json(text: str, name: str = "the file", older: OlderReader = _no_older) -> tuple[str, Conversation]:
-    """(title, conversation) from a file `export_json` wrote, or an older app's file (read by `older`);
+class Left:
+    """A picture not embedded, and why (`note`)."""
+
+    def __init__(self, note: str):
+        self.note = note
+
+
+class Embedding:
+    """Data URLs of an export's pictures within the size limits (one picture, and all of them together)."""
+
+    def __init__(self, read: Callable[[str], bytes | None]):
+        self._read, self._total = read, 0
+
+    def __call__(self, path: str, name: str) -> str | Left:
+        data = self._read(path)
+        if data is None:
+            return Left(MSG_IMAGE_GONE.format(name=name))
+        if len(data) > MAX_EMBED_BYTES or self._total + len(data) > MAX_EXPORT_EMBED_BYTES:
+            limit = MAX_EMBED_BYTES if len(data) > MAX_EMBED_BYTES else MAX_EXPORT_EMBED_BYTES
+            return Left(MSG_IMAGE_TOO_BIG.format(name=name, size=len(data), limit=limit))
+        self._total += len(data)
+        return f"data:{_mime(data)};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def _mime(data: bytes) -> str:
+    for magic, mime in ((b"\x89PNG", "image/png"), (b"\xff\xd8", "image/jpeg"), (b"GIF8", "image/gif"),
+                        (b"RIFF", "image/webp"), (b"BM", "image/bmp")):
+        if data.startswith(magic):
+            return mime
+    return "application/octet-stream"
+
+
+def import_json(text: str, name: str = "the file", older: OlderReader = _no_older,
+                keep: Keeper | None = None) -> tuple[str, Conversation]:
+    """(title, conversation) from a file `export_json` wrote, or an older app's file (read by `older`); `keep`
+    stores the pictures it embeds (keep(data URL, name) -> path; ValueError for one that is no picture);
     InvalidRequest naming what is wrong."""
     try:
         data = json.loads(text)
@@ -332,7 +422,7 @@ def import_json(text: str, name: str = "the file", older: OlderReader = _no_olde
         raise InvalidRequest(MSG_IMPORT_SHAPE.format(
             name=name, detail=f"it holds {len(held):,} messages; at most {MAX_CONVERSATION_MESSAGES:,} are kept."))
     try:
-        conversation = conversation_of({"turns": held}) if "turns" in data else older(held)
+        conversation = conversation_of({"turns": held}, keep) if "turns" in data else older(held)
     except ValueError as exc:
         raise InvalidRequest(MSG_IMPORT_SHAPE.format(name=name, detail=f"{exc}.")) from None
     chars = sum(len(turn.text) for turn in conversation.turns)

@@ -4,6 +4,9 @@ The server stores none of it; an imported file is deleted as soon as it is read.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -13,9 +16,11 @@ import gradio as gr
 from app.api.gradio_api import is_uploaded
 from app.chat import history as chats
 from app.chat.context import AppContext
+from app.chat.media_intake import upload_root
 from app.chat.messages import MSG_IMPORT_TOO_BIG
 from app.core.conversation import Conversation
 from app.core.errors import ChatError
+from app.vision.images import load_image
 from app.web.chat_view import chat_messages
 from app.web.download import SAVE_PAYLOAD_JS, download_payload
 from app.web.labels import (
@@ -28,13 +33,15 @@ from app.web.labels import (
     NEW_CHAT,
 )
 from app.web.legacy_chats import conversation_of_file, conversation_of_messages
-from app.web.messages import MSG_BUSY_SWITCH, MSG_IMPORTED, MSG_NOTHING_TO_EXPORT
+from app.web.messages import MSG_BUSY_SWITCH, MSG_IMPORTED, MSG_IMPORTED_AGAIN, MSG_NOTHING_TO_EXPORT
 
 STORAGE_KEY = "triton-vlm-lora-conversations"
 # BrowserState encrypts with a key it hands to the page anyway; a fixed one keeps the conversations readable
 # after the app restarts (a random one, Gradio's default, would lose them with every restart).
 STORAGE_SECRET = "triton-vlm-lora-conversations-v1"
-MAX_IMPORT_BYTES = 2 * 1024 * 1024
+MAX_IMPORT_BYTES = 12 * 1024 * 1024  # a conversation file with its pictures embedded (8 MB as base64, and text)
+IMPORTED_FOLDER = "imported"  # under the upload folder: the pictures of imported conversations
+DATA_URL_PREFIX = "data:"
 
 
 def image_kept(path: str) -> bool:
@@ -45,6 +52,29 @@ def image_kept(path: str) -> bool:
 def read_upload(path: str) -> bytes | None:
     """An image's bytes for a Markdown export, while the server still has the upload (else None)."""
     return Path(path).read_bytes() if image_kept(path) else None
+
+
+def keep_picture(data_url: str, name: str) -> str:
+    """Store a picture an imported conversation embeds where uploads are (named by its content, so importing the
+    same file twice stores it once); its path. ValueError when it is not a picture the chat takes."""
+    head, _, encoded = data_url.partition(",")
+    if not head.startswith(DATA_URL_PREFIX) or not head.endswith(";base64"):
+        raise ValueError(f"{name} is not embedded as a base64 data URL")
+    try:
+        data = base64.b64decode(encoded, validate=True)
+        picture = load_image(data, name)  # every check an upload gets (size, pixels, format)
+    except (binascii.Error, ValueError) as exc:
+        raise ValueError(f"{name} is not a picture ({exc})") from None
+    except ChatError as exc:
+        raise ValueError(str(exc)) from None
+    folder = upload_root() / IMPORTED_FOLDER
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{hashlib.sha256(data).hexdigest()[:24]}.png"
+    if not path.is_file():
+        partial = path.with_suffix(".part")
+        picture.save(partial, format="PNG")
+        partial.replace(path)  # never a half-written picture
+    return str(path)
 
 
 def file_name(title: str, suffix: str) -> str:
@@ -162,7 +192,7 @@ def on_export(current: Conversation, kind: str) -> str:
         return ""
     title = chats.title_of(current)
     if kind == "json":
-        text, suffix, mime = chats.export_json(current, title), "json", "application/json"
+        text, suffix, mime = chats.export_json(current, title, read_upload), "json", "application/json"
     else:
         text, suffix, mime = chats.export_markdown(current, title, read_upload), "md", "text/markdown"
     return download_payload(file_name(title, suffix), text, mime)
@@ -180,13 +210,14 @@ def on_import(upload, stored, busy: bool) -> tuple:
             gr.Warning(MSG_IMPORT_TOO_BIG.format(name=path.name, size=size, limit=MAX_IMPORT_BYTES))
             return UNCHANGED
         title, imported = chats.import_json(path.read_text(encoding="utf-8", errors="replace"), path.name,
-                                            conversation_of_file)
+                                            conversation_of_file, keep=keep_picture)
     except ChatError as exc:
         gr.Warning(str(exc))
         return UNCHANGED
     finally:
         if is_uploaded(path):
             path.unlink(missing_ok=True)  # the conversation stays in the browser only
-    kept = chats.add_imported(kept_store(stored), title, imported)
-    gr.Info(MSG_IMPORTED.format(title=title, count=chats.turns_text(chats.turns_count(imported))))
+    kept, added = chats.add_imported(kept_store(stored), title, imported)
+    said = MSG_IMPORTED if added else MSG_IMPORTED_AGAIN
+    gr.Info(said.format(title=title, count=chats.turns_text(chats.turns_count(imported))))
     return showing(kept)

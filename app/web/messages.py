@@ -42,6 +42,7 @@ MSG_PICK_TO_CHECK = "⚠️ Pick an adapter to check."
 MSG_NO_ADAPTER = "⚠️ There is no adapter named '{name}' to {action}; the adapters are: {names}."
 MSG_BUSY_SWITCH = "A reply is still running; press Stop before switching conversations."
 MSG_IMPORTED = "Imported “{title}” ({count})."
+MSG_IMPORTED_AGAIN = "“{title}” ({count}) is in your list already; it is shown, not added twice."
 MSG_NOTHING_TO_EXPORT = "This conversation is empty; there is nothing to export."
 
 # llmapi_logic.py

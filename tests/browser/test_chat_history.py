@@ -134,3 +134,36 @@ def test_400px_the_list_shows_a_long_titles_count_of_turns(page, tmp_path):
     fits = page.evaluate("""() => { const box = document.querySelector('#conversation-list input');
         return box.scrollWidth <= box.clientWidth; }""")
     assert fits, listed(page)  # nothing of the label hidden past the box's edge
+
+
+def test_a_json_export_brings_its_picture_into_a_fresh_browser(page, browser_context, app_served, tmp_path):
+    """Export a conversation with a picture as JSON, import it where nothing is kept (a first visit: empty storage)
+    and see the picture, stored from the file (it came back as "[image circle.png: not kept]")."""
+    from tests.browser_tabs import app_tab
+    from tests.pictures import shape_picture
+
+    picture = shape_picture(tmp_path / "circle.png")
+    open_sampling(page)
+    set_number(page, "max-tokens", 12)
+    ask_about_image(page, picture, "What shape is this?")
+    open_accordion(page, "export-import")
+    _, text = download(page, "#export-json")
+    assert json.loads(text)["turns"][0]["media"][0]["data"].startswith("data:image/png;base64,")
+    exported = tmp_path / "circle.json"
+    exported.write_text(text, encoding="utf-8")
+    with app_tab(browser_context, app_served) as fresh:
+        assert fresh.locator("#chatbot .message").count() == 0
+        open_accordion(fresh, "export-import")
+        fresh.set_input_files("#export-import input[type=file]", str(exported))
+        wait_until(lambda: user_texts(fresh) == ["What shape is this?"], what="the import")
+        shown = wait_until(lambda: fresh.evaluate(
+            "[...document.querySelectorAll('#chatbot .message.user img')].map(i => i.src)"), what="the picture")
+        assert "/imported/" in shown[0] and "not kept" not in fresh.inner_text("#chatbot")
+        again = tmp_path / "circle-again.json"  # the same conversation again (a new name: the input sees a change)
+        again.write_text(text, encoding="utf-8")
+        fresh.set_input_files("#export-import input[type=file]", str(again))
+        wait_until(lambda: any("not added twice" in t for t in toasts(fresh)), what="the second import's note")
+        fresh.click("#conversation-list input")
+        options = fresh.locator("li[role=option]:visible")
+        options.first.wait_for()
+        assert options.count() == 1  # one conversation: no duplicate, no empty "New chat"

@@ -129,7 +129,8 @@ def test_an_imported_path_is_never_a_file_to_read():
     raw = {"format": chats.FORMAT, "version": 2,
            "turns": [{"role": "user", "text": "x", "media": [{"kind": "image", "name": "p", "path": "/etc/passwd"}]}]}
     _, imported = chats.import_json(json.dumps(raw), "chat.json")
-    store = chats.add_imported(chats.empty_store(), "x", imported)
+    store, added = chats.add_imported(chats.empty_store(), "x", imported)
+    assert added
     assert chats.current_conversation(chats.normalise(store, keep_none)).turns[0].images == ()
 
 

@@ -114,7 +114,7 @@ def test_an_import_that_is_too_big_or_not_an_export_changes_nothing(tmp_path, mo
     folder.mkdir(parents=True)
     big = folder / "big.json"
     big.write_bytes(b" " * (panel.MAX_IMPORT_BYTES + 1))
-    with pytest.warns(UserWarning, match="may be at most 2,097,152 bytes"):
+    with pytest.warns(UserWarning, match=f"may be at most {panel.MAX_IMPORT_BYTES:,} bytes"):
         assert panel.on_import(str(big), chats.empty_store(), busy=False) == panel.UNCHANGED
     broken = folder / "broken.json"
     broken.write_text("{not json")
@@ -125,3 +125,73 @@ def test_an_import_that_is_too_big_or_not_an_export_changes_nothing(tmp_path, mo
     waiting.write_text(chats.export_json(answered()))
     with pytest.warns(UserWarning, match="press Stop before switching"):
         assert panel.on_import(str(waiting), chats.empty_store(), busy=True) == panel.UNCHANGED
+
+
+def test_a_json_export_carries_its_pictures_and_an_import_shows_them_again(tmp_path, monkeypatch):
+    """JSON export embeds the picture (it kept only the name: "[image chelsea.png: not kept]" after import); the
+    import stores it where uploads are and the conversation shows it; the same file imported twice is kept once;
+    a picture over the limit is named with a note."""
+    import json
+
+    from PIL import Image
+
+    from app.chat import history as chats
+    from app.core.conversation import Conversation, Media, ReplyVersion, Turn
+    from app.web import history_panel as panel
+
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path / "uploads"))
+    upload = tmp_path / "uploads" / "abc" / "cat.png"
+    upload.parent.mkdir(parents=True)
+    Image.new("RGB", (40, 30), "orange").save(upload)
+    talk = Conversation((Turn.user("What is it?", (Media.of(str(upload)),)), Turn.reply(ReplyVersion("A cat."))))
+    exported = chats.export_json(talk, "Cat", panel.read_upload)
+    (media,) = json.loads(exported)["turns"][0]["media"]
+    assert media["data"].startswith("data:image/png;base64,") and "path" not in media
+
+    upload.unlink()  # a fresh browser, or the server's uploads cleared since: the file brings the picture back
+    title, imported = chats.import_json(exported, "cat.json", keep=panel.keep_picture)
+    (picture,) = imported.turns[0].media
+    assert panel.image_kept(picture.path) and Image.open(picture.path).size == (40, 30)
+    store, added = chats.add_imported(chats.empty_store(), title, imported)
+    assert added and len(store["chats"]) == 1  # the empty "New chat" it replaced is not kept
+    again, added = chats.add_imported(store, title, chats.import_json(exported, "cat.json", keep=panel.keep_picture)[1])
+    assert not added and len(again["chats"]) == 1
+
+    monkeypatch.setattr(chats, "MAX_EMBED_BYTES", 10)
+    big = Image.new("RGB", (40, 30), "blue")
+    upload.parent.mkdir(parents=True, exist_ok=True)
+    big.save(upload)
+    (left,) = json.loads(chats.export_json(talk, "Cat", panel.read_upload))["turns"][0]["media"]
+    assert "data" not in left and "too big to embed" in left["note"]
+
+
+def test_an_embedded_file_that_is_no_picture_is_refused_by_name(tmp_path, monkeypatch):
+    import base64
+    import json
+
+    import pytest
+
+    from app.chat import history as chats
+    from app.core.errors import InvalidRequest
+    from app.web import history_panel as panel
+
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path / "uploads"))
+    raw = {"format": chats.FORMAT, "version": 2, "turns": [{"role": "user", "text": "x", "media": [
+        {"kind": "image", "name": "evil.png", "data": "data:image/png;base64," + base64.b64encode(b"MZ...").decode()}]}]}
+    with pytest.raises(InvalidRequest, match="evil.png"):
+        chats.import_json(json.dumps(raw), "chat.json", keep=panel.keep_picture)
+    assert not (tmp_path / "uploads" / panel.IMPORTED_FOLDER).exists() or \
+        not any((tmp_path / "uploads" / panel.IMPORTED_FOLDER).iterdir())
+
+
+def test_switching_away_from_an_empty_new_chat_does_not_keep_it():
+    from app.chat import history as chats
+    from app.core.conversation import Conversation, ReplyVersion, Turn
+
+    talk = Conversation((Turn.user("hi"), Turn.reply(ReplyVersion("Hello."))))
+    store = chats.save_current(chats.empty_store(), talk, lambda _: True)
+    written = store["current"]
+    store = chats.new_chat(store)
+    assert len(store["chats"]) == 2
+    store = chats.switch(store, written)
+    assert [c["id"] for c in store["chats"]] == [written]
