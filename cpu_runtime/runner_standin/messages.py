@@ -1,7 +1,7 @@
 """Sentences the cpu_runtime.runner_standin package shows to people (errors, warnings, notes); other modules import them."""
 
 # runner.py
-MSG_LAYOUT = "engine_dir {path} must hold vision/ and llm/ (the late runner's layout)."
+MSG_LAYOUT = "engine_dir {path} must hold vision/ and llm/ (the 1.x runner's layout)."
 MSG_NO_PICTURE = "The {family} twin needs a picture: send an image{video}."
 
 # llm.py (ModelRunnerCpp's checks, [M])

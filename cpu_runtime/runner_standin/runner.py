@@ -1,4 +1,4 @@
-"""StandInRunner: MultimodalModelRunner's late-era surface (constructor over `args`, load_test_data,
+"""StandInRunner: MultimodalModelRunner's 1.x surface (constructor over `args`, load_test_data,
 load_test_audio, setup_inputs, preprocess, generate, run, and `model`, `decoder_llm`, `session`; facts §1-2) on the
 CPU. The picture is prepared as the family's processor would size it, seen by the vision step (rows of token ids
 saying what is in it), put where the family's format puts the image, and the LLM answers. For a decoder-only
@@ -19,6 +19,10 @@ from .llm import StandInModel
 ENC_DEC_TYPES = ("nougat", "pix2struct")
 # What preprocess returns as ptuning_args for these types ([V]): [visual_features] alone, not [table, tasks, size].
 FEATURES_ONLY_TYPES = ("fuyu", "kosmos-2", "phi-3-vision", "llava_next", "pixtral")
+# Types whose picture the release does not resize in setup_inputs: qwen2_vl's processor keeps a photo near its own
+# size (qwen_vl_utils rounds the sides to 28 px); the only 504x504 resize is in load_test_data, which the runner
+# model applies itself (NVIDIA/TensorRT-LLM@65b31db1 multimodal_model_runner.py load_test_data, setup_inputs).
+UNRESIZED_TYPES = ("qwen2_vl",)
 
 
 def decoder_llm(model_type: str) -> bool:
@@ -27,7 +31,11 @@ def decoder_llm(model_type: str) -> bool:
 
 
 class StandInRunner:
-    """The late era's runner; `prompt_format` says which family format it applies (shown in the reply's figures)."""
+    """The 1.x runner; `prompt_format` says which family format it applies (shown in the reply's figures). Where
+    the model meets a release assumption it behaves as the release (NVIDIA/TensorRT-LLM@65b31db1,
+    tensorrt_llm/runtime/multimodal_model_runner.py): video-neva's load_test_data returns the path and run() decodes
+    it; LLaVA-OneVision's reads args.video_path, not its parameter, and setup_inputs picks video or image mode from
+    args.video_path; a qwen2_vl picture is used at the size it comes."""
 
     def __init__(self, args):
         self.args = args
@@ -68,22 +76,41 @@ class StandInRunner:
 
     # ---- the runner's methods ---------------------------------------------------------------------------
     def load_test_data(self, image_path=None, video_path=None):
-        """A picture from a path: the image, or a video's frames (evenly sampled to the family's frame count)."""
+        """What the release's load_test_data gives: video-neva's video_path as it is (run() decodes it:
+        video_preprocess); LLaVA-OneVision's frames of args.video_path (its parameter is not read); else the image
+        at image_path."""
         from PIL import Image
 
-        if video_path:
-            # the family's frame count, else the runner's args.video_num_frames (LLaVA-OneVision: run.py's 8)
-            own = self.format.num_frames or self.format.frames
-            asked = getattr(self.args, "video_num_frames", None)
-            return read_frames(video_path, own or asked or self.format.video_frames())
+        if self.model_type == "video-neva":
+            return video_path
+        if self.model_type == "llava_onevision" and self._video_path() is not None:
+            return self._frames(self._video_path())
         return Image.open(image_path).convert("RGB") if image_path else None
+
+    def _video_path(self):
+        return getattr(self.args, "video_path", None)
+
+    def _frames(self, path) -> list:
+        """A video's frames, evenly sampled: the family's frame count, else the runner's args.video_num_frames
+        (LLaVA-OneVision: run.py's 8)."""
+        own = self.format.num_frames or self.format.frames
+        asked = getattr(self.args, "video_num_frames", None)
+        return read_frames(path, own or asked or self.format.video_frames())
+
+    def video_preprocess(self, video_path):
+        """video-neva's frames, read from the path inside run() as the release's decord reader does; anything but a
+        path falls to the release's never-set self.video_path."""
+        if not isinstance(video_path, str):
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute 'video_path' (video-neva reads "
+                                 "a video from the path load_test_data returns)")
+        return self._frames(video_path)
 
     def load_test_audio(self, audio_path):
         return None  # not phi-4-multimodal
 
     def _prepared(self, raw_image) -> list:
         frames = list(raw_image) if isinstance(raw_image, list | tuple) else [raw_image]
-        if self.format.image_size:
+        if self.format.image_size and self.model_type not in UNRESIZED_TYPES:
             height, width = self.format.image_size
             frames = [f.convert("RGB").resize((width, height)) for f in frames]
         return frames
@@ -100,11 +127,18 @@ class StandInRunner:
         if raw_image is None:
             video = " or a video" if self.format.frames else ""
             raise ValueError(MSG_NO_PICTURE.format(family=self.format.family, video=video))
+        if self.model_type == "video-neva":
+            raw_image = self.video_preprocess(raw_image)
+        if self.model_type == "llava_onevision" and (self._video_path() is not None) != isinstance(raw_image, list):
+            mode = "video" if self._video_path() is not None else "image"
+            raise ValueError(f"llava_onevision is in {mode} mode (args.video_path) but got "
+                             f"{'frames' if isinstance(raw_image, list) else 'one picture'}.")
         pre_prompt, post_prompt = self.format.parts(input_text)
         self._raw = list(raw_image) if isinstance(raw_image, list | tuple) else [raw_image]
         image = self._prepared(raw_image)
         width, height = image[0].size
-        self.last_visual_tokens = self.format.visual_tokens(height, width)
+        self.last_visual_tokens = qwen_tokens(height, width) if self.model_type == "qwen2_vl" else \
+            self.format.visual_tokens(height, width)
         return input_text, pre_prompt, post_prompt, image, None, {}, {}, {}
 
     def generate(self, pre_prompt, post_prompt, image, decoder_input_ids, max_new_tokens, other_vision_inputs={},  # noqa: B006
@@ -180,6 +214,11 @@ class StandInRunner:
         input_text, pre, post, image, decoder_ids, vision, audio, decoder = self.setup_inputs(
             input_text, input_image, input_audio)
         return input_text, self.generate(pre, post, image, decoder_ids, max_new_tokens, vision, audio, decoder)
+
+
+def qwen_tokens(height: int, width: int) -> int:
+    """Qwen2-VL's visual tokens for a picture of this size: sides rounded to 28 px (14 px patches merged 2x2)."""
+    return max(1, round(height / 28)) * max(1, round(width / 28))
 
 
 def read_frames(path, count: int) -> list:

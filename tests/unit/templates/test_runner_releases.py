@@ -132,6 +132,16 @@ def test_a_video_on_every_release_that_takes_one(engines, release, model_type):
     assert cls.last.args.video_path is None  # reset after the reply
 
 
+@pytest.mark.parametrize("release", CLAIMED)
+def test_a_picture_for_video_neva_is_refused_in_a_sentence(engines, release):
+    """Every release's video-neva decodes a video file in run(); a picture would end in AttributeError."""
+    cls = with_type(RELEASES[release], "video-neva")
+    [response] = ask_each(_start(engines("video-neva"), cls, takes_video="true"),
+                          {"text_input": "What is it?", "image_bytes": [_png()]})
+    assert response.error == "video-neva's runner reads a video, not a picture (its setup_inputs decodes a video " \
+                             "file); send video_bytes." and cls.last.calls == []
+
+
 @pytest.mark.parametrize("release", ["0.16", "1.x"])
 def test_an_image_after_a_video_is_read_in_image_mode(engines, release):
     cls = with_type(RELEASES[release], "llava_onevision")

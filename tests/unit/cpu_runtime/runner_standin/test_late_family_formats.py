@@ -79,13 +79,17 @@ def test_each_family_says_its_own_format_in_the_figures(tmp_path, family, shown)
         assert form.image_size == tuple(raw["build"]["visual"]["image_size"]) and "729 visual tokens" in text
 
 
-def test_the_picture_is_resized_and_put_where_the_family_puts_it(tmp_path):
+def test_the_picture_is_put_where_the_family_puts_it_at_the_size_it_comes(tmp_path):
+    """The release's qwen2_vl setup_inputs does not resize (the runner model sizes the picture to 504x504 first, as
+    1.x's load_test_data does): a 504x504 picture is 324 visual tokens, a 640x480 one 391."""
     runner = _runner(tmp_path, "qwen2-vl")
-    _, [[answer]] = runner.run("What is it?", Image.new("RGB", (640, 480)), None, 8)
+    _, [[answer]] = runner.run("What is it?", Image.new("RGB", (504, 504)), None, 8)
     assert answer == "reply" and runner.last_visual_tokens == 324
     [ids] = runner.seen_ids
     system = "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n"
     assert ids == [f"t:{system}", "rows of 1 picture(s) (504, 504)", "t:What is it?"]  # up to the answer cue
+    runner.run("What is it?", Image.new("RGB", (640, 480)), None, 8)
+    assert runner.last_visual_tokens == 17 * 23 and "(640, 480)" in runner.seen_ids[-1][1]
 
 
 def test_mllama_answers_a_question_without_a_picture_and_the_others_refuse(tmp_path):
@@ -108,6 +112,17 @@ def test_a_video_is_read_as_the_runners_video_num_frames(tmp_path):
     for shade in range(20):
         writer.write(np.full((24, 32, 3), shade * 10, dtype=np.uint8))
     writer.release()
-    assert len(_runner(tmp_path, "llava-onevision", video_num_frames=8).load_test_data(None, str(path))) == 8
-    frames = _runner(tmp_path / "b", "llava-onevision", video_num_frames=4).load_test_data(None, str(path))
+    # the release reads args.video_path, not load_test_data's parameter
+    runner = _runner(tmp_path, "llava-onevision", video_num_frames=8, video_path=str(path))
+    assert len(runner.load_test_data(None, None)) == 8
+    assert _runner(tmp_path / "c", "llava-onevision", video_num_frames=8).load_test_data(None, str(path)) is None
+    frames = _runner(tmp_path / "b", "llava-onevision", video_num_frames=4, video_path=str(path)).load_test_data()
     assert len(frames) == 4 and frames[0].size == (32, 24)
+    # setup_inputs picks video or image mode from args.video_path, as the release does
+    _, [[answer]] = runner.run("Why?", frames, None, 8)
+    assert answer == "reply"
+    with pytest.raises(ValueError, match="video mode .* got one picture"):
+        runner.run("Why?", Image.new("RGB", (32, 24)), None, 8)
+    runner.args.video_path = None
+    with pytest.raises(ValueError, match="image mode .* got frames"):
+        runner.run("Why?", frames, None, 8)

@@ -153,6 +153,9 @@ def test_a_family_output_is_played_back_token_by_token(tmp_path):
     assert streamed_text(wired(tmp_path / "b", "kosmos-2", OUTPUT=output), "", max_new_tokens=5)[-1] == "An im"
 
 
-def test_video_neva_on_one_picture_has_no_family_output_so_its_llm_answers(tmp_path):
-    runner = wired(tmp_path, "video-neva")  # OUTPUT None: frame_changes needs a video
-    assert streamed_text(runner, "What is it?")[-1] == "It is a cat." and len(runner.given) == 1
+def test_video_neva_refuses_one_picture_as_the_release_does(tmp_path):
+    """Every release's video-neva decodes the path load_test_data returns inside run(); a picture falls to the
+    never-set self.video_path (ertkonuk/TensorRT-LLM@201135e5 multimodal_model_runner.py:337-360, 1038)."""
+    runner = wired(tmp_path, "video-neva")
+    with pytest.raises(AttributeError, match="no attribute 'video_path'"):
+        streamed_text(runner, "What is it?")

@@ -40,6 +40,7 @@ class Era:
     handles: tuple[str, ...] = ()         # the model types its setup_inputs has a branch for
     per_slot_types: tuple[str, ...] = ()  # types whose setup_inputs reads one text and one picture per batch slot
     picture_sizes: dict = field(default_factory=dict)  # model type -> (width, height) the release sizes pictures to
+    video_only_types: tuple[str, ...] = ()  # types whose runner reads a video and no picture (video-neva)
 
     def params(self, method: str) -> tuple[str, ...] | None:
         value = self.methods.get(method)
@@ -83,6 +84,7 @@ class EraBook:
 def load_eras(path: Path = ERAS_FILE) -> EraBook:
     raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     common, sampling = dict(raw.get("common_args") or {}), tuple(raw.get("sampling_args") or ())
+    video_only = tuple(raw.get("video_only_types") or ())
     eras = tuple(
         Era(name=str(name), args={**common, **(entry.get("args") or {})}, methods=dict(entry["methods"]),
             sources=tuple(entry.get("sources") or ()), run_returns=tuple(entry.get("run_returns") or ()),
@@ -90,7 +92,8 @@ def load_eras(path: Path = ERAS_FILE) -> EraBook:
             streaming=dict(entry.get("streaming") or {}),
             sampling_args=sampling, combined_engine_dir=entry.get("engine_dirs") == "combined",
             handles=tuple(entry.get("handles") or ()), per_slot_types=tuple(entry.get("per_slot_types") or ()),
-            picture_sizes={k: tuple(v) for k, v in (entry.get("picture_sizes") or {}).items()})
+            picture_sizes={k: tuple(v) for k, v in (entry.get("picture_sizes") or {}).items()},
+            video_only_types=video_only)
         for name, entry in raw["eras"].items())
     return EraBook(eras=eras, sources=dict(raw.get("sources") or {}), llm_runners=dict(raw.get("llm_runners") or {}),
                    not_importable=dict(raw.get("not_importable") or {}))

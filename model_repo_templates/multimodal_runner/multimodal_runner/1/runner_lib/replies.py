@@ -17,6 +17,8 @@ MSG_NO_LORA = "This runner ({era} era) takes no LoRA task (its args have no lora
 MSG_FAMILY_NO_LORA = ("This family's runner takes no LoRA task (takes_lora is false: {family}'s path in the runner "
                       "passes none); send no lora_task_id.")
 MSG_NO_VIDEO = "This runner ({era} era) has no method that loads a video."
+MSG_VIDEO_ONLY = ("{model_type}'s runner reads a video, not a picture (its setup_inputs decodes a video file); send "
+                  "video_bytes.")
 WHOLE_REPLY, STREAMED = "whole reply", "streamed"
 
 
@@ -65,6 +67,9 @@ def picture(runner, era: Era, request: RunnerRequest) -> Iterator:
     setup_inputs picks video mode from it (runner_eras.yaml, eras). So the file stays until the caller leaves this
     block (after run()), and args.video_path is None again for the next request (and for every image request)."""
     runner.args.video_path = None
+    model_type = str(getattr(runner, "model_type", ""))
+    if request.video is None and request.images and model_type in era.video_only_types:
+        raise ValueError(MSG_VIDEO_ONLY.format(model_type=model_type))
     if request.video is None:
         yield sized(runner, era, decode_image(request.images[0])) if request.images else None
         return
