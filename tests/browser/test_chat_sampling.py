@@ -39,3 +39,23 @@ def test_sample_enables_its_controls_and_regenerate_varies(page):
         replies.append(reply_body(shown))
     assert len(bot_texts(page)) == 1
     assert len(set(replies)) > 1, replies  # a fresh seed per reply: sampling is not the same reply again
+
+
+def test_the_settings_and_the_system_prompt_survive_a_reload(page):
+    """They were reset to their defaults on every reload."""
+    open_sampling(page)
+    page.locator("#decoding label", has_text="Sample").click()
+    page.wait_for_function("!document.querySelector('#temperature input[type=number]').disabled")
+    set_number(page, "temperature", 1.3)
+    set_number(page, "max-tokens", 77)
+    page.fill("#system-prompt textarea", "Answer like a sailor.")
+    page.locator("#system-prompt textarea").blur()
+    page.wait_for_timeout(1500)  # the saves are queued jobs: let them reach the browser's storage
+    page.reload()
+    page.wait_for_selector("#chat-input textarea")
+    open_sampling(page)
+    wait_until(lambda: page.input_value("#system-prompt textarea") == "Answer like a sailor.", what="the prompt")
+    assert page.locator("#decoding input[value=sample]").is_checked()
+    assert float(page.input_value("#temperature input[type=number]")) == 1.3
+    assert float(page.input_value("#max-tokens input[type=number]")) == 77
+    assert enabled(page) == [True] * 4  # Sample's controls are on again

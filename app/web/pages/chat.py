@@ -25,7 +25,7 @@ from app.core.conversation import Conversation
 from app.core.errors import ChatError
 from app.core.sampling import SAMPLING_LIMITS
 from app.deployments.base import DeploymentStatus
-from app.web import history_panel, server_picker
+from app.web import history_panel, kept_settings, server_picker
 from app.web.chat_view import chat_messages
 from app.web.labels import (
     ABOUT_DEMO,
@@ -310,6 +310,8 @@ def build(ctx: AppContext, app: gr.Blocks | None = None, tab: gr.Tab | None = No
     trashed = chatbot.clear(clear_all, None, [chatbot, conversation], api_visibility="private")  # the trash icon
     decoding.change(lambda mode: [gr.update(interactive=mode != GREEDY)] * len(SAMPLE_ONLY), decoding,
                     [temperature, top_k, top_p, seed], api_visibility="private", show_progress="hidden")
+    if app is not None:  # the Sampling settings and the system prompt survive a reload
+        kept_settings.wire(app, {**widgets, "pdf_pages": pdf_pages}, [temperature, top_k, top_p, seed])
     shows_another = history.wire(app, conversation, chatbot,
                                  saved_after=[sent, regenerated, continued, *stepped, cleared, trashed])
     for event in (*stepped, cleared, trashed, *shows_another):

@@ -1,0 +1,16 @@
+"""Settings kept in the browser come back only as values a person could have set."""
+
+import gradio as gr
+
+from app.web.kept_settings import checked, restored
+
+
+def test_only_values_a_widget_can_hold_come_back():
+    assert checked("temperature", 1.3) == 1.3 and checked("temperature", 9.0) is None
+    assert checked("max_tokens", True) is None and checked("top_k", "5") is None
+    assert checked("decoding", "sample") == "sample" and checked("decoding", "beam") is None
+    assert checked("system_prompt", "Be brief.") == "Be brief." and checked("system_prompt", "x" * 10**6) is None
+    assert checked("keep_pictures", 1) is None and checked("unknown", 1) is None
+    names = ["temperature", "decoding", "history_mode"]
+    assert restored({"temperature": 0.2, "decoding": "x"}, names) == [0.2, gr.skip(), gr.skip()]
+    assert restored("not a dict", names) == [gr.skip()] * 3
