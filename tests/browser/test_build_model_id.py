@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.browser.build_helpers import served_build_page
 from tests.browser_tabs import grant_access
@@ -33,6 +34,23 @@ def hub_and_page(tmp_path, monkeypatch):
     server.server_close()
 
 
+def step_ended(page, served, step: str, expected: str, timeout_ms: int = 240_000) -> None:
+    """Wait until `step` is `expected` or has ended otherwise (failed, cancelled); fail with what the page showed
+    and the job's log in the second case, or when the step never got there."""
+    ended = ":is(.step-done, .step-skipped, .step-failed, .step-cancelled)"
+    selector = f"#build-status li[data-step='{step}']"
+    try:
+        page.wait_for_selector(f"{selector}{expected}, {selector}{ended}", timeout=timeout_ms)
+    except PlaywrightTimeout:
+        pass
+    if page.locator(f"{selector}{expected}").count():
+        return
+    records = served.service.store.list()
+    log = Path(records[0]["log"]).read_text(errors="replace")[-3000:] if records else "(no job was started)"
+    shown = {sel: page.inner_text(sel) for sel in ("#build-status", "#build-log textarea")}
+    raise AssertionError(f"step {step} is not {expected}: the page showed {shown}; the job's log ends {log!r}")
+
+
 def test_a_model_id_is_downloaded_then_converted(browser_context, hub_and_page, tmp_path):
     hub, served = hub_and_page
     grant_access(browser_context, served.ctx, served.url)
@@ -49,8 +67,10 @@ def test_a_model_id_is_downloaded_then_converted(browser_context, hub_and_page, 
     page.click("#build-run")  # no folders typed: both are named from the model id, in the workspace
     folder = tmp_path / "models" / "tiny-org--tiny-llava"
     # The steps' states, not the log's last lines: under load several steps may end between two polls of the page.
-    page.wait_for_selector("#build-status li[data-step='download'].step-done", timeout=240_000)
-    page.wait_for_selector("#build-status li[data-step='convert']:is(.step-running, .step-done)", timeout=240_000)
+    # A step that ended otherwise fails the test at once, with what the page and the job's log said (issue 48: a
+    # fresh-clone run waited the whole 240 s for the download and its failure said nothing of how the step stood).
+    step_ended(page, served, "download", ".step-done")
+    step_ended(page, served, "convert", ":is(.step-running, .step-done)")
     plan = page.input_value("#build-plan textarea")
     assert f"--model_dir {folder} " in plan
     assert f"{tmp_path}/builds/llava-1.5--tiny-org--tiny-llava/checkpoint" in plan
