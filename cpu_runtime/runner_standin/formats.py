@@ -32,6 +32,10 @@ class FamilyFormat:
     num_frames: int = 0              # builder_config.num_frames, what video-neva's runner reads (-1: all frames)
     token_label: str = "visual tokens"  # what the count is (mllama's: cross-attention positions, not prompt rows)
     text_only: bool = False          # the runner answers without a picture (mllama: cross-attention skipped)
+    # An encoder-decoder family's twin: the release's EncDecModelRunner applies no sampling (greedy, no penalty),
+    # and the small chat LLM standing in for a short-answer model (BLIP-2's T5) repeats itself there; the twin's own
+    # stand-in model holds this penalty, whatever the request asks (the request's sampling stays unapplied).
+    own_repetition_penalty: float = 1.0
 
     def video_frames(self) -> int:
         """How many frames of a video the runner reads: the visual config's num_frames, else the family's
@@ -43,7 +47,8 @@ class FamilyFormat:
             return self.fixed_question
         if self.question == "ignored":
             return ""
-        return (asked or "").strip() or self.default_question
+        # as sent: a family whose runner takes the text verbatim gets the app's prompt, spaces and all
+        return asked if (asked or "").strip() else self.default_question
 
     def parts(self, asked: str | None) -> tuple[str, str]:
         """(text before the picture, text after it), the question filled in."""
@@ -92,4 +97,5 @@ def read_format(vision_dir: str | Path) -> FamilyFormat:
         answer_cue=str(raw.get("answer_cue", "")),
         twin_output=str(raw.get("twin_output", "")),
         num_frames=int(config["builder_config"].get("num_frames") or 0),
+        own_repetition_penalty=float(raw.get("own_repetition_penalty") or 1.0),
         token_label=str(raw.get("token_label", "visual tokens")), text_only=bool(raw.get("text_only", False)))

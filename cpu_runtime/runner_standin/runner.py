@@ -154,7 +154,12 @@ class StandInRunner:
             return [[text] for _ in range(int(self.args.batch_size))]
         rows = self.vision(image) if image is not None else []
         ids = self.prompt_ids(pre_prompt, list(rows), post_prompt)
-        sampling = {name: getattr(self.args, name) for name in ("temperature", "top_k", "top_p", "repetition_penalty")}
+        if self.decoder_llm:
+            sampling = {name: getattr(self.args, name) for name in ("temperature", "top_k", "top_p",
+                                                                    "repetition_penalty")}
+        else:  # EncDecModelRunner takes only num_beams: greedy, the stand-in model's own penalty (formats.py)
+            sampling = {"temperature": 1.0, "top_k": 1, "top_p": 0.0,
+                        "repetition_penalty": self.format.own_repetition_penalty}
         tokens = self.llm.tokens(ids, int(max_new_tokens), self.tokenizer.eos_token_id, sampling)
         text = self.tokenizer.decode(list(tokens), skip_special_tokens=True).strip()
         return [[text] for _ in range(int(self.args.batch_size))]
