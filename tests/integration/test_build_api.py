@@ -59,8 +59,8 @@ def test_unknown_settings_are_named(served):
 
 def test_the_cpu_twin_of_a_family_through_the_api(served):
     """build_demo: a family without a twin is answered with the families that have one, the launch token is
-    required, and a twin's start says what became of it (here a taken port: nothing is written or started; the
-    browser test starts a twin from the page and chats with it)."""
+    required, and a twin asked for on a taken port (`make demo` beside it) starts on free ports instead, is listed
+    as server "build", and build_stop_server stops it (the browser test chats with one)."""
     import socket
 
     from gradio_client.exceptions import AppError
@@ -79,6 +79,13 @@ def test_the_cpu_twin_of_a_family_through_the_api(served):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        result = owner.predict("kosmos-2", port, free_port(), 60, api_name="/build_demo")
-    assert result["family"] == "kosmos-2" and result["state"] == "failed", result
-    assert f"port {port}" in result["message"] and result["grpc_url"] is None, result
+        try:
+            result = owner.predict("kosmos-2", port, free_port(), 400, api_name="/build_demo")
+            assert result["family"] == "kosmos-2" and result["state"] == "ready", result
+            assert result["grpc_url"] and f":{port}" not in result["grpc_url"], result
+            listed = {s["id"]: s for s in owner.predict(api_name="/list_servers")}
+            assert listed["build"]["url"] == result["grpc_url"] and listed["build"]["usable"], listed
+        finally:
+            stopped = owner.predict(60, api_name="/build_stop_server")
+    assert stopped["state"] == "stopped", stopped
+    assert not ctx.servers.get("build").usable  # marked stopped: its choosers are back on the app's own

@@ -88,8 +88,10 @@ class BuildApi:
     def build_demo(self, family: str, http_port: int = 8000, grpc_port: int = 8001, wait_seconds: float = 0,
                    request: gr.Request = None) -> dict:
         """Start the CPU twin of `family` (the page's "CPU demo" button; `python -m app --demo --deployment F` from
-        the command line) on these ports, metrics on gRPC + 1; with `wait_seconds`, wait up to that long for it to
-        be ready. Its state (starting, ready, failed) and the page's message; the chat then talks to it."""
+        the command line) on these ports, metrics on gRPC + 1 (free ports instead when one is taken); with
+        `wait_seconds`, wait up to that long for it to be ready. Its state (starting, ready, failed), the page's
+        message and its gRPC address; once ready it is listed as server "build" (`list_servers`), which `generate`
+        and `compare` take as `deployment`."""
         require_access(self.handlers.ctx, request)
         started = self.handlers.start_twin(family, http_port, grpc_port)
         server = self.handlers.service.deployment
@@ -98,7 +100,18 @@ class BuildApi:
         return {"family": started, "state": server.state, "message": server.message, "grpc_url": server.grpc_url}
 
 
+    def build_stop_server(self, wait_seconds: float = 0, request: gr.Request = None) -> dict:
+        """Stop the server started from the page (the "Stop server" button); with `wait_seconds`, wait up to that
+        long for it to be stopped. Its state and the page's message; sessions that chose it are back on the app's
+        own server."""
+        require_access(self.handlers.ctx, request)
+        server = self.handlers.service.deployment
+        server.stop(wait=bool(wait_seconds))
+        return {"state": server.state, "message": server.message}
+
+
 def register(api: BuildApi) -> None:
     """The endpoints, named as the page's buttons."""
-    for handler in (api.build_plan, api.build_run, api.build_status, api.build_cancel, api.build_demo):
+    for handler in (api.build_plan, api.build_run, api.build_status, api.build_cancel, api.build_demo,
+                    api.build_stop_server):
         gr.api(handler, api_name=handler.__name__)
