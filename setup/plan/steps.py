@@ -14,6 +14,10 @@ from setup.hub.names import DEFAULT_REVISION, MARKER
 from setup.paths import TEMPLATES_DIR
 from setup.plan.checks import MAIN_ENGINES, TRUE_WORDS, wants_paged_context
 from setup.plan.config import PlanConfig
+
+# This project's own steps: its installed `setup` package, never a setup.py of the folder the app was started in
+# (Python's -P: the working folder is not put first on the import path).
+SETUP_COMMAND = (sys.executable, "-P", "-m", "setup")
 from setup.plan.scripts import ScriptFinder
 from setup.plan.types import Step
 from setup.repo.writer import family_parameters, load_template, template_defaults
@@ -78,7 +82,7 @@ class StepBuilder:
         if not c.model_id:
             return []
         folder = Path(c.checkpoint).resolve()
-        argv = (sys.executable, "-m", "setup", "download", "--model-id", c.model_id,
+        argv = (*SETUP_COMMAND, "download", "--model-id", c.model_id,
                 "--revision", c.revision or DEFAULT_REVISION, "--dest", str(folder))
         return [Step("download", "download", f"Download {c.model_id} from the Hugging Face Hub", argv,
                      outputs=(str(folder / MARKER),), weight=STEP_WEIGHTS["download"])]
@@ -317,7 +321,7 @@ class StepBuilder:
         self.deployment = {"template": template, "engine": "tensorrtllm", "parameters": params}
         if not (TEMPLATES_DIR / template).is_dir():
             self.warnings.append(M.WARN_TEMPLATE_MISSING.format(template=template))
-        argv = [sys.executable, "-m", "setup", "repo", "--template", template, "--engine", "tensorrtllm",
+        argv = [*SETUP_COMMAND, "repo", "--template", template, "--engine", "tensorrtllm",
                 "--trtllm-version", self.version.text]
         if str(params.get("decoupled_mode", "true")).lower() not in TRUE_WORDS:
             argv.append("--no-streaming")
@@ -338,7 +342,7 @@ class StepBuilder:
         c = self.c
         encoder = self.family.is_multimodal and self._has_encoder_model()
         names = list(self.family.triton.get("engine_models") or ["tensorrt_llm"] + (["multimodal_encoders"] if encoder else []))
-        argv = [sys.executable, "-m", "setup", "launch", "--repo", str(self.out / "triton_repo"),
+        argv = [*SETUP_COMMAND, "launch", "--repo", str(self.out / "triton_repo"),
                 "--world-size", str(d["world_size"]), "--engine-models", ",".join(names),
                 "--http-port", str(c.http_port), "--grpc-port", str(c.grpc_port), "--metrics-port", str(c.metrics_port),
                 "--log-file", str(self.out / "logs" / "triton.log")]

@@ -73,10 +73,10 @@ def test_family_markdown_shows_the_triton_path_first():
     assert text.startswith("**Triton:** Served by this app's runner topology (template multimodal_runner)")
     assert "replies stream token by token" in text and "bfloat16" in text
     assert "whole reply comes at once" in logic.family_markdown("nougat", "0.19")  # an encoder-decoder LLM
-    # only the late runner ([V], 1.x) is recorded handling qwen2_vl
-    assert logic.family_markdown("qwen2-vl", "0.19").startswith("**Triton:** The templates serve Qwen2-VL from "
-                                                                 "backend 1.0; with 0.19 the plan stops")
-    assert "late runner only" in logic.family_markdown("qwen2-vl", "1.0")
+    # 0.16.0's runner is the first release read handling qwen2_vl (runner_eras.yaml); before it the plan stops
+    assert logic.family_markdown("qwen2-vl", "0.13").startswith("**Triton:** The templates serve Qwen2-VL from "
+                                                                 "backend 0.16; with 0.13 the plan stops")
+    assert logic.family_markdown("qwen2-vl", "0.19").startswith("**Triton:** Served by this app's runner topology")
     assert logic.family_markdown("llava-1.5", "0.11").startswith("**Triton:** The templates serve LLaVA-1.5 from")
     assert logic.family_defaults("vila")["max_num_images"] == 4
 

@@ -434,3 +434,17 @@ def test_the_script_numbers_steps_as_they_run(tmp_path):
     log = tmp_path / "run.log"
     Runner(built[:1], tmp_path / "out", log).run()  # the run log's first line names the step the same way
     assert log.read_text().splitlines()[0] == f"==> [1/1] {built[0].title}"
+
+
+def test_the_plans_own_steps_run_the_installed_package_not_a_setup_py_of_the_working_folder(tmp_path):
+    """`python -m setup` puts the working folder first on the import path: an app started in a folder holding a
+    setup.py ran that file as the download step. -P keeps the folder off the path."""
+    plan = plan_for(tmp_path, "llava-1.5", model_id="org/name")
+    own = [s for s in plan.steps if "setup" in s.argv[:4]]
+    assert {s.id for s in own} >= {"download"} and all(s.argv[1:4] == ("-P", "-m", "setup") or
+                                                        list(s.argv[1:4]) == ["-P", "-m", "setup"] for s in own)
+    trap = tmp_path / "elsewhere"
+    trap.mkdir()
+    (trap / "setup.py").write_text("print('the folder\\'s setup.py ran')\n")
+    shown = subprocess.run([*own[0].argv[:4], "--help"], cwd=trap, capture_output=True, text=True, check=True)
+    assert "setup.py ran" not in shown.stdout and "usage: python -m setup" in shown.stdout
