@@ -24,6 +24,8 @@ from app.vision.images import load_image
 from app.web.chat_view import chat_messages
 from app.web.download import SAVE_PAYLOAD_JS, download_payload
 from app.web.labels import (
+    CONFIRM_KEEP,
+    CONFIRM_YES,
     CONVERSATIONS,
     CONVERSATIONS_INFO,
     DELETE_CHAT,
@@ -31,9 +33,17 @@ from app.web.labels import (
     EXPORT_MARKDOWN,
     IMPORT_JSON,
     NEW_CHAT,
+    UNDO,
 )
 from app.web.legacy_chats import conversation_of_file, conversation_of_messages
-from app.web.messages import MSG_BUSY_SWITCH, MSG_IMPORTED, MSG_IMPORTED_AGAIN, MSG_NOTHING_TO_EXPORT
+from app.web.messages import (
+    MSG_ASK_CLEAR,
+    MSG_ASK_DELETE,
+    MSG_BUSY_SWITCH,
+    MSG_IMPORTED,
+    MSG_IMPORTED_AGAIN,
+    MSG_NOTHING_TO_EXPORT,
+)
 
 STORAGE_KEY = "triton-vlm-lora-conversations"
 # BrowserState encrypts with a key it hands to the page anyway; a fixed one keeps the conversations readable
@@ -93,6 +103,14 @@ class HistoryPanel:
                                      min_width=160)
             self.new = gr.Button(NEW_CHAT, elem_id="new-chat", size="md", scale=0, min_width=80)
             self.delete = gr.Button(DELETE_CHAT, elem_id="delete-chat", size="md", scale=0, min_width=70)
+        # Clear and Delete ask first; what they removed can be brought back with Undo until the next change
+        with gr.Row(visible=False, elem_id="chat-confirm") as self.confirm_row:
+            self.question = gr.Markdown(elem_id="chat-confirm-question")
+            self.yes = gr.Button(CONFIRM_YES, variant="stop", elem_id="chat-confirm-yes", scale=0, min_width=90)
+            self.keep = gr.Button(CONFIRM_KEEP, elem_id="chat-confirm-keep", scale=0, min_width=90)
+        self.undo = gr.Button(UNDO, visible=False, elem_id="chat-undo", size="sm")
+        self.pending = gr.State(None)  # "clear" or "delete", while the question is asked
+        self.before = gr.State(None)  # the store before the last Clear or Delete (for Undo)
 
     def build_files(self) -> None:
         with gr.Accordion("Export / import this conversation", open=False, elem_id="export-import"):
@@ -103,12 +121,16 @@ class HistoryPanel:
                                                    min_width=120)
         self.download = gr.Textbox(visible=False, elem_id="download-payload")
 
-    def wire(self, app: gr.Blocks | None, conversation: gr.State, chatbot: gr.Chatbot, saved_after: list) -> list:
-        """Restore on page load, save after each event in `saved_after`, and the list's own buttons. `conversation`
-        holds the typed conversation the chat shows in `chatbot`. Returns the events that may show another
-        conversation (the chat sets its reply buttons after them)."""
+    def wire(self, app: gr.Blocks | None, conversation: gr.State, chatbot: gr.Chatbot, saved_after: list,
+             clear: gr.Button | None = None, stop_session: Callable[[str], None] = lambda _session: None) -> list:
+        """Restore on page load, save after each event in `saved_after`, and the list's own buttons; `clear` (the
+        chat's Clear) asks first as Delete does, and `stop_session(session)` ends what a cleared conversation still
+        runs or queues. `conversation` holds the typed conversation the chat shows in `chatbot`. Returns the events
+        that may show another conversation (the chat sets its reply buttons after them)."""
         busy = self._ctx.outbox.busy
         shown = [self.store, conversation, chatbot, self.chats]
+        asked = [self.confirm_row, self.question, self.pending]
+        undone = [self.undo, self.before]
 
         def switch(request: gr.Request, stored, chosen):
             return on_switch(stored, chosen, busy(request.session_hash))
@@ -125,9 +147,28 @@ class HistoryPanel:
         showing_events = [app.load(on_restore, self.store, shown, **private)] if app is not None else []
         for event in saved_after:
             event.then(on_save, [self.store, conversation], [self.store, self.chats], **private)
-        showing_events += [self.chats.input(switch, [self.store, self.chats], shown, **private),
-                           self.new.click(change(chats.new_chat), self.store, shown, **private),
-                           self.delete.click(change(chats.delete_current), self.store, shown, **private)]
+        def confirmed(request: gr.Request, pending, stored, current):
+            if pending == "clear":
+                stop_session(request.session_hash)
+            return on_confirmed(pending, stored, current, busy(request.session_hash))
+
+        def trashed(request: gr.Request, stored, current):  # the chatbot's own trash icon: cleared, then Undo
+            stop_session(request.session_hash)
+            return on_confirmed("clear", stored, current, False)
+
+        switched = self.chats.input(switch, [self.store, self.chats], shown, **private)
+        made_new = self.new.click(change(chats.new_chat), self.store, shown, **private)
+        showing_events += [switched, made_new,
+                           self.yes.click(confirmed, [self.pending, self.store, conversation],
+                                          [*shown, *asked, *undone], **private),
+                           chatbot.clear(trashed, [self.store, conversation], [*shown, *asked, *undone], **private),
+                           self.undo.click(on_undo, self.before, [*shown, *undone], **private)]
+        self.delete.click(partial(on_ask, "delete"), conversation, asked, **private)
+        if clear is not None:
+            clear.click(partial(on_ask, "clear"), conversation, asked, **private)
+        self.keep.click(lambda: (gr.Row(visible=False), "", None), None, asked, **private)
+        for event in (*saved_after, switched, made_new):  # a later change ends the chance to undo
+            event.then(lambda: (gr.Button(visible=False), None), None, undone, **private)
         for button, kind in ((self.export_json, "json"), (self.export_markdown, "markdown")):
             button.click(partial(on_export, kind=kind), conversation, self.download, **private).then(
                 None, self.download, None, js=SAVE_PAYLOAD_JS, **private)
@@ -183,6 +224,34 @@ def on_change(stored, action: Callable[[dict], dict], busy: bool) -> tuple:
         gr.Warning(MSG_BUSY_SWITCH)
         return UNCHANGED
     return showing(action(kept_store(stored)))
+
+
+def on_ask(action: str, current: Conversation) -> tuple:
+    """The question before Clear or Delete: (row shown, question, pending action)."""
+    question = MSG_ASK_CLEAR if action == "clear" else MSG_ASK_DELETE.format(title=chats.title_of(current or
+                                                                                                  Conversation()))
+    return gr.Row(visible=True), question, action
+
+
+def on_confirmed(action: str | None, stored, current: Conversation, busy: bool) -> tuple:
+    """Clear or Delete done: what the panel shows, the question hidden, Undo offered with the store before it."""
+    hidden = (gr.Row(visible=False), "", None)
+    if action not in ("clear", "delete"):
+        return (*UNCHANGED, *hidden, gr.skip(), gr.skip())
+    if busy and action == "delete":
+        gr.Warning(MSG_BUSY_SWITCH)
+        return (*UNCHANGED, *hidden, gr.skip(), gr.skip())
+    before = chats.save_current(kept_store(stored), current or Conversation(), image_kept)
+    after = chats.delete_current(before) if action == "delete" else chats.save_current(before, Conversation(),
+                                                                                        image_kept)
+    return (*showing(after), *hidden, gr.Button(visible=True), before)
+
+
+def on_undo(before) -> tuple:
+    """The store as it was before the last Clear or Delete, shown again; Undo hidden."""
+    if not isinstance(before, dict):
+        return (*UNCHANGED, gr.Button(visible=False), None)
+    return (*showing(kept_store(before)), gr.Button(visible=False), None)
 
 
 def on_export(current: Conversation, kind: str) -> str:

@@ -59,6 +59,7 @@ SEED_PLACEHOLDER = "new each reply"
 CONVERSATIONS = "Conversations"
 CONVERSATIONS_INFO = "Kept in this browser only."
 NEW_CHAT, DELETE_CHAT = "New chat", "Delete"
+CONFIRM_YES, CONFIRM_KEEP, UNDO = "Yes", "Keep it", "Undo"
 EXPORT_JSON, EXPORT_MARKDOWN, IMPORT_JSON = "Export JSON", "Export Markdown", "Import JSON"
 
 # Compare tab

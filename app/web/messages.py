@@ -77,3 +77,5 @@ MSG_GREEDY_REGENERATE = ("Decoding is Greedy, so this reply has the same words a
 MSG_MODEL_SOURCE_RULE = ("With a model id, an empty checkpoint box means models/ORG--NAME in the workspace, and a "
                          "folder that is empty or missing gets the download; a folder with a checkpoint of your own "
                          "wins over the model id.")
+MSG_ASK_CLEAR = "Clear this conversation? Undo brings it back until your next change."
+MSG_ASK_DELETE = "Delete “{title}” from this browser? Undo brings it back until your next change."

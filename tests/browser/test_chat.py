@@ -52,8 +52,18 @@ def test_clear_and_regenerate(page):
     page.click("#regenerate")
     again = settled_reply(page)
     assert len(bot_texts(page)) == 1 and reply_body(again) == reply_body(first)  # greedy: the same reply
+    page.click("#clear")  # asks first: nothing is gone yet
+    page.wait_for_selector("#chat-confirm-question:has-text('Clear this conversation?')")
+    assert len(bot_texts(page)) == 1
+    page.click("#chat-confirm-keep")
+    page.wait_for_selector("#chat-confirm", state="hidden")
+    assert len(bot_texts(page)) == 1
     page.click("#clear")
+    page.click("#chat-confirm-yes")
     page.wait_for_function("document.querySelectorAll('#chatbot .message').length === 0")
+    page.click("#chat-undo")  # and it comes back
+    page.wait_for_function("document.querySelectorAll('#chatbot .message.bot').length === 1")
+    page.wait_for_selector("#chat-undo", state="hidden")
 
 
 def test_empty_message_gets_a_clear_message(page):

@@ -53,8 +53,13 @@ def test_conversations_survive_a_reload_and_switch(sized_page):
     wait_until(lambda: user_texts(page) == ["What is the capital of France?"], what="the switch")
     pick_conversation(page, "Name a colour.")
     wait_until(lambda: user_texts(page) == ["Name a colour."], what="the switch back")
-    page.click("#delete-chat")
+    page.click("#delete-chat")  # asks first, names the conversation
+    page.wait_for_selector("#chat-confirm-question:has-text('Delete “Name a colour.”')")
+    page.click("#chat-confirm-yes")
     wait_until(lambda: user_texts(page) == ["What is the capital of France?"], what="the deletion")
+    page.click("#chat-undo")  # undone: the deleted conversation is back and shown
+    wait_until(lambda: user_texts(page) == ["Name a colour."], what="the undo")
+    assert listed(page).startswith("Name a colour.")
 
 
 def download(page, button: str) -> tuple[str, str]:

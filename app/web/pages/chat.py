@@ -288,9 +288,6 @@ def build(ctx: AppContext, app: gr.Blocks | None = None, tab: gr.Tab | None = No
     def stop_reply(request: gr.Request):
         on_stop(ctx, request.session_hash)
 
-    def clear_all(request: gr.Request):
-        return on_clear(ctx, request.session_hash)
-
     shown_controls = [resume, older, version, newer]
     outputs = [box, chatbot, conversation, stop, regenerate, *shown_controls]
     # "multiple": a message sent while a reply streams reaches the server (and waits in the outbox) instead
@@ -306,15 +303,14 @@ def build(ctx: AppContext, app: gr.Blocks | None = None, tab: gr.Tab | None = No
     # Stop cancels the server request; the run then ends that reply by itself and shows "(stopped)".
     # (Gradio's `cancels=` would race with that last update and could drop it.)
     stop.click(stop_reply, None, None, api_visibility="private")
-    cleared = clear.click(clear_all, None, [chatbot, conversation], api_visibility="private")
-    trashed = chatbot.clear(clear_all, None, [chatbot, conversation], api_visibility="private")  # the trash icon
     decoding.change(lambda mode: [gr.update(interactive=mode != GREEDY)] * len(SAMPLE_ONLY), decoding,
                     [temperature, top_k, top_p, seed], api_visibility="private", show_progress="hidden")
     if app is not None:  # the Sampling settings and the system prompt survive a reload
         kept_settings.wire(app, {**widgets, "pdf_pages": pdf_pages}, [temperature, top_k, top_p, seed])
     shows_another = history.wire(app, conversation, chatbot,
-                                 saved_after=[sent, regenerated, continued, *stepped, cleared, trashed])
-    for event in (*stepped, cleared, trashed, *shows_another):
+                                 saved_after=[sent, regenerated, continued, *stepped], clear=clear,
+                                 stop_session=lambda session: on_clear(ctx, session))  # Clear asks first
+    for event in (*stepped, *shows_another):
         event.then(reply_controls, conversation, shown_controls, api_visibility="private", show_progress="hidden")
 
     server_picker.wire(ctx, server, adapter, status, address, add_server, server_note, status_markdown)
