@@ -139,6 +139,14 @@ def _label(bar: Bar, boxes: list[TextBox], base: float, reach: float) -> TextBox
     return min(under, key=lambda b: b.y0) if under else None
 
 
+def _printed(bar: Bar, boxes: list[TextBox]) -> TextBox | None:
+    """A number printed over the bar or on its top (a chart that labels its bars): Deplot writes that value, not a
+    reading of the bar's height. The nearest to the bar's top."""
+    over = [b for b in boxes if number(b.text) is not None and bar.x0 - 2 <= b.centre_x <= bar.x1 + 2
+            and bar.y0 - 3 * max(1.0, b.y1 - b.y0) <= b.centre_y <= bar.y1]
+    return min(over, key=lambda b: abs(b.centre_y - bar.y0)) if over else None
+
+
 def chart_rows(rgb: np.ndarray, boxes: list[TextBox]) -> tuple[str, tuple[str, str], list[tuple[str, str]]] | None:
     """(title, header, [(label, value)]) of a bar chart; None when no bars are found."""
     bars = find_bars(rgb)
@@ -158,7 +166,12 @@ def chart_rows(rgb: np.ndarray, boxes: list[TextBox]) -> tuple[str, tuple[str, s
         label = _label(bar, [b for b in boxes if b.x1 > left + 2], base, reach)
         if label is not None:
             used.add(label)
-        value = axis.text(axis.value(bar.y0)) if axis else f"{(base - bar.y0):.0f}px"
+        printed = _printed(bar, [b for b in boxes if b.x1 > left + 2])
+        if printed is not None:
+            used.add(printed)
+            value = printed.text.strip()
+        else:
+            value = axis.text(axis.value(bar.y0)) if axis else f"{(base - bar.y0):.0f}px"
         rows.append((label.text if label else f"Bar {number_}", value))
     highest_tick = min((t.y0 for t in ticks), default=top)
     above = [b for b in boxes if b.y1 <= min(top, highest_tick) and b.x1 > left and b not in used

@@ -85,3 +85,15 @@ def test_one_stray_tick_box_does_not_tilt_the_axis_and_year_labels_are_labels():
     boxes[-1] = TextBox(40, TOP - 20, 70, TOP + 6, "100")  # boxed together with the axis line's top
     rows = parse_deplot(deplot_table(rgb, [*boxes, *labels(("2019", "2020"))])).rows
     assert rows == (("2019", "50"), ("2020", "60"))
+
+
+def test_values_printed_on_the_bars_are_the_values_even_without_an_axis():
+    """A chart that prints each value over its bar and draws no axis: Deplot answers with the printed values (the
+    twin gave bar heights in pixels, "Oslo | 281px")."""
+    rgb = chart((40, 75, 12.5), ((220, 50, 50), (50, 160, 60), (60, 80, 220)))
+    rgb[:, 78:80] = 255  # no axis line either
+    printed = [TextBox(120 + 110 * i + 15, BASE - 3 * v - 20, 120 + 110 * i + 45, BASE - 3 * v - 6, text)
+               for i, (v, text) in enumerate(((40, "40.2"), (75, "75"), (12.5, "1,250")))]
+    text = deplot_table(rgb, [*printed, *labels(("Oslo", "Bergen", "Bodø"))])
+    assert text.endswith("Oslo | 40.2 <0x0A> Bergen | 75 <0x0A> Bodø | 1,250"), text
+    assert "px" not in text
