@@ -3,6 +3,7 @@ kind itself reports."""
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 
@@ -77,3 +78,16 @@ def figures_text(figures: ReplyFigures, adapter: str | None, kind: str) -> str:
     parts += [adapter or figures.sent_adapter or BASE_MODEL_WORDS, lora_text(figures), kind, figures.details]
     return " · ".join(p for p in parts if p)
 
+
+
+_TOKENS = re.compile(r"^(\d+) tokens?\b")
+
+
+def continued_figures(figures: str, earlier: str) -> str:
+    """A continued reply's figures line counting the whole reply: 'T tokens (N after Continue) · ...' where `earlier`
+    is the figures line of the reply before Continue ('figures' unchanged when either has no token count)."""
+    now, before = _TOKENS.match(figures), _TOKENS.match(earlier or "")
+    if not now or not before:
+        return figures
+    added, total = int(now.group(1)), int(now.group(1)) + int(before.group(1))
+    return f"{total} token{'' if total == 1 else 's'} ({added} after Continue)" + figures[now.end():]

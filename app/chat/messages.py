@@ -53,7 +53,7 @@ BASE_MODEL_WORDS = "base model"
 
 # A reply that stopped at the max-new-tokens limit (shown in italics under it), and Continue's refusals.
 MSG_CUT = "— cut at the {limit}-token limit"
-MSG_NOTHING_TO_CONTINUE = "Only a reply cut at the token limit can be continued; the last reply was not."
+MSG_NOTHING_TO_CONTINUE = "Only a reply cut at the token limit (or stopped) can be continued; the last reply was not."
 MSG_BUSY_CONTINUE = "A reply is still running; press Stop first, then Continue."
 MSG_BUSY_VERSIONS = "A reply is still running; wait for it before stepping between versions."
 MSG_IMAGE_GONE = "(image {name}: no longer on the server)"

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from app.chat.adapter_check import Verdict, reply_shows_adapter
 from app.chat.context import AppContext
-from app.chat.figures import figures_text, measure
+from app.chat.figures import continued_figures, figures_text, measure
 from app.chat.media_intake import declared_video, media_for, pdf_media
 from app.chat.messages import (
     MSG_EMPTY_PROMPT,
@@ -230,18 +230,19 @@ def continue_reply(ctx: AppContext, session: str, conversation: Conversation, pa
     """Yield the conversation's last reply (cut at max tokens) growing: the model goes on from its words, with
     the reply's own adapter; the shown version is extended. InvalidRequest when the last reply was not cut."""
     reply = conversation.last_reply
-    if reply is None or not reply.current.cut_at:
+    if reply is None or not reply.current.can_continue:
         raise InvalidRequest(MSG_NOTHING_TO_CONTINUE)
     version = reply.current
     recipe = ReplyRecipe(params, system_prompt, version.adapter, policy)
     yield from _streamed(ctx, session, conversation.without_last_reply(), recipe, version.text,
-                         reply.with_current)
+                         reply.with_current, earlier_figures=version.figures)
 
 
 def _streamed(ctx: AppContext, session: str, conversation: Conversation, recipe: ReplyRecipe, start: str,
-              recorded: Callable[[ReplyVersion], Turn]) -> Iterator[ReplyUpdate]:
-    """Stream a reply to `conversation` that begins with `start` (Continue) and yield its growing text, then the
-    conversation with the reply `recorded(finished version)`."""
+              recorded: Callable[[ReplyVersion], Turn], earlier_figures: str = "") -> Iterator[ReplyUpdate]:
+    """Stream a reply to `conversation` that begins with `start` (Continue: `earlier_figures` are the figures of
+    the reply before it, so the count covers the whole reply) and yield its growing text, then the conversation
+    with the reply `recorded(finished version)`."""
     stream = None
     started = time.monotonic()
     adapter, params = recipe.adapter, recipe.params
@@ -258,7 +259,8 @@ def _streamed(ctx: AppContext, session: str, conversation: Conversation, recipe:
         pictures = context.conversation.current_images()
         version = ReplyVersion(
             text=words or MSG_NO_TEXT_REPLY, adapter=adapter, sampling=params, stopped=stream.cancelled,
-            figures=media_figures(figures_text(measure(stream, started), adapter, ctx.deployment.kind),
+            figures=media_figures(continued_figures(figures_text(measure(stream, started), adapter,
+                                                                 ctx.deployment.kind), earlier_figures),
                                   context.conversation),
             outputs=parse_reply(words, served_family(ctx), pictures[-1] if pictures else None) if words else None,
             saw=saw_lines(image_reports(stream)), context=context.places,

@@ -72,6 +72,11 @@ class ReplyVersion:
     # boxes, a markdown page); None when it is plain prose. Typed there: app.core cannot import app.outputs.
     outputs: object = None
 
+    @property
+    def can_continue(self) -> bool:
+        """Continue may go on with it: cut at the token limit, or stopped by the person with some words said."""
+        return bool(self.cut_at) or (self.stopped and bool(self.text.strip()) and not self.note)
+
 
 @dataclass(frozen=True)
 class Turn:

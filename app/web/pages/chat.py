@@ -97,7 +97,7 @@ def reply_controls(conversation: Conversation) -> tuple:
     reply = conversation.last_reply if conversation else None
     count = len(reply.versions) if reply else 0
     stepper = count > 1
-    return (gr.Button(interactive=bool(reply and reply.current.cut_at)),
+    return (gr.Button(interactive=bool(reply and reply.current.can_continue)),
             gr.Button(visible=stepper, interactive=stepper and reply.shown > 0),
             gr.Button(visible=stepper, value=VERSION_OF.format(shown=reply.shown + 1, count=count) if stepper else ""),
             gr.Button(visible=stepper, interactive=stepper and reply.shown < count - 1))
@@ -172,7 +172,7 @@ def on_continue(ctx: AppContext, session: str, conversation: Conversation, adapt
                 sampling: ChatSampling) -> Iterator[tuple]:
     """Go on with the last reply, cut at the token limit, with its own adapter."""
     reply, ctx = conversation.last_reply if conversation else None, ctx.for_session(session)
-    if reply is None or not reply.current.cut_at:
+    if reply is None or not reply.current.can_continue:
         yield refuse(MSG_NOTHING_TO_CONTINUE)
         return
     try:

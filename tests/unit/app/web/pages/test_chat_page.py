@@ -104,3 +104,24 @@ def test_regenerate_under_greedy_says_it_gives_the_same_words(ctx, monkeypatch):
     assert len(said) == 1 and "same words" in said[0] and "Sample" in said[0]
     finished(on_regenerate(ctx, SESSION, talk, "base model", ChatSampling(decoding="sample", max_tokens=2)))
     assert len(said) == 1  # sampling: a new reply, nothing to say
+
+
+def test_continue_counts_the_whole_reply_and_goes_on_after_stop(ctx):
+    """After Continue the figures counted only the last piece ("8 tokens" after three); Continue was off after
+    Stop."""
+    from dataclasses import replace
+
+    talk = send(ctx, Conversation(), "Hi")  # cut at two tokens
+    first = talk.last_reply.current.figures
+    assert first.startswith("2 tokens")
+    talk = finished(on_continue(ctx, SESSION, talk, "base model", SHORT))[2]
+    import re
+
+    total, added = map(int, re.match(r"^(\d+) tokens \((\d+) after Continue\) · ", talk.last_reply.current.figures)
+                       .groups())
+    assert added >= 1 and total == 2 + added
+    stopped = talk.with_last_reply(talk.last_reply.with_current(
+        replace(talk.last_reply.current, cut_at=None, stopped=True)))
+    assert reply_controls(stopped)[0].interactive  # Continue is on after Stop
+    resumed = finished(on_continue(ctx, SESSION, stopped, "base model", SHORT))[2]
+    assert resumed.last_reply.current.text.startswith(stopped.last_reply.current.text)
