@@ -7,14 +7,15 @@ a real CPU demo (tritonserver + the app) in Debian's Chromium.
 from __future__ import annotations
 
 import argparse
-import tempfile
 from pathlib import Path
 
 from app.chat.context import AppConfig, AppContext
 from app.web.ui import launch
+from benchmarks.harness import demo_server
+from benchmarks.scratch import scratch_folder
+from benchmarks.server_process import free_port
 from tests.browser.chat_helpers import NARROW, ask, open_sampling, set_number, settled_reply, wait_until
 from tests.browser_tabs import CHROMIUM, CHROMIUM_ARGS
-from tests.servers import free_port, start_triton
 
 DESKTOP = {"width": 1280, "height": 900}
 TABS = ("Compare", "Adapters", "Build", "Benchmark", "Server")
@@ -48,31 +49,29 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     from playwright.sync_api import sync_playwright
 
-    scratch = tempfile.TemporaryDirectory(prefix="screenshots-")  # the repository and Triton's log, removed after
-    triton = start_triton(Path(scratch.name))
-    port = free_port()
-    ctx = AppContext(AppConfig(triton_url=triton.grpc_url, port=port, demo=True,
-                               metrics_url=f"http://127.0.0.1:{triton.metrics_port}/metrics"))
-    blocks = launch(ctx, prevent_thread_lock=True)
-    try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-            page = browser.new_page(viewport=DESKTOP)
-            page.goto(ctx.access.url(f"http://127.0.0.1:{port}/"))
-            page.wait_for_selector("#chat-input textarea")
-            chat(page, args.out)
-            for tab in TABS:
-                page.get_by_role("tab", name=tab).click()
-                page.wait_for_timeout(SETTLE_MS.get(tab, 1500))  # the tab's first figures and lists arrive
-                if tab == "Compare":
-                    compare(page, args.out)
-                else:
-                    page.screenshot(path=str(args.out / f"{tab.lower()}.png"), full_page=True)
-            browser.close()
-    finally:
-        blocks.close()
-        triton.process.stop()
-        scratch.cleanup()
+    # the repository, Triton's scratch files and the browser's profile in one folder, removed after (nothing in /tmp)
+    with scratch_folder("screenshots-") as scratch, demo_server(scratch) as triton:
+        port = free_port()
+        ctx = AppContext(AppConfig(triton_url=triton.grpc_url, port=port, demo=True,
+                                   metrics_url=f"http://127.0.0.1:{triton.process.opts.metrics_port}/metrics"))
+        blocks = launch(ctx, prevent_thread_lock=True)
+        try:
+            with sync_playwright() as playwright:
+                browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+                page = browser.new_page(viewport=DESKTOP)
+                page.goto(ctx.access.url(f"http://127.0.0.1:{port}/"))
+                page.wait_for_selector("#chat-input textarea")
+                chat(page, args.out)
+                for tab in TABS:
+                    page.get_by_role("tab", name=tab).click()
+                    page.wait_for_timeout(SETTLE_MS.get(tab, 1500))  # the tab's first figures and lists arrive
+                    if tab == "Compare":
+                        compare(page, args.out)
+                    else:
+                        page.screenshot(path=str(args.out / f"{tab.lower()}.png"), full_page=True)
+                browser.close()
+        finally:
+            blocks.close()
     print("\n".join(str(path) for path in sorted(args.out.glob("*.png"))))
 
 
