@@ -14,13 +14,13 @@ from setup.hub.names import DEFAULT_REVISION, MARKER
 from setup.paths import TEMPLATES_DIR
 from setup.plan.checks import MAIN_ENGINES, TRUE_WORDS, wants_paged_context
 from setup.plan.config import PlanConfig
+from setup.plan.scripts import ScriptFinder
+from setup.plan.types import Step
+from setup.repo.writer import family_parameters, load_template, template_defaults
 
 # This project's own steps: its installed `setup` package, never a setup.py of the folder the app was started in
 # (Python's -P: the working folder is not put first on the import path).
 SETUP_COMMAND = (sys.executable, "-P", "-m", "setup")
-from setup.plan.scripts import ScriptFinder
-from setup.plan.types import Step
-from setup.repo.writer import family_parameters, load_template, template_defaults
 
 STEP_WEIGHTS = {"download": 3.0, "check": 0.1, "convert": 2.0, "adapter": 0.1, "build": 5.0, "visual": 2.0, "lora": 0.5, "repository": 0.3, "launch": 1.0}
 DEFAULT_MM_POOL_BYTES = 300_000_000  # the backend doc's example pool for multimodal deployments

@@ -19,8 +19,8 @@ from tritonclient.grpc import model_config_pb2 as pb
 from tritonclient.grpc import service_pb2
 
 from app.core.sampling import SamplingParams
-from app.triton.client import ModelInfo, TritonChatClient
 from app.triton import transport
+from app.triton.client import ModelInfo, TritonChatClient
 from setup.repo.releases import release_tensor_sets
 from setup.repo.writer import (
     DeploymentConfig,
