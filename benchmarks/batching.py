@@ -107,7 +107,7 @@ def run_mix(target, mix: str, concurrency: int, args) -> dict:
     summary = summarize(records, wall)
     return {"tokens_per_s": summary.output_tokens_per_second, "ttft_p50": summary.ttft_ms.p50,
             "ttft_p90": summary.ttft_ms.p90, "errors": summary.errors,
-            "avg_tokens": summary.avg_output_tokens, "wall_s": wall}
+            "avg_tokens": summary.avg_output_tokens, "wall_s": wall, "error_messages": summary.error_messages}
 
 
 def stream_rate(record) -> float:
@@ -149,6 +149,7 @@ def measure_engine(args, folder: Path, log=print) -> dict:
 
     model = prepare_cpu_model(log=log)
     with demo_server(folder) as triton:
+        log(f"  tritonserver ready on {triton.grpc_url}, log {triton.log_path}")
         return run_target(TritonTarget(triton.grpc_url, model), args, log)
 
 
@@ -186,7 +187,14 @@ def load_table(engine: dict, peer: dict | None, args) -> list[str]:
                      f"{_ratio(ours['tokens_per_s'], theirs.get('tokens_per_s')):>8}"
                      f"{_num(ours['ttft_p50'], 0) + ' / ' + _num(ours['ttft_p90'], 0):>22}"
                      f"{_num(theirs.get('ttft_p50'), 0) + ' / ' + _num(theirs.get('ttft_p90'), 0):>20}"
-                     + (f"  ({ours['errors']} errors)" if ours["errors"] or theirs.get("errors") else ""))
+                     + (f"  (errors: engine {ours['errors']}, vLLM {theirs.get('errors', 0)})"
+                        if ours["errors"] or theirs.get("errors") else ""))
+    for name, result in (("engine", engine), ("vLLM", peer)):  # why requests failed, over all loads
+        messages: dict[str, int] = {}
+        for load in (result or {}).get("loads", {}).values():
+            for message, count in load.get("error_messages", {}).items():
+                messages[message] = messages.get(message, 0) + count
+        lines += [f"  {name}: {count} x {message}" for message, count in messages.items()]
     return lines
 
 

@@ -31,15 +31,15 @@ class DemoServer:
 @contextmanager
 def demo_server(folder: Path, overrides: dict | None = None, ready_timeout: float = DEMO_READY_TIMEOUT):
     """tritonserver with the CPU demo's repository (written into `folder`, the engine and encoder prepared first) on
-    free ports, started again on new ones when a port was taken meanwhile; stopped on exit."""
+    free ports, started again on new ones when a port was taken meanwhile; stopped on exit. Its log is the demo's,
+    `cache_dir()/logs/triton-<http port>.log`: it outlives the run's scratch folder, for a run whose server failed."""
     from setup.cpu.demo import start_demo_triton, write_demo_repository
 
     repo = write_demo_repository(Path(folder) / "repo", overrides=overrides, log=lambda *_: None)
-    log_path = Path(folder) / "triton.log"
     ports, process = on_free_ports(lambda *ports: start_demo_triton(
-        *ports, repo=repo, log_path=log_path, log=lambda *_: None, ready_timeout=ready_timeout))
+        *ports, repo=repo, log=lambda *_: None, ready_timeout=ready_timeout))
     try:
-        yield DemoServer(process, f"127.0.0.1:{ports[1]}", log_path)
+        yield DemoServer(process, f"127.0.0.1:{ports[1]}", process.log_path)
     finally:
         process.stop()
 
