@@ -51,7 +51,7 @@ def test_the_plan_downloads_first_and_converts_the_downloaded_folder(tmp_path, m
     assert folder == tmp_path / "models" / "tiny-org--tiny-llama"
     assert plan.out == build_folder(tmp_path, "llama", MODEL) == tmp_path / "builds" / "llama--tiny-org--tiny-llama"
     first, convert = plan.steps[0], next(s for s in plan.steps if s.phase == "convert")
-    assert first.argv[1:] == ("-m", "setup", "download", "--model-id", MODEL, "--revision", "main",
+    assert first.argv[1:] == ("-P", "-m", "setup", "download", "--model-id", MODEL, "--revision", "main",
                               "--dest", str(folder))
     assert first.outputs == (str(folder / ".download.json"),)
     assert convert.argv[convert.argv.index("--model_dir") + 1] == str(folder)
