@@ -37,11 +37,13 @@ demo: $(STAMP)
 	$(PY) -m app --demo --port $(PORT)
 
 # ruff, then the import contracts of pyproject.toml (layers, no loops, Gradio/FastAPI confined, no __main__ imports),
-# then the user-texts rule (MSG_ constants only in a package's messages.py).
+# then the user-texts rule (MSG_ constants only in a package's messages.py) and the contracts rule (no getattr() probes
+# of deployments or streams outside app/deployments: read what Deployment and ReplyStream declare).
 lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -m scripts.check_user_texts
+	$(PY) -m scripts.check_contracts
 
 # Two passes, both always run: the unit tests in two workers with one torch thread each (on 2 cores that takes
 # 1.5 min instead of 2.5: torch's two threads gain nothing on the tiny test tensors), then the server and

@@ -8,10 +8,10 @@ from __future__ import annotations
 import threading
 
 from app.core.errors import InvalidImage
-from app.deployments.base import check_adapter_name
+from app.deployments.base import DeploymentDefaults, StreamDefaults, check_adapter_name
 
 
-class WordStream:
+class WordStream(StreamDefaults):
     def __init__(self, text: str, max_tokens: int | None = None, continues: str = ""):
         self.text, self.cancelled, self.chunks, self.time_to_first_token = "", False, 0, None
         self.finish_reason: str | None = None
@@ -55,7 +55,7 @@ class EndlessStream(WordStream):
         self._stop.set()
 
 
-class RecordingDeployment:
+class RecordingDeployment(DeploymentDefaults):
     """Takes any image but 'broken.png' and the adapters in `known`; records every request it opens. `endless`:
     every reply runs until cancelled; `replies`: a column's reply by adapter (None: the base model), else "reply
     from <adapter>"."""

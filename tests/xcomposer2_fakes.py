@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from app.adapters.registry import AdapterRegistry
+from app.core.streams import StreamDefaults
 from app.triton.client import ModelInfo
 from tests.lora_helpers import TINY, write_peft
 
@@ -21,7 +22,7 @@ CLIP_MEAN = np.array([0.48145466, 0.4578275, 0.40821073], np.float32)
 CLIP_STD = np.array([0.26862954, 0.26130258, 0.27577711], np.float32)
 
 
-class FakeStream:
+class FakeStream(StreamDefaults):
     def __init__(self, parts: tuple[str, ...] = ("In the picture", ", a cat.")):
         self.text, self.cancelled, self.request_id, self.chunks, self.responses = "", False, "r1", 0, 0
         self._parts = iter(parts)

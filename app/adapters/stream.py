@@ -14,6 +14,7 @@ from typing import Protocol
 import numpy as np
 
 from app.core.errors import ChatError, LoraCacheFull, LoraNotInCache, ServerUnreachable
+from app.core.streams import StreamDefaults
 
 
 class AdapterBook(Protocol):
@@ -41,7 +42,7 @@ def lora_bytes(inputs: Mapping[str, object]) -> int:
     return total
 
 
-class AdapterStream:
+class AdapterStream(StreamDefaults):
     """A streaming request with an adapter; iterate it for text deltas like `TokenStream`.
 
     The first attempt sends the weights unless the server is known to hold them. If the server
@@ -51,8 +52,6 @@ class AdapterStream:
     `image_report`, when the deployment sets it, returns what the image encoder found in this
     request's images ("What the model saw"), or None.
     """
-
-    image_report = None
 
     def __init__(self, registry: AdapterBook, client, adapter: str | None, prompt: str, params,
                  extra: Mapping[str, object] | None = None):
@@ -129,7 +128,7 @@ class AdapterStream:
     @property
     def finish_reason(self) -> str | None:
         """"length", "stop", or None (unknown, cancelled), as the underlying stream says."""
-        return getattr(self._stream, "finish_reason", None) if self._stream is not None else None
+        return self._stream.finish_reason if self._stream is not None else None
 
     @property
     def request_id(self) -> str:

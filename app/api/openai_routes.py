@@ -308,7 +308,7 @@ def _as_chat_error(exc: Exception) -> ChatError:
 
 
 def _finish_reason(stream, chat: ChatRequest) -> str:
-    reported = getattr(stream, "finish_reason", None)  # the server's own word where it gives one (llmapi)
+    reported = stream.finish_reason  # the server's own word where it gives one (llmapi)
     if reported in ("stop", "length"):
         return reported
     return "length" if stream.chunks >= chat.params.max_tokens else "stop"

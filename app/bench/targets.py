@@ -56,7 +56,7 @@ class TritonSender:
             opened.append(stream)
             record.tokens = time_chunks(stream, record)
             record.text = stream.text
-            record.tokens = getattr(stream, "chunks", record.tokens)  # responses that carried text
+            record.tokens = stream.chunks  # responses that carried text
         return counted(record, self.count_tokens)
 
 

@@ -34,20 +34,10 @@ class ReplyFigures:
 def measure(stream, started: float, ended: float | None = None) -> ReplyFigures:
     """Figures of a stream opened at `started` (time.monotonic()) that ended at `ended` (default: now)."""
     ended = time.monotonic() if ended is None else ended
-    lora_bytes = getattr(stream, "lora_bytes_sent", 0)
     return ReplyFigures(tokens=stream.chunks, seconds=max(0.0, ended - started),
-                        first_token=stream.time_to_first_token,
-                        lora_bytes=lora_bytes if isinstance(lora_bytes, int) else 0,
-                        lora_weights=getattr(stream, "weights_sent", False) is True,
-                        sent_adapter=getattr(stream, "adapter", None) if isinstance(getattr(stream, "adapter", None), str)
-                        else None, details=stream_details(stream), whole_reply=getattr(stream, "whole_reply", False) is True)
-
-
-def stream_details(stream) -> str:
-    """The kind's own figures line, where its stream has one."""
-    line = getattr(stream, "details_line", None)
-    details = line() if callable(line) else ""
-    return details if isinstance(details, str) else ""
+                        first_token=stream.time_to_first_token, lora_bytes=stream.lora_bytes_sent,
+                        lora_weights=stream.weights_sent, sent_adapter=stream.adapter or None,
+                        details=stream.details_line(), whole_reply=stream.whole_reply)
 
 
 def size_text(count: int) -> str:

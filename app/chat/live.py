@@ -13,6 +13,8 @@ import weakref
 from collections import deque
 from dataclasses import dataclass
 
+from app.core.streams import ForwardedStream
+
 IN_PROGRESS = "replies in progress"
 WAITING = "waiting for first token"
 TOKENS_PER_SECOND = "output tokens/s"
@@ -35,8 +37,8 @@ class LiveReading:
     lora_total: int = 0  # bytes of LoRA inputs sent since the app started
 
 
-class TrackedStream:
-    """A reply stream that reports its first token, its tokens and its end; everything else is the stream's."""
+class TrackedStream(ForwardedStream):
+    """A reply stream that reports its first token, its tokens and its end; the declared figures are the stream's."""
 
     def __init__(self, stream, replies: LiveReplies, key: int):
         self._tracked_stream, self._tracked_replies, self._tracked_key = stream, replies, key
@@ -55,19 +57,16 @@ class TrackedStream:
             self._count_lora()
             self._tracked_replies.ended(self._tracked_key)
             raise
-        chunks = getattr(self._tracked_stream, "chunks", None)
-        count = 1 if not isinstance(chunks, int) else max(0, chunks - self._tracked_seen)
+        count = max(0, self._tracked_stream.chunks - self._tracked_seen)
         self._tracked_seen += count
-        self._tracked_replies.progressed(self._tracked_key, count,
-                                         getattr(self._tracked_stream, "time_to_first_token", None))
+        self._tracked_replies.progressed(self._tracked_key, count, self._tracked_stream.time_to_first_token)
         return piece
 
     def _count_lora(self) -> None:
         """Once per reply: what its request sent of the adapter (task id, weights), for the Server tab."""
-        sent = getattr(self._tracked_stream, "lora_bytes_sent", 0)
-        if not self._tracked_counted and isinstance(sent, int):
+        if not self._tracked_counted:
             self._tracked_counted = True
-            self._tracked_replies.sent_lora(sent, getattr(self._tracked_stream, "weights_sent", False) is True)
+            self._tracked_replies.sent_lora(self._tracked_stream.lora_bytes_sent, self._tracked_stream.weights_sent)
 
     def cancel(self) -> None:
         try:
@@ -76,10 +75,8 @@ class TrackedStream:
             self._count_lora()
             self._tracked_replies.ended(self._tracked_key)
 
-    def __getattr__(self, name: str):
-        if name.startswith("_tracked_"):  # not set yet (copying): no recursion through the stream
-            raise AttributeError(name)
-        return getattr(self._tracked_stream, name)
+    def _inner(self):
+        return self._tracked_stream
 
 
 class LiveReplies:

@@ -8,7 +8,7 @@ from app.core.errors import ChatError
 
 def image_reports(stream) -> list[dict] | None:
     """What the encoder found in the reply's images, or None (no images, or an encoder that cannot say)."""
-    report = getattr(stream, "image_report", None)
+    report = stream.image_report
     if report is None:
         return None
     try:

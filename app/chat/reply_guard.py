@@ -10,6 +10,7 @@ from typing import TypeVar
 
 from app.chat.messages import MSG_REPLY_FAILED
 from app.core.errors import ChatError, ReplyFailed
+from app.core.streams import ForwardedStream
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -32,8 +33,9 @@ def opened(open_reply: Callable[[], T]) -> GuardedStream:
         raise reply_failed(exc) from exc
 
 
-class GuardedStream:
-    """A reply stream whose failures are ChatErrors; everything else (text, cancel, figures) is the stream's."""
+class GuardedStream(ForwardedStream):
+    """A reply stream whose failures are ChatErrors; everything else (text, cancel, the declared figures) is the
+    stream's."""
 
     def __init__(self, stream):
         self._guarded_stream = stream
@@ -49,7 +51,8 @@ class GuardedStream:
         except Exception as exc:  # noqa: BLE001 - turned into a sentence, traceback logged
             raise reply_failed(exc) from exc
 
-    def __getattr__(self, name: str):
-        if name.startswith("_guarded_"):  # not set yet (copying): no recursion through the stream
-            raise AttributeError(name)
-        return getattr(self._guarded_stream, name)
+    def cancel(self) -> None:
+        self._guarded_stream.cancel()
+
+    def _inner(self):
+        return self._guarded_stream

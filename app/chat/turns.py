@@ -56,14 +56,12 @@ def add_user_message(conversation: Conversation, text: str, files: Sequence[str 
 
 def served_family(ctx: AppContext) -> str | None:
     """The family the deployment names (the runner topology's `multimodal_family`), None when it names none."""
-    family = getattr(ctx.deployment, "family", None)
-    return family if isinstance(family, str) and family else None
+    return ctx.deployment.family or None
 
 
 def takes_video(ctx: AppContext) -> bool:
     """Whether the served model declares a video input (the runner topology's `takes_video`)."""
-    declared = getattr(ctx.deployment, "takes_video", None)
-    return bool(declared()) if callable(declared) else False
+    return ctx.deployment.takes_video()
 
 
 def message_media(ctx: AppContext, files: Sequence[str | bytes | Media], pages: str | None = None,

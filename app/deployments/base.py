@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -10,10 +10,11 @@ from typing import Protocol, runtime_checkable
 from app.core.conversation import Conversation
 from app.core.errors import InvalidRequest
 from app.core.sampling import SamplingParams
+from app.core.streams import StreamDefaults
 from app.deployments.messages import MSG_UNKNOWN_ADAPTER
 
-__all__ = ["AdapterState", "Deployment", "DeploymentStatus", "PlainAdapters", "Probe", "ReplyRequest", "ReplyStream",
-           "SamplingParams", "check_adapter_name"]
+__all__ = ["AdapterState", "Deployment", "DeploymentDefaults", "DeploymentStatus", "PlainAdapters", "Probe", "ReplyRequest",
+           "ReplyStream", "SamplingParams", "StreamDefaults", "check_adapter_name"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,16 @@ class ReplyRequest:
     continues: str = ""
 
 
+class DeploymentDefaults:
+    """The defaults of what a deployment declares about its model, for the kinds that declare nothing (every
+    deployment class inherits them; `Deployment` says what they mean)."""
+
+    family: str | None = None
+
+    def takes_video(self) -> bool:
+        return False
+
+
 class PlainAdapters:
     """The adapter answers of a deployment whose model has no adapter of its own (the engine topology overrides
     them for families that have one): none is built in, any listed adapter can be picked, a text probe shows one."""
@@ -51,7 +62,12 @@ class PlainAdapters:
 
 @runtime_checkable
 class ReplyStream(Protocol):
-    """A streamed reply: iterate for text deltas; `cancel()` stops it on the server."""
+    """A streamed reply: iterate for text deltas; `cancel()` stops it on the server.
+
+    Every attribute the rooms read is declared here, and read plainly (no getattr probes, `make lint` checks it);
+    the defaults for a kind with nothing to say live in one place, app.core.streams.StreamDefaults, which every
+    stream class inherits (wrappers hand them on through app.core.streams.ForwardedStream).
+    """
 
     text: str
     cancelled: bool
@@ -71,6 +87,15 @@ class ReplyStream(Protocol):
     def finish_reason(self) -> str | None:
         """Why the reply ended: "length" (it reached max_tokens), "stop" (end of turn or a stop word), None
         while streaming and when unknown or cancelled."""
+
+    lora_bytes_sent: int  # bytes of LoRA inputs the request sent (task id, weights, config); 0 without an adapter
+    weights_sent: bool  # the request carried the adapter's weights (else the task id alone, or no adapter)
+    adapter: str | None  # the adapter the request carried, where the stream knows it (the model's own one too)
+    whole_reply: bool  # the server sent the reply at once (the runner topology): no token count to show
+    image_report: Callable[[], list[dict] | None] | None  # what the image encoder found ("What the model saw")
+
+    def details_line(self) -> str:
+        """The kind's own figures line (the runner's finish and reply mode, llmapi's KV cache); "" when none."""
 
 
 @dataclass(frozen=True)
@@ -114,11 +139,17 @@ class Probe:
 
 
 class Deployment(Protocol):
-    """A served model and its adapters, whatever the server kind."""
+    """A served model and its adapters, whatever the server kind. Every attribute the rooms read is declared here
+    and read plainly; what a kind need not declare has its default in `DeploymentDefaults`, which every
+    deployment class inherits."""
 
     kind: str  # short name for messages, e.g. "Triton engine topology"
     url: str
     model: str
+    family: str | None  # the multimodal family the served model names (the runner topology); None or "": none
+
+    def takes_video(self) -> bool:
+        """Whether the served model declares a video input (the runner topology's `takes_video`)."""
 
     def status(self) -> DeploymentStatus: ...
     def open_reply(self, request: ReplyRequest) -> ReplyStream: ...

@@ -12,13 +12,13 @@ from dataclasses import replace
 from app.core.conversation import Conversation
 from app.core.errors import ChatError
 from app.core.sampling import SamplingParams
-from app.deployments.base import DeploymentStatus, PlainAdapters, Probe, ReplyRequest
+from app.deployments.base import DeploymentDefaults, DeploymentStatus, PlainAdapters, Probe, ReplyRequest
 from app.deployments.generation_defaults import read_generation_defaults
 from app.triton.client import TritonChatClient
 from app.triton.metrics import metrics_url_for
 
 
-class TritonServed(PlainAdapters):
+class TritonServed(PlainAdapters, DeploymentDefaults):
     """Base of the Triton deployment kinds; `server_note` tells them apart in the status line."""
 
     client: TritonChatClient

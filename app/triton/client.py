@@ -32,6 +32,7 @@ from app.core.errors import (
 )
 from app.core.messages import MSG_INVALID_TEXT
 from app.core.sampling import SamplingParams
+from app.core.streams import StreamDefaults
 from app.triton import transport as grpc_stream
 from app.triton.describe import can_describe, describe_pixels, encoder_name
 from app.triton.textstream import IncrementalText, StopWordTrim
@@ -136,7 +137,7 @@ def _tensor(name: str, value: object, data_type: str) -> grpcclient.InferInput:
     return tensor
 
 
-class TokenStream:
+class TokenStream(StreamDefaults):
     """One streaming request: iterate for text deltas; `cancel()` stops it on the server.
 
     Responses are read from gRPC by the iterating thread itself (app.triton.transport); a watchdog

@@ -23,6 +23,7 @@ from app.core.errors import ChatError, ModelNotReady, ServerUnreachable
 from app.core.sampling import SamplingParams
 from app.deployments.base import (
     AdapterState,
+    DeploymentDefaults,
     DeploymentStatus,
     PlainAdapters,
     Probe,
@@ -66,7 +67,7 @@ class Listing:
     read_at: float
 
 
-class OpenAICompatDeployment(PlainAdapters):
+class OpenAICompatDeployment(PlainAdapters, DeploymentDefaults):
     """One OpenAI-compatible server and its base model (`model`, or the first listed model without a parent)."""
 
     kind = OPENAI_KIND

@@ -9,13 +9,14 @@ from collections.abc import Iterator
 import httpx
 
 from app.core.errors import ChatError, ServerUnreachable, StreamStalled
+from app.core.streams import StreamDefaults
 from app.deployments.messages import MSG_OPENAI_CUT, MSG_OPENAI_STALLED, MSG_OPENAI_UNREACHABLE
 from app.deployments.openai_compat.wire import http_error, stream_event
 
 CONNECT_SECONDS = 10.0
 
 
-class OpenAIStream:
+class OpenAIStream(StreamDefaults):
     """Iterate for text deltas; `cancel()` (any thread) closes the connection, which ends the request on the
     server. `chunks` is the server's completion token count when it reports usage, else the deltas seen."""
 

@@ -1,8 +1,15 @@
 """The line under a reply: tokens, generation speed after the first token, time to first token, model, kind."""
 
-from types import SimpleNamespace
-
 from app.chat.figures import ReplyFigures, figures_text, measure
+from app.core.streams import StreamDefaults
+
+
+def stream_with(**figures) -> StreamDefaults:
+    """A finished stream with `figures`, and the declared defaults for the rest (as every stream class has)."""
+    stream = StreamDefaults()
+    for name, value in figures.items():
+        setattr(stream, name, value)
+    return stream
 
 
 def test_tokens_per_second_counts_after_the_first_token():
@@ -13,7 +20,7 @@ def test_tokens_per_second_counts_after_the_first_token():
 
 
 def test_measure_reads_the_stream():
-    stream = SimpleNamespace(chunks=5, time_to_first_token=0.25)
+    stream = stream_with(chunks=5, time_to_first_token=0.25)
     figures = measure(stream, started=100.0, ended=101.25)
     assert figures == ReplyFigures(tokens=5, seconds=1.25, first_token=0.25)
     assert figures.tokens_per_second == 4.0
@@ -27,9 +34,9 @@ def test_text_names_everything_a_person_looks_for():
 
 
 def test_the_adapter_data_a_request_sent_is_shown():
-    first = measure(SimpleNamespace(chunks=3, time_to_first_token=0.1, lora_bytes_sent=8 + 3 * 1024 * 1024,
+    first = measure(stream_with(chunks=3, time_to_first_token=0.1, lora_bytes_sent=8 + 3 * 1024 * 1024,
                                     weights_sent=True, adapter="xc2-partial"), started=0.0, ended=1.0)
-    later = measure(SimpleNamespace(chunks=3, time_to_first_token=0.1, lora_bytes_sent=8, weights_sent=False,
+    later = measure(stream_with(chunks=3, time_to_first_token=0.1, lora_bytes_sent=8, weights_sent=False,
                                     adapter="xc2-partial"), started=0.0, ended=1.0)
     assert "· xc2-partial · LoRA 3.0 MB sent (weights) · K" in figures_text(first, None, "K")
     assert "· xc2-partial · LoRA 8 B sent (task id only) · K" in figures_text(later, None, "K")
@@ -37,11 +44,11 @@ def test_the_adapter_data_a_request_sent_is_shown():
 
 
 def test_the_kinds_own_figures_follow_and_a_whole_reply_shows_no_token_count():
-    runner = SimpleNamespace(chunks=1, time_to_first_token=2.5, whole_reply=True,
+    runner = stream_with(chunks=1, time_to_first_token=2.5, whole_reply=True,
                              details_line=lambda: "finished: stop · whole reply · runner era late · prompt: fuyu")
     figures = measure(runner, started=10.0, ended=12.5)
     assert figures_text(figures, None, "Triton runner topology") == (
         "2.50 s · base model · Triton runner topology · finished: stop · whole reply · runner era late · prompt: fuyu")
-    llmapi = SimpleNamespace(chunks=3, time_to_first_token=0.5, details_line=lambda: "finished: stop · KV cache: 3 blocks")
+    llmapi = stream_with(chunks=3, time_to_first_token=0.5, details_line=lambda: "finished: stop · KV cache: 3 blocks")
     assert figures_text(measure(llmapi, started=0.0, ended=1.5), None, "K") == (
         "3 tokens · 2.0 tokens/s · first token 0.50 s · base model · K · finished: stop · KV cache: 3 blocks")

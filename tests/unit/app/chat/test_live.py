@@ -6,6 +6,7 @@ import gc
 import math
 
 from app.chat import live
+from app.core.streams import StreamDefaults
 
 
 class Clock:
@@ -16,7 +17,7 @@ class Clock:
         return self.now
 
 
-class Reply:
+class Reply(StreamDefaults):
     """A reply stream as deployments return it: text pieces, a chunk count, cancel()."""
 
     def __init__(self, pieces):
