@@ -142,8 +142,8 @@ def _media_of(raw: object, keep: Keeper | None = None) -> Media:
     if not isinstance(raw, dict) or not isinstance(raw.get("name", ""), str):
         raise ValueError("a picture is {kind, name}")
     path, frames, labels = raw.get("path"), raw.get("frames") or [], raw.get("labels") or []
-    if keep is not None:
-        path, frames = _kept_data(raw, keep)
+    if keep is not None and (raw.get("data") or raw.get("frames_data")):
+        path, frames = _kept_data(raw, keep)  # else a path stays: shown only if it is an upload this server holds
     if not isinstance(frames, list) or not all(isinstance(f, str) for f in frames) or not isinstance(labels, list):
         raise ValueError("a video's or PDF's frames are a list of paths")
     return Media(name=raw.get("name", ""), path=path if isinstance(path, str) and path else None,
@@ -152,8 +152,7 @@ def _media_of(raw: object, keep: Keeper | None = None) -> Media:
 
 
 def _kept_data(raw: dict, keep: Keeper) -> tuple[str | None, list]:
-    """(path, frames) of an imported file: its embedded picture or frames stored by `keep`; none of either when the
-    file holds none (a picture exported by name only)."""
+    """(path, frames) of an imported file: its embedded picture or frames stored by `keep`."""
     name = raw.get("name") or "picture"
     data, frames = raw.get("data"), raw.get("frames_data")
     if isinstance(frames, list) and frames:

@@ -46,6 +46,9 @@ def test_plan_before_the_download_with_lines_that_wrap(build_page, tmp_path, wid
     page, _, root, _ = build_page
     page.set_viewport_size({"width": width, "height": 1000})
     _fill(page, str(tmp_path / "llava not downloaded yet"), str(tmp_path / "out"), root)
+    # no model id: a missing folder would get the download otherwise (the form's rule, MSG_MODEL_SOURCE_RULE)
+    page.wait_for_function("document.querySelector('#build-model-id textarea').value !== ''")
+    page.fill("#build-model-id textarea", "")
     page.click("#build-show-plan")
     page.wait_for_selector("#build-summary:has-text('does not exist yet')")
     assert "llava-hf/llava-1.5-7b-hf" in page.inner_text("#build-summary")  # whose shapes the plan used
