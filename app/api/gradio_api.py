@@ -62,12 +62,7 @@ def access_refused(ctx: AppContext, request: gr.Request | None) -> str | None:
 def server_view(ctx: AppContext, server_id: str | None) -> AppContext:
     """The context of the listed server `server_id` (empty: the app's own); InvalidRequest naming the listed ones
     when it is not listed or cannot be used now."""
-    if not server_id:
-        return ctx
-    server = ctx.servers.get(server_id)
-    if server is None or not server.usable:
-        ctx.servers.choose("", server_id)  # raises the sentence that says why
-    return ctx.view_of(server)
+    return ctx.view_of(ctx.servers.usable(server_id)) if server_id else ctx
 
 
 def register(app_ctx: AppContext) -> None:

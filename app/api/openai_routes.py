@@ -42,7 +42,6 @@ from app.api.openai_schema import (
 )
 from app.api.stream_pump import DeltaPump
 from app.chat.context import AppContext
-from app.chat.messages import MSG_SERVER_STOPPED
 from app.chat.reply_outputs import parse_reply
 from app.chat.turns import check_new_turn, open_stream, served_family, validate_user_text
 from app.core.constants import API_MAX_BODY_BYTES
@@ -168,9 +167,7 @@ class OpenAIApi:
         server = self.ctx.servers.get(prefix) if rest and prefix != self.ctx.servers.own.id else None
         if server is None:
             return parse_chat_request(body, self.served_model(), self.ctx.deployment.sampling_defaults()), self.ctx
-        if not server.usable:
-            raise InvalidRequest(MSG_SERVER_STOPPED.format(server=server.shown))
-        view = self.ctx.view_of(server)
+        view = self.ctx.view_of(self.ctx.servers.usable(server.id))
         chat = parse_chat_request({**body, "model": rest}, self.served_model(view),
                                   view.deployment.sampling_defaults())
         return replace(chat, model=model), view

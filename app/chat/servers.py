@@ -92,15 +92,21 @@ class ServerList:
             if server_id != self._own:
                 self._servers.pop(server_id, None)
 
-    def choose(self, session: str, server_id: str | None) -> Server:
-        """`session` talks to `server_id` from now on (None or the app's own id: back to the app's own);
-        InvalidRequest when it is not listed or cannot be used."""
+    def usable(self, server_id: str | None) -> Server:
+        """The listed server `server_id` (None: the app's own); InvalidRequest when it is not listed or cannot be
+        used now."""
         server = self.get(server_id or self._own)
         if server is None:
             raise InvalidRequest(MSG_SERVER_NOT_LISTED.format(server=server_id,
                                                               listed=", ".join(s.id for s in self.listed())))
         if not server.usable:
             raise InvalidRequest(MSG_SERVER_STOPPED.format(server=server.shown))
+        return server
+
+    def choose(self, session: str, server_id: str | None) -> Server:
+        """`session` talks to `server_id` from now on (None or the app's own id: back to the app's own);
+        InvalidRequest when it is not listed or cannot be used."""
+        server = self.usable(server_id)
         with self._lock:
             self._notes.pop(session, None)
             if server.id == self._own:
