@@ -99,10 +99,8 @@ def test_export_json_and_markdown_then_import(sized_page, tmp_path):
     assert user_texts(page) == ["What is the capital of France?"]  # the conversation shown is untouched
 
 
-def test_markdown_export_is_clean_and_embeds_the_picture(page, tmp_path):
-    """No HTML in the file: the figures in italics, what the model saw as a list, the upload as a data URL."""
-    import base64
-
+def asked_about_a_circle(page, tmp_path):
+    """A short conversation about a picture of a circle, with the export buttons in view; the picture's path."""
     from tests.pictures import shape_picture
 
     picture = shape_picture(tmp_path / "circle.png")
@@ -110,6 +108,14 @@ def test_markdown_export_is_clean_and_embeds_the_picture(page, tmp_path):
     set_number(page, "max-tokens", 12)
     ask_about_image(page, picture, "What shape is this?")
     open_accordion(page, "export-import")
+    return picture
+
+
+def test_markdown_export_is_clean_and_embeds_the_picture(page, tmp_path):
+    """No HTML in the file: the figures in italics, what the model saw as a list, the upload as a data URL."""
+    import base64
+
+    picture = asked_about_a_circle(page, tmp_path)
     _, markdown = download(page, "#export-markdown")
     assert "<" not in markdown and "[image circle.png]" not in markdown
     embedded = "![circle.png](data:image/png;base64,"
@@ -145,13 +151,8 @@ def test_a_json_export_brings_its_picture_into_a_fresh_browser(page, browser_con
     """Export a conversation with a picture as JSON, import it where nothing is kept (a first visit: empty storage)
     and see the picture, stored from the file (it came back as "[image circle.png: not kept]")."""
     from tests.browser_tabs import app_tab
-    from tests.pictures import shape_picture
 
-    picture = shape_picture(tmp_path / "circle.png")
-    open_sampling(page)
-    set_number(page, "max-tokens", 12)
-    ask_about_image(page, picture, "What shape is this?")
-    open_accordion(page, "export-import")
+    asked_about_a_circle(page, tmp_path)
     _, text = download(page, "#export-json")
     assert json.loads(text)["turns"][0]["media"][0]["data"].startswith("data:image/png;base64,")
     exported = tmp_path / "circle.json"
