@@ -5,6 +5,7 @@
     python -m app --openai URL [--api-key-file FILE] [--model NAME]      UI against an OpenAI-compatible server
         (vLLM, SGLang, NIM, trtllm-serve, a Dynamo frontend, or this app's own /v1)
     python -m app bench ... / python -m app compare ...                  load benchmark / the Compare tab's job
+    python -m app arena leaderboard|export [--db URL]                    the Arena's leaderboard / its votes
 """
 
 from __future__ import annotations
@@ -121,6 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help=HELP["workspace"] + " Repeat for several; / and system folders are refused.")
     parser.add_argument("--allowed-hosts", type=_host_names, default=(), metavar="NAME[,NAME...]",
                         help=HELP["allowed_hosts"] + " For a reverse proxy or a DNS name (e.g. gpu-box.lan).")
+    parser.add_argument("--arena-db", metavar="URL", help=HELP["arena_db"])
     parser.add_argument("--max-file-size", default=AppConfig.max_file_size, help=HELP["max_file_size"])
     return parser
 
@@ -178,7 +180,7 @@ def config_from_args(args: argparse.Namespace, url: str, metrics_url: str | None
                      allowed_hosts=args.allowed_hosts,
                      deployment="engine" if args.deployment in (XCOMPOSER2_DEMO, *TEMPLATE_TWINS) else
                      "runner" if twin_runner else args.deployment,
-                     server_adapters_dir=args.server_adapters_dir, **openai, **twin)
+                     server_adapters_dir=args.server_adapters_dir, arena_db=args.arena_db, **openai, **twin)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -191,6 +193,10 @@ def main(argv: list[str] | None = None) -> int:
         from app.cli.compare import main as compare_main
 
         return compare_main(argv[1:])
+    if argv[:1] == ["arena"]:
+        from app.arena.cli import main as arena_main
+
+        return arena_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     refuse_contradictions(parser, args)

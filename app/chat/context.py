@@ -63,6 +63,9 @@ class AppConfig:
         None, "The adapter that is part of the model (InternLM-XComposer2's Partial LoRA), from the adapters folder: "
               "sent with every request, weights on first use; the dropdown cannot turn it off. Default: none (the "
               "server applies its own).")
+    arena_db: str | None = configfield(
+        None, "The Arena's database as a SQLAlchemy URL (e.g. postgresql://user@host/arena); default: SQLite "
+              "(arena.sqlite3) in the first workspace folder.")
     adapters_as: str | None = configfield(
         None, "--openai: send adapters as model names ('model') or as lora_request ('lora_request'); "
               "default: detected.")

@@ -1,0 +1,36 @@
+"""What the Arena says to people: every sentence in one place."""
+
+MSG_ARENA_TOO_FEW = "A battle needs at least two contestants; pick two or more (the base model counts as one)."
+MSG_ARENA_UNKNOWN_CONTESTANT = "There is no contestant named {name!r}; the choices are: {choices}."
+MSG_ARENA_CONTESTANTS = ("contestants must be a list of names (\"base model\" or an adapter's name), or empty for "
+                         "all; got {value!r}.")
+MSG_ARENA_UNKNOWN_BATTLE = "There is no battle {battle!r}; start one first."
+MSG_ARENA_FINISHED = "Battle {battle} has already been voted on; start a new battle."
+MSG_ARENA_BAD_VOTE = "vote must be one of A, B, tie or both_bad; got {value!r}."
+MSG_ARENA_STILL_ANSWERING = "The two answers are still coming; vote once they have finished (or press Stop)."
+MSG_ARENA_NO_BATTLE = "Start a battle first: type a prompt and press Start battle."
+MSG_ARENA_ANSWER_FAILED = "⚠️ This answer failed on the server; vote on what you see, or start a new battle."
+MSG_ARENA_DB = "The arena's database {url} cannot be opened: {detail}"
+MSG_ARENA_BAD_FILTER = ("Unknown leaderboard filter {name!r}; the filters are pictures (\"text\" or \"pictures\"), "
+                        "prompt_set and voter.")
+MSG_ARENA_BAD_PICTURES_FILTER = "The pictures filter must be \"text\", \"pictures\" or empty; got {value!r}."
+MSG_ARENA_FILTERS = "filters must be an object such as {{\"voter\": \"local\"}}; got {value!r}."
+MSG_ARENA_BAD_FORMAT = "format must be jsonl or csv; got {value!r}."
+MSG_ARENA_REVEAL = "Model A was {model_a}; Model B was {model_b}. Your vote: {vote}."
+MSG_ARENA_VOTE_WORDS = {"A": "A is better", "B": "B is better", "tie": "a tie", "both_bad": "both are bad"}
+
+MSG_SET_LINE = "{name}, line {line}: {detail}"
+MSG_SET_NOT_JSON = "not a JSON object ({detail})"
+MSG_SET_NO_PROMPT = "the object needs a \"prompt\" with text"
+MSG_SET_BAD_IMAGES = "\"images\" must be a list of file names in the zip"
+MSG_SET_MISSING_PICTURE = "the picture {picture!r} is not in the zip"
+MSG_SET_EMPTY = "{name} holds no prompts: one JSON object per line, such as {{\"prompt\": \"Describe it.\"}}."
+MSG_SET_TOO_MANY = "{name} holds more than {limit} prompts."
+MSG_SET_BAD_ZIP = "{name} is not a zip file ({detail})."
+MSG_SET_TOO_BIG = "{name} is larger than {limit_mb} MB."
+MSG_SET_NAME = "A prompt set needs a name (letters, digits, spaces, - and _; at most 80 characters); got {value!r}."
+MSG_SET_UNKNOWN = "There is no prompt set named {name!r}."
+MSG_SET_DONE = "You have voted on every prompt of {name} ({count} of {count})."
+MSG_SET_PROGRESS = "{name}: prompt {number} of {count}"
+
+MSG_CLI_NO_VOTES = "No votes yet in {url}."
