@@ -12,6 +12,7 @@ from setup.build.cli import add_build_commands, add_repo_flags, cmd_build, cmd_p
 from setup.cli_types import OneLineErrorParser, port_number, positive_int, raise_interrupt
 from setup.hub.cli import add_download_command, cmd_download
 from setup.launcher import LaunchError, LaunchOptions, find_tritonserver, start_triton
+from setup.lora.audit_cli import add_audit_command, cmd_audit
 from setup.lora.convert import STORAGE_DTYPES, LoraConvertError, describe
 from setup.lora.engine import convert_folder
 from setup.lora.train_cli import add_train_command, cmd_train
@@ -65,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("--engine-dir", type=Path, help="Engine folder whose config.json the adapter is checked "
                          "against (rank, target modules, dtype, model shape).")
     add_train_command(lora_sub)
+    add_audit_command(lora_sub)
     add_build_commands(sub)
     add_download_command(sub)
     return parser
@@ -109,6 +111,8 @@ def cmd_launch(args: argparse.Namespace) -> int:
 def cmd_lora(args: argparse.Namespace) -> int:
     if args.lora_command == "train":
         return cmd_train(args)
+    if args.lora_command == "audit":
+        return cmd_audit(args)
     converted = convert_folder(args.peft_dir, args.out, dtype=args.dtype, engine_dir=args.engine_dir)
     print(f"Wrote {args.out}: {describe(converted)}")
     return 0

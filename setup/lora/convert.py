@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from setup.catalog.checkpoint import lora_module_map
+from setup.lora.module_paths import is_tower_key
 
 WEIGHTS_FILE = "model.lora_weights.npy"
 CONFIG_FILE = "model.lora_config.npy"
@@ -217,7 +218,7 @@ def _pattern_value(patterns: dict, module_path: str, default: float) -> float:
 
 
 def peft_rows(folder: Path) -> list[LoraRow]:
-    """LoRA rows of a PEFT folder, B scaled as the backend expects, sorted by (layer, module id)."""
+    """LoRA rows of a PEFT folder's language model, B scaled as the backend expects, sorted by (layer, module id)."""
     config = read_peft_config(folder)
     tensors = read_peft_weights(folder)
     pairs: dict[tuple[int, str], dict[str, np.ndarray]] = {}
@@ -233,8 +234,8 @@ def peft_rows(folder: Path) -> list[LoraRow]:
                                "converted (they must be normalised against the base model's weights first).")
     for key, value in tensors.items():
         match = KEY_PATTERN.search(key)
-        if not match:
-            continue
+        if not match or is_tower_key(key[: match.start(4) - len(".lora_")]):
+            continue  # a vision tower's layers are no rows of the language model (the audit names them dropped)
         layer, _, module, which = int(match.group(1)), match.group(2), match.group(3), match.group(4)
         if module not in HF_TO_TRT:
             unknown.add(module)

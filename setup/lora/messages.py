@@ -41,3 +41,32 @@ MSG_DONE = "Trained {name} in {seconds:.0f} s: loss {first:.3f} -> {last:.3f} ov
 
 # train_cli.py
 MSG_INTERRUPTED = "Interrupted; nothing was written."
+
+# adapter_facts.py and audit.py: what a deployment applies of an adapter
+MSG_AUDIT_NOT_JSON = "{path} is not valid JSON ({reason}); an adapter needs a readable adapter_config.json."
+MSG_AUDIT_HEADER = "The weights in {path} could not be read as plain tensors ({reason})."
+MSG_AUDIT_NO_WEIGHTS = "{folder} has neither adapter_model.safetensors nor adapter_model.bin."
+MSG_AUDIT_PEFT_TYPE = ("This is a {kind} adapter; the servers this app fronts serve LoRA adapters only "
+                       "(peft_type LORA).")
+MSG_AUDIT_DORA = ("DoRA adapters (use_dora) are refused: their magnitude vectors must be normalised against the "
+                  "base model's weights, which a PEFT folder does not hold, and the recorded backends take plain "
+                  "LoRA rows only.")
+MSG_AUDIT_RANK = "The adapter's rank {rank} is above the {server}'s max_lora_rank {max_rank}; it cannot be loaded."
+MSG_AUDIT_LAYERS = ("The adapter was made for {base}: it has weights for layer {layer}, but {model} has {layers} "
+                    "layers.")
+MSG_AUDIT_SHAPE = ("The adapter was made for {base}: layer {layer} {module} maps {got_in} -> {got_out} features, but "
+                   "{model}'s maps {want_in} -> {want_out}.")
+MSG_AUDIT_VOCAB = ("The adapter was made for {base}: its embedding LoRA covers {got} tokens, but {model}'s vocabulary "
+                   "has {want}.")
+MSG_AUDIT_NOTHING_APPLIED = "The {server} would apply none of this adapter's weights."
+MSG_AUDIT_SAVED = ("Whole modules saved with the adapter (modules_to_save: {names}) are not applied by the {server}; "
+                   "replies use the base model's.")
+MSG_AUDIT_BASE_NAME = ("The adapter names {base} as its base and the server serves {model}; the shapes match, so it "
+                       "is applied, but it was trained on another checkpoint.")
+MSG_AUDIT_DTYPE = "Stored as {dtype}; the server takes {target} (converted when sent)."
+MSG_AUDIT_DROP_TOWER = "the vision tower and projector: LoRA is applied to the language model only"
+MSG_AUDIT_DROP_EMBEDDING = "embedding layers: not applied by these servers"
+MSG_AUDIT_DROP_MODULE = "the {server} applies LoRA to {modules} only"
+MSG_AUDIT_DROP_OTHER = "outside the language model's layers: not applied"
+MSG_AUDIT_ANY_SERVER = "server (language model only)"
+MSG_AUDIT_NO_FOLDER = "{folder} is not a folder; give an adapter folder (adapter_config.json and its weights)."
