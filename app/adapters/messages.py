@@ -41,3 +41,6 @@ MSG_CANCELLING = "Cancelling the training; nothing will be written."
 MSG_ENGINE_RANK = "The engine takes adapters up to rank {max_rank}; pick a rank of {max_rank} or less."
 MSG_ENGINE_MODULES = "The engine was built for LoRA on {allowed}; {names} cannot be used with it."
 MSG_NAME_TAKEN = "An adapter named '{name}' exists already; pick another name (or remove that adapter first)."
+
+# audit.py
+MSG_AUDIT_REFUSED = "{where} cannot be served here: {reasons}"

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from app.adapters.audit import AdapterAudit, AuditBook, LoraTarget, refuse_unusable
+from app.adapters.cache_watch import CacheWatch
 from app.adapters.intake import (
     MAX_UNPACKED_BYTES,
     MAX_ZIP_BYTES,
@@ -40,6 +42,7 @@ from app.adapters.messages import MSG_ADD_FAILED, MSG_BF16, MSG_EXISTS, MSG_NOT_
 from app.adapters.stream import AdapterStream, lora_bytes
 from app.adapters.task_ids import fingerprint, task_id_of
 from setup.lora.convert import (
+    TRT_MODULE_IDS,
     ConvertedLora,
     LoraConvertError,
     convert_peft,
@@ -93,6 +96,8 @@ class AdapterRegistry:
         self._loaded: dict[str, _Loaded] = {}
         self._stamps: dict[str, tuple] = {}
         self._held: set[int] = set()
+        self.audits = AuditBook()
+        self.cache_watch = CacheWatch()  # what the server's LoRA cache holds, as the streams saw it
 
     # ---- reading adapters ----------------------------------------------------------------------
     def names(self) -> list[str]:
@@ -146,10 +151,19 @@ class AdapterRegistry:
         """The adapter's stable task id (>= 1)."""
         return task_id_of(self._load(name).fingerprint)
 
-    def tensors(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        """(lora_weights float16 [1, rows, row_len], lora_config int32 [1, rows, 3])."""
+    def tensors(self, name: str, modules: frozenset[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(lora_weights float16 [1, rows, row_len], lora_config int32 [1, rows, 3]); with `modules` (TensorRT-LLM
+        module names), only their rows: what the deployment applies (the audit names the rest dropped)."""
         loaded = self._load(name)
-        return loaded.weights, loaded.config
+        if modules is None:
+            return loaded.weights, loaded.config
+        keep = np.isin(loaded.config[0, :, 0], [TRT_MODULE_IDS[m] for m in modules if m in TRT_MODULE_IDS])
+        return loaded.weights[:, keep], loaded.config[:, keep]
+
+    def audit(self, name: str, target: LoraTarget) -> AdapterAudit:
+        """What `target` applies of the adapter (setup/lora/audit.py), kept while its files do not change."""
+        path = self._folder_of(name)
+        return self.audits.of(path, self._stamp(path), target)
 
     def info(self, name: str) -> AdapterInfo:
         loaded = self._load(name)
@@ -205,31 +219,36 @@ class AdapterRegistry:
         """The server restarted (or may have): assume it holds no adapter."""
         with self._lock:
             self._held.clear()
+        self.cache_watch.forget()
+
+    def saw_cache(self, event: str, name: str, task_id: int) -> None:
+        """A stream's cache outcome (app/adapters/cache_watch.py) for the Server tab."""
+        self.cache_watch.record(event, name, task_id)
 
     def observe_server(self, live: bool) -> None:
         """Feed the app's server status polls: an unreachable server forgets everything it held."""
         if not live:
             self.forget_server_state()
 
-    def extra_inputs(self, name: str, first_use: bool | None = None) -> dict[str, object]:
-        """Request inputs for an adapter: the task id, plus weights and config on first use.
-
-        first_use=None decides from what the server is known to hold.
+    def extra_inputs(self, name: str, first_use: bool | None = None,
+                     modules: frozenset[str] | None = None) -> dict[str, object]:
+        """Request inputs for an adapter: the task id, plus weights and config on first use (only the rows of
+        `modules` when given). first_use=None decides from what the server is known to hold.
         """
         task_id = self.task_id(name)
         if first_use is None:
             first_use = not self.is_held(task_id)
         inputs: dict[str, object] = {"lora_task_id": task_id}
         if first_use:
-            weights, config = self.tensors(name)
+            weights, config = self.tensors(name, modules)
             inputs.update(lora_weights=weights, lora_config=config)
         return inputs
 
     # ---- streaming -------------------------------------------------------------------------------
     def stream(self, client, adapter: str | None, prompt: str, params,
-               extra: Mapping[str, object] | None = None) -> AdapterStream:
-        """Start a streaming request with an adapter (None or "" for the base model)."""
-        return AdapterStream(self, client, adapter, prompt, params, extra)
+               extra: Mapping[str, object] | None = None, modules: frozenset[str] | None = None) -> AdapterStream:
+        """Start a streaming request with an adapter (None or "" for the base model); `modules`: see tensors()."""
+        return AdapterStream(self, client, adapter, prompt, params, extra, modules)
 
     def generate(self, client, adapter: str | None, prompt: str, params,
                  extra: Mapping[str, object] | None = None) -> str:
@@ -239,11 +258,13 @@ class AdapterRegistry:
         return stream.text
 
     # ---- adding and removing -------------------------------------------------------------------
-    def add_folder(self, source: Path, name: str | None = None, shown_name: str | None = None) -> AdapterInfo:
+    def add_folder(self, source: Path, name: str | None = None, shown_name: str | None = None,
+                   target: LoraTarget | None = None) -> AdapterInfo:
         """Copy an adapter folder (PEFT or converted pair) into the registry after checking it.
 
         Messages name the folder by `shown_name` (the path as the user typed it, when the caller resolved it
-        to another path) or `source`, never the staging or adapters folder.
+        to another path) or `source`, never the staging or adapters folder. An adapter `target` (what the deployment
+        applies) would refuse is refused here.
         """
         source = Path(source)
         shown = shown_name or str(source)
@@ -254,9 +275,10 @@ class AdapterRegistry:
             raise AdapterError(MSG_NOT_ADAPTER.format(where=shown))
         with self._staging(name, shown=shown) as staging:
             copy_adapter_files(source, staging, shown)
-            return self._install(staging, name, shown=shown)
+            return self._install(staging, name, shown=shown, target=target)
 
-    def add_zip(self, zip_path: Path, name: str | None = None, shown_name: str | None = None) -> AdapterInfo:
+    def add_zip(self, zip_path: Path, name: str | None = None, shown_name: str | None = None,
+                target: LoraTarget | None = None) -> AdapterInfo:
         """Unpack an uploaded zip (size-limited; no absolute paths, '..', links or passwords) and add it.
 
         Messages name the zip by `shown_name` (the name it was uploaded as, when the caller knows it) or its
@@ -272,7 +294,7 @@ class AdapterRegistry:
             unpack_adapter(archive, staging, self.max_unpacked_bytes)
             if adapter_kind(staging) is None:
                 raise AdapterError(MSG_NOT_ADAPTER.format(where=shown))
-            return self._install(staging, name, shown=shown)
+            return self._install(staging, name, shown=shown, target=target)
 
     @contextmanager
     def _staging(self, name: str, shown: str) -> Iterator[Path]:
@@ -290,19 +312,20 @@ class AdapterRegistry:
         except OSError as exc:
             raise AdapterError(MSG_ADD_FAILED.format(where=shown, reason=os_reason(exc))) from None
 
-    def _install(self, staging: Path, name: str, shown: str) -> AdapterInfo:
+    def _install(self, staging: Path, name: str, shown: str, target: LoraTarget | None = None) -> AdapterInfo:
         try:
             self._read(staging, adapter_kind(staging), name)  # refuse before it appears in the folder
+            refuse_unusable(staging, target, shown)
         except AdapterError as exc:  # its message names files in the staging folder: name what the user gave
             message = str(exc)
             for folder in {str(staging.resolve()), str(staging)}:
                 message = message.replace(folder, shown)
             raise AdapterError(message) from None
-        target = self.folder / name
+        destination = self.folder / name
         with self._lock:
-            if target.exists():
+            if destination.exists():
                 raise AdapterError(MSG_EXISTS.format(name=name))
-            staging.rename(target)
+            staging.rename(destination)
             staging.mkdir()  # TemporaryDirectory cleans up this empty folder
         return self.info(name)
 

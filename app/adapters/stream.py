@@ -13,6 +13,7 @@ from typing import Protocol
 
 import numpy as np
 
+from app.adapters.cache_watch import HIT, MISS, RESENT, SENT
 from app.core.errors import ChatError, LoraCacheFull, LoraNotInCache, ServerUnreachable
 from app.core.streams import StreamDefaults
 
@@ -21,10 +22,11 @@ class AdapterBook(Protocol):
     """What a stream needs of the adapter registry (app.adapters.registry.AdapterRegistry)."""
 
     def task_id(self, name: str) -> int: ...
-    def extra_inputs(self, name: str, first_use: bool) -> Mapping[str, object]: ...
+    def extra_inputs(self, name: str, first_use: bool, modules: frozenset[str] | None) -> Mapping[str, object]: ...
     def forget_server_state(self) -> None: ...
     def mark_not_held(self, task_id: int) -> None: ...
     def mark_held(self, task_id: int) -> None: ...
+    def saw_cache(self, event: str, name: str, task_id: int) -> None: ...
 
 
 LORA_INPUTS = ("lora_task_id", "lora_weights", "lora_config")
@@ -54,7 +56,7 @@ class AdapterStream(StreamDefaults):
     """
 
     def __init__(self, registry: AdapterBook, client, adapter: str | None, prompt: str, params,
-                 extra: Mapping[str, object] | None = None):
+                 extra: Mapping[str, object] | None = None, modules: frozenset[str] | None = None):
         self.registry = registry
         self.adapter = adapter or None
         self.task_id = registry.task_id(self.adapter) if self.adapter else None
@@ -65,11 +67,13 @@ class AdapterStream(StreamDefaults):
         self.retried = False
         self._client, self._prompt, self._params, self._extra = client, prompt, params, dict(extra or {})
         self._stream = None
+        self._modules = modules  # the rows the deployment applies (None: all)
         self._start(first_use=None)
 
     def _start(self, first_use: bool | None) -> None:
-        inputs = self.registry.extra_inputs(self.adapter, first_use) if self.adapter else {}
+        inputs = self.registry.extra_inputs(self.adapter, first_use, self._modules) if self.adapter else {}
         self._sent_weights_now = "lora_weights" in inputs
+        self._event = (RESENT if self.retried else SENT) if self._sent_weights_now else HIT
         self.weights_sent |= self._sent_weights_now
         self.lora_bytes_sent += lora_bytes(inputs)
         try:
@@ -84,6 +88,8 @@ class AdapterStream(StreamDefaults):
             self.registry.forget_server_state()
         if self.task_id is not None and isinstance(exc, LoraNotInCache | LoraCacheFull):
             self.registry.mark_not_held(self.task_id)
+            if isinstance(exc, LoraNotInCache):
+                self.registry.saw_cache(MISS, self.adapter, self.task_id)
             shown = self._stream is not None and bool(self._stream.text)
             if isinstance(exc, LoraNotInCache) and not self.retried and not shown and not self._sent_weights_now:
                 self.retried = True
@@ -112,6 +118,9 @@ class AdapterStream(StreamDefaults):
     def _succeeded(self) -> None:
         if self.task_id is not None and not self._stream.cancelled:
             self.registry.mark_held(self.task_id)
+            if self._event:  # once per attempt: the first answer shows the server took the request
+                self.registry.saw_cache(self._event, self.adapter, self.task_id)
+                self._event = ""
 
     def cancel(self) -> None:
         if self._stream is not None:

@@ -148,11 +148,13 @@ class OpenAIApi:
     def _models_body(self) -> dict:
         """The app's own server's models as they are named; those of every other usable server listed (launched
         from the Build page, added in the chat) prefixed by its id: `build/tensorrt_llm_bls`, `added-1/pirate`."""
-        body = models_body(self.served_model(), self.ctx.deployment.adapter_names())
+        deployment = self.ctx.deployment
+        body = models_body(self.served_model(), deployment.adapter_names(), deployment.adapter_audit)
         for server in self.ctx.servers.listed()[1:]:
             if server.usable:
                 view = self.ctx.view_of(server)
-                more = models_body(self.served_model(view), view.deployment.adapter_names())["data"]
+                more = models_body(self.served_model(view), view.deployment.adapter_names(),
+                                   view.deployment.adapter_audit)["data"]
                 body["data"] += [{**entry, "id": f"{server.id}/{entry['id']}",
                                   **({"parent": f"{server.id}/{entry['parent']}"} if "parent" in entry else {})}
                                  for entry in more]

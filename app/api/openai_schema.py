@@ -23,6 +23,7 @@ import time
 import uuid
 from dataclasses import dataclass, field, replace
 
+from app.adapters.audit import AdapterAudit
 from app.api.messages import (
     MSG_API_BAD_BASE64,
     MSG_API_BAD_CONTENT,
@@ -426,10 +427,22 @@ def completion_body(model: str, text: str, reason: str, completion_tokens: int,
     }
 
 
-def models_body(served_model: str, adapters: list[str]) -> dict:
-    """GET /v1/models: the base model under its Triton name, then one entry per adapter."""
+def audit_fields(audit: AdapterAudit | None) -> dict:
+    """An adapter's audit as /v1/models fields: the modules applied and dropped with their share of the weights."""
+    if audit is None:
+        return {}
+    return {"applied_modules": list(audit.applied.names), "applied_percent": audit.applied_percent,
+            "partial": audit.partial,
+            "dropped": [{"modules": list(d.names), "percent": audit.percent(d.params), "reason": d.reason}
+                        for d in audit.dropped],
+            "notes": list(audit.flags), "rank": audit.rank}
+
+
+def models_body(served_model: str, adapters: list[str], audit_of=lambda name: None) -> dict:
+    """GET /v1/models: the base model under its Triton name, then one entry per adapter (with its audit's fields
+    when `audit_of(name)` has one)."""
     created = int(time.time())
     entries = [{"id": served_model, "object": "model", "created": created, "owned_by": "triton"}]
-    entries += [{"id": name, "object": "model", "created": created, "owned_by": "lora", "parent": served_model}
-                for name in adapters]
+    entries += [{"id": name, "object": "model", "created": created, "owned_by": "lora", "parent": served_model,
+                 **audit_fields(audit_of(name))} for name in adapters]
     return {"object": "list", "data": entries}

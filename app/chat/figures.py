@@ -7,7 +7,9 @@ import re
 import time
 from dataclasses import dataclass
 
-from app.chat.messages import BASE_MODEL_WORDS
+from app.adapters.audit import AdapterAudit
+from app.chat.messages import BASE_MODEL_WORDS, MSG_PARTIAL_ADAPTER
+from app.core.conversation import Conversation
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,19 @@ def figures_text(figures: ReplyFigures, adapter: str | None, kind: str) -> str:
     parts += [adapter or figures.sent_adapter or BASE_MODEL_WORDS, lora_text(figures), kind, figures.details]
     return " · ".join(p for p in parts if p)
 
+
+
+def with_partial_warning(figures: str, audit: AdapterAudit | None, adapter: str | None,
+                         conversation: Conversation) -> str:
+    """The figures line with a warning when the reply came from an adapter the deployment applies only in part,
+    once per conversation: not when an earlier reply of `conversation` carried it for that adapter."""
+    if not adapter or audit is None or not audit.partial:
+        return figures
+    warning = MSG_PARTIAL_ADAPTER.format(adapter=adapter, percent=audit.applied_percent,
+                                         dropped=", ".join(name for d in audit.dropped for name in d.names))
+    if any(warning in version.figures for turn in conversation.turns if turn.is_reply for version in turn.versions):
+        return figures
+    return f"{figures} · {warning}"
 
 
 _TOKENS = re.compile(r"^(\d+) tokens?\b")

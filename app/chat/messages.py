@@ -69,3 +69,7 @@ MSG_SERVER_ADDRESS = ("Give the server's address: an OpenAI-compatible URL such 
                       "a Triton gRPC address HOST:PORT.")
 MSG_SERVER_NOT_ANSWERING = "Nothing answers at {url}: {detail} It was not added."
 MSG_SERVER_NOT_READY = "{url} answers, but its model is not ready yet ({detail}); add it again once it is."
+
+# figures.py: once per conversation, on a reply from an adapter the deployment applies only in part
+MSG_PARTIAL_ADAPTER = ("⚠️ {adapter} is applied only in part: {percent}% of its weights ({dropped} dropped; "
+                       "see the Adapters tab)")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from app.chat.adapter_check import Verdict, reply_shows_adapter
 from app.chat.context import AppContext
-from app.chat.figures import continued_figures, figures_text, measure
+from app.chat.figures import continued_figures, figures_text, measure, with_partial_warning
 from app.chat.media_intake import declared_video, media_for, pdf_media
 from app.chat.messages import (
     MSG_EMPTY_PROMPT,
@@ -257,9 +257,10 @@ def _streamed(ctx: AppContext, session: str, conversation: Conversation, recipe:
         pictures = context.conversation.current_images()
         version = ReplyVersion(
             text=words or MSG_NO_TEXT_REPLY, adapter=adapter, sampling=params, stopped=stream.cancelled,
-            figures=media_figures(continued_figures(figures_text(measure(stream, started), adapter,
-                                                                 ctx.deployment.kind), earlier_figures),
-                                  context.conversation),
+            figures=with_partial_warning(
+                media_figures(continued_figures(figures_text(measure(stream, started), adapter, ctx.deployment.kind),
+                                                earlier_figures), context.conversation),
+                ctx.deployment.adapter_audit(adapter) if adapter else None, adapter, conversation),
             outputs=parse_reply(words, served_family(ctx), pictures[-1] if pictures else None) if words else None,
             saw=saw_lines(image_reports(stream)), context=context.places,
             note=check_note(ctx, adapter, prompt, words, wait=0.0),

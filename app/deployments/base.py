@@ -7,6 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from app.adapters.audit import AdapterAudit, LoraTarget
+from app.adapters.intake import AdapterError
+from app.adapters.registry import AdapterRegistry
 from app.core.conversation import Conversation
 from app.core.errors import InvalidRequest
 from app.core.sampling import SamplingParams
@@ -41,9 +44,24 @@ class DeploymentDefaults:
     deployment class inherits them; `Deployment` says what they mean)."""
 
     family: str | None = None
+    registry: AdapterRegistry | None = None  # the adapters folder (every kind here sets its own)
 
     def takes_video(self) -> bool:
         return False
+
+    def lora_target(self) -> LoraTarget:
+        """What the deployment applies of an adapter: every server here applies LoRA to the language model only;
+        a kind that knows its limits (the engine topology: its engine's config.json) says more."""
+        return LoraTarget(server=self.kind)
+
+    def adapter_audit(self, name: str) -> AdapterAudit | None:
+        """What lora_target() applies of adapter `name` of the adapters folder (None: not there or unreadable)."""
+        if self.registry is None:
+            return None
+        try:
+            return self.registry.audit(name, self.lora_target())
+        except AdapterError:
+            return None
 
 
 class PlainAdapters:
@@ -144,12 +162,17 @@ class Deployment(Protocol):
     deployment class inherits."""
 
     kind: str  # short name for messages, e.g. "Triton engine topology"
+    registry: AdapterRegistry | None  # the adapters folder the deployment sends or registers adapters from
     url: str
     model: str
     family: str | None  # the multimodal family the served model names (the runner topology); None or "": none
 
     def takes_video(self) -> bool:
         """Whether the served model declares a video input (the runner topology's `takes_video`)."""
+    def lora_target(self) -> LoraTarget:
+        """What the deployment applies of an adapter (the audit's target, setup/lora/audit.py)."""
+    def adapter_audit(self, name: str) -> AdapterAudit | None:
+        """The audit of an adapter of the folder against lora_target(); None when it cannot be read."""
 
     def status(self) -> DeploymentStatus: ...
     def open_reply(self, request: ReplyRequest) -> ReplyStream: ...

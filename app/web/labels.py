@@ -27,6 +27,20 @@ def adapter_choices(ctx) -> list[str]:
     """Dropdown entries: the base model (with its own adapter, if any), then every adapter it can use."""
     return [base_label(ctx), *ctx.deployment.adapter_names()]
 
+
+PARTIAL_MARK = "{name} ⚠ partial: {percent}% applied"  # the chat's label of an adapter the server applies in part
+
+
+def adapter_label(ctx, name: str) -> str:
+    """An adapter's entry in the chat's dropdown: its name, marked when the deployment applies it only in part."""
+    audit = ctx.deployment.adapter_audit(name)
+    return PARTIAL_MARK.format(name=name, percent=audit.applied_percent) if audit and audit.partial else name
+
+
+def marked_choices(ctx) -> list[tuple[str, str]]:
+    """The chat's dropdown entries as (label, value): adapter_choices with partial adapters marked."""
+    return [(adapter_label(ctx, value), value) for value in adapter_choices(ctx)]
+
 NO_ADAPTERS = "none"
 
 # Chat tab

@@ -17,8 +17,8 @@ from app.web.labels import (
     ADD_SERVER_PLACEHOLDER,
     SERVER_INFO,
     SERVER_LABEL,
-    adapter_choices,
     base_label,
+    marked_choices,
 )
 from app.web.messages import MSG_SERVER_ADDED
 
@@ -32,14 +32,15 @@ def picker(ctx: AppContext, session: str | None = None) -> gr.Dropdown:
 
 def adapters_of(view: AppContext) -> gr.Dropdown:
     """The adapter picker for a server just chosen: its adapters, the base model picked."""
-    return gr.Dropdown(choices=adapter_choices(view), value=base_label(view))
+    return gr.Dropdown(choices=marked_choices(view), value=base_label(view))
 
 
 def kept_adapter(view: AppContext, shown: str | None):
     """The adapter picker refreshed: its entries again, and the base model picked when the shown adapter is gone
     (removed in the Adapters tab, or the session's server changed)."""
-    choices = adapter_choices(view)
-    return gr.Dropdown(choices=choices) if shown in choices else gr.Dropdown(choices=choices, value=base_label(view))
+    choices = marked_choices(view)
+    known = shown in [value for _, value in choices]
+    return gr.Dropdown(choices=choices) if known else gr.Dropdown(choices=choices, value=base_label(view))
 
 
 def on_pick(ctx: AppContext, session: str, server_id: str, status_of) -> tuple:

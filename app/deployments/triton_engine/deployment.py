@@ -10,6 +10,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+from app.adapters.audit import LoraTarget
 from app.adapters.registry import AdapterRegistry
 from app.core.conversation import Conversation
 from app.core.errors import ChatError, InvalidRequest
@@ -22,10 +23,16 @@ from app.deployments.messages import (
 )
 from app.deployments.model_lora import ModelAdapter, adapter_for_request, model_adapter
 from app.deployments.prompts import DEFAULT_TEMPLATE, PromptBuilder, named_templates
-from app.deployments.triton_engine.limits import UNKNOWN, check_prompt_tokens, read_input_limit
+from app.deployments.triton_engine.limits import (
+    UNKNOWN,
+    check_prompt_tokens,
+    read_input_limit,
+    served_engine_dir,
+)
 from app.deployments.triton_served import TritonServed
 from app.triton.client import TritonChatClient
 from app.vision.multimodal import ImageSupport, image_support, prepare_images, strip_image_markers
+from setup.lora.audit import target_or_none
 
 KIND = "Triton engine topology"
 
@@ -44,6 +51,7 @@ class TritonEngineDeployment(TritonServed):
         self.engine_dir, self._metrics = engine_dir, metrics
         self._prompts: PromptBuilder | None = None
         self._limit: object = UNKNOWN
+        self._target: LoraTarget | None = None
         self._lock = threading.Lock()
 
     def for_model(self, model: str) -> TritonEngineDeployment:
@@ -204,12 +212,27 @@ class TritonEngineDeployment(TritonServed):
         stop_words = [*prompts.stop_words(), *request.stop]
         extra = {"stop_words": stop_words or None, "min_length": request.min_tokens or None,
                  "return_log_probs": True if request.logprobs else None, **image_inputs}
-        stream = self.registry.stream(self.client, adapter, prompt, request.sampling, extra=extra)
+        modules = self.lora_target().trt_modules
+        stream = self.registry.stream(self.client, adapter, prompt, request.sampling, extra=extra,
+                                      modules=frozenset(modules) if modules else None)
         if image_inputs:
             stream.image_report = lambda: self.client.image_descriptions(image_inputs)
         return stream
 
     # ---- adapters ----------------------------------------------------------------------------------
+    def lora_target(self) -> LoraTarget:
+        """The engine's LoRA build settings and model shapes (its config.json, found through the engine model's
+        gpt_model_path when the app was not given --engine-dir); any language-model module while unknown."""
+        if self._target is None:
+            try:
+                folder = served_engine_dir(self.client, self.engine_dir)
+            except ChatError:
+                folder = None
+            self._target = target_or_none(Path(folder)) if folder else None
+            if self._target is None:
+                return super().lora_target()
+        return self._target
+
     def takes_adapters(self) -> bool:
         """Whether the deployed model declares LoRA inputs (a family without LoRA is written without them); True
         while the server cannot say yet (a request is refused in a sentence then)."""
@@ -224,15 +247,21 @@ class TritonEngineDeployment(TritonServed):
         if not self.takes_adapters():
             return []
         own = self.built_in_adapter()
-        return [a.name for a in self.registry.list() if a.name != own]
+        return [a.name for a in self.registry.list() if a.name != own and a.name not in self.audit_refusals()]
+
+    def audit_refusals(self) -> dict[str, str]:
+        """name -> why the engine cannot take an adapter of the folder (its audit's refusals)."""
+        audits = {name: self.adapter_audit(name) for name in self.registry.names()}
+        return {name: " ".join(a.refusals) for name, a in audits.items() if a is not None and a.refused}
 
     def adapters(self) -> list[AdapterState]:
+        refused = self.audit_refusals()
         return [AdapterState(name=a.name, held_by_server=a.held_by_server, rank=a.rank,
                              target_modules=a.target_modules, size_bytes=a.size_bytes, task_id=a.task_id,
-                             kind=a.kind, path=a.path) for a in self.registry.list()]
+                             kind=a.kind, path=a.path) for a in self.registry.list() if a.name not in refused]
 
     def adapter_problems(self) -> dict[str, str]:
-        return self.registry.problems()
+        return {**self.audit_refusals(), **self.registry.problems()}
 
     def register_adapter(self, name: str, path: Path) -> str:
         return MSG_TRITON_SENDS_ON_USE

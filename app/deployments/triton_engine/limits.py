@@ -39,6 +39,17 @@ def engine_model(client: TritonChatClient) -> str | None:
     return info.name if "gpt_model_path" in info.parameters else None
 
 
+def served_engine_dir(client: TritonChatClient, engine_dir: str | None) -> str | None:
+    """The engine folder: the app's --engine-dir, else the engine model's gpt_model_path (on this machine)."""
+    if engine_dir:
+        return engine_dir
+    engine = engine_model(client)
+    if not engine:
+        return None
+    path = client.model_config(engine).get("parameters", {}).get("gpt_model_path", {}).get("string_value", "")
+    return path if path and Path(path).is_dir() else None
+
+
 def read_input_limit(client: TritonChatClient, engine_dir: str | None) -> object:
     """The limit (int or None when there is none to read), or UNKNOWN while the server cannot say."""
     limit = engine_input_limit(engine_dir) if engine_dir else None

@@ -14,6 +14,7 @@ import pandas as pd
 from app.api.gradio_api import is_uploaded
 from app.chat.context import AppContext
 from app.core.errors import ChatError
+from app.web.audit_view import audit_lines
 from app.web.gate import require_access
 from app.web.pages.messages import (
     MSG_INTRO,
@@ -114,7 +115,9 @@ def finish(ctx: AppContext, job) -> str:
     except ChatError as exc:
         note = f"⚠️ {exc}"
     check = ctx.adapter_checks.run_now(ctx.deployment, job.name).message
-    return f"✅ {MSG_REGISTERED.format(summary=job.message, note=note)} Check: {check}"
+    audit = ctx.deployment.adapter_audit(job.name)
+    applied = f" {audit_lines(audit)[0].capitalize()}." if audit else ""
+    return f"✅ {MSG_REGISTERED.format(summary=job.message, note=note)}{applied} Check: {check}"
 
 
 def message_html(text: str) -> str:

@@ -8,6 +8,7 @@ import gradio as gr
 
 from app.chat.context import AppConfig, AppContext
 from app.core.errors import ChatError
+from app.web.audit_view import applied_cell, audit_lines, dropped_cell, notes_cell
 from app.web.gate import require_access
 from app.web.labels import NO_ADAPTERS
 from app.web.messages import (
@@ -21,7 +22,8 @@ from app.web.pages import adapter_training
 from setup.workspace import WorkspaceError
 
 TITLE = "Adapters"
-COLUMNS = ["name", "task id", "rank", "target modules", "size", "held by server", "kind"]
+COLUMNS = ["name", "task id", "rank", "target modules", "size", "held by server", "kind", "applied", "dropped",
+           "audit notes"]
 HELD = {True: "yes", False: "no", None: "unknown"}
 
 
@@ -35,9 +37,14 @@ def _known(value, shown=str) -> object:
 
 def table_rows(ctx: AppContext) -> list[list]:
     deployment = ctx.deployment
-    rows = [[a.name, _known(a.task_id), _known(a.rank), ", ".join(a.target_modules) or "-", _known(a.size_bytes, _size),
-             HELD.get(a.held_by_server), a.kind] for a in deployment.adapters()]
-    rows += [[name, "-", "-", problem, "-", "-", "unusable"] for name, problem in deployment.adapter_problems().items()]
+    rows = []
+    for a in deployment.adapters():
+        audit = deployment.adapter_audit(a.name) if a.path is not None else None
+        rows.append([a.name, _known(a.task_id), _known(a.rank), ", ".join(a.target_modules) or "-",
+                     _known(a.size_bytes, _size), HELD.get(a.held_by_server), a.kind, applied_cell(audit),
+                     dropped_cell(audit), notes_cell(audit)])
+    rows += [[name, "-", "-", problem, "-", "-", "unusable", "-", "-", "-"]
+             for name, problem in deployment.adapter_problems().items()]
     return rows
 
 
@@ -49,12 +56,14 @@ def unknown(name: str, action: str, known: list[str]) -> str | None:
 
 
 def added(ctx: AppContext, name: str, detail: str) -> str:
-    """The message after adding an adapter to the folder, once the deployment has been told."""
+    """The message after adding an adapter to the folder, once the deployment has been told, with its audit."""
     try:
         note = ctx.deployment.register_adapter(name, ctx.adapters.folder / name)
     except ChatError as exc:
         note = f"⚠️ {exc}"
-    return f"Added **{name}** ({detail}). {note}"
+    audit = ctx.deployment.adapter_audit(name)
+    lines = "".join(f"\n- {line}" for line in audit_lines(audit)) if audit else ""
+    return f"Added **{name}** ({detail}). {note}{lines}"
 
 
 def build(ctx: AppContext) -> None:
@@ -102,7 +111,8 @@ def build(ctx: AppContext) -> None:
         require_access(ctx, request)
         try:
             folder = ctx.access.workspace.resolve(path or "", what="adapter folder")
-            info = ctx.adapters.add_folder(folder, (name or "").strip() or None, shown_name=path.strip())
+            info = ctx.adapters.add_folder(folder, (name or "").strip() or None, shown_name=path.strip(),
+                                           target=ctx.deployment.lora_target())
         except (ChatError, OSError, WorkspaceError) as exc:
             return outcome(f"⚠️ {exc}")
         return outcome(added(ctx, info.name, f"task id {info.task_id}, rank {info.rank}"))
@@ -112,7 +122,7 @@ def build(ctx: AppContext) -> None:
         if not path:
             return outcome("⚠️ Choose a .zip file first.")
         try:
-            info = ctx.adapters.add_zip(Path(path), name.strip() or None)
+            info = ctx.adapters.add_zip(Path(path), name.strip() or None, target=ctx.deployment.lora_target())
         except (ChatError, OSError) as exc:
             return outcome(f"⚠️ {exc}")
         return outcome(added(ctx, info.name, f"task id {info.task_id}, rank {info.rank}"))

@@ -14,6 +14,7 @@ from app.web.download import SAVE_PAYLOAD_JS
 from app.web.messages import MSG_DISABLED
 from app.web.page_timers import started_by
 from app.web.pages import build_api
+from app.web.pages.build_cache import build_cache_calculator
 from app.web.pages.build_form import FIELDS, FIRST_VERSION, form_row, token_box
 from app.web.pages.build_handlers import BuildHandlers, BuildService, on_family
 from app.web.pages.build_llmapi import build_llmapi
@@ -131,6 +132,7 @@ def build(ctx: AppContext, service: BuildService | None = None, tabs: gr.Tabs | 
     with gr.Accordion("Server ports", open=False):
         http_port = gr.Number(8000, precision=0, label="HTTP port", elem_id="build-http-port")
         grpc_port = gr.Number(8001, precision=0, label="gRPC port (metrics: gRPC + 1)", elem_id="build-grpc-port")
+    build_cache_calculator(ctx)
 
     private = {"api_visibility": "private"}
     kind.change(lambda k: (gr.Column(visible=k == "engine"), gr.Column(visible=k == "trtllm-serve"),

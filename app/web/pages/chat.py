@@ -51,9 +51,9 @@ from app.web.labels import (
     TOP_K_INFO,
     TOP_P_INFO,
     VERSION_OF,
-    adapter_choices,
     adapter_of,
     base_label,
+    marked_choices,
 )
 from app.web.messages import MSG_GREEDY_REGENERATE, MSG_SERVER_BACK, MSG_SERVER_WAITING
 
@@ -226,7 +226,7 @@ def build(ctx: AppContext, app: gr.Blocks | None = None, tab: gr.Tab | None = No
                                file_count="multiple", show_label=False)
     with gr.Row(elem_id="chat-controls"):
         server = server_picker.build(ctx)
-        adapter = gr.Dropdown(adapter_choices(ctx), value=base_label(ctx), label="Adapter", elem_id="adapter",
+        adapter = gr.Dropdown(marked_choices(ctx), value=base_label(ctx), label="Adapter", elem_id="adapter",
                               info="LoRA adapter for the next message.", scale=2, min_width=180)
         older = gr.Button(OLDER_VERSION, elem_id="older-version", visible=False, min_width=40, scale=0)
         version = gr.Button("", elem_id="reply-version", visible=False, interactive=False, min_width=60, scale=0)

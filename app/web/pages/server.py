@@ -14,6 +14,7 @@ from app.chat.context import AppConfig, AppContext
 from app.chat.figures import size_text
 from app.triton.metrics import MetricsHistory
 from app.triton.metrics_sampler import Sampler
+from app.web.cache_view import cache_fields, cache_markdown
 
 TITLE = "Server"
 REFRESH_SECONDS = 2.0
@@ -186,6 +187,16 @@ def build(ctx: AppContext, history: MetricsHistory | None = None) -> Sampler:
         return users_figures(ctx.live)
 
     gr.api(server_figures, api_name="server_figures")
+    cache = gr.Markdown(lambda: cache_markdown(ctx.adapters.cache_watch.view()), elem_id="server-adapter-cache")
+    timer.tick(lambda: cache_markdown(ctx.adapters.cache_watch.view()), None, cache, api_visibility="private",
+               show_progress="hidden")
+
+    def adapter_cache() -> dict:
+        """The adapters the server's LoRA cache holds as this app saw them (resident now, evictions seen) and, per
+        adapter over the last 15 minutes, hits, misses ("not found in cache") and re-sends of the weights."""
+        return cache_fields(ctx.adapters.cache_watch.view())
+
+    gr.api(adapter_cache, api_name="adapter_cache")
     if history is None and url is None:
         gr.Markdown("This deployment publishes no metrics.", elem_id="server-summary")
         return Sampler([ctx.live.read], SAMPLE_SECONDS)

@@ -1,7 +1,13 @@
 """The line under a reply: tokens, generation speed after the first token, time to first token, model, kind."""
 
-from app.chat.figures import ReplyFigures, figures_text, measure
+from dataclasses import replace
+
+from app.chat.figures import ReplyFigures, figures_text, measure, with_partial_warning
+from app.core.conversation import Conversation, ReplyVersion, Turn
 from app.core.streams import StreamDefaults
+from setup.lora.adapter_facts import read_adapter
+from setup.lora.audit import audit, engine_target
+from tests.lora_helpers import write_engine_config, write_peft
 
 
 def stream_with(**figures) -> StreamDefaults:
@@ -52,3 +58,16 @@ def test_the_kinds_own_figures_follow_and_a_whole_reply_shows_no_token_count():
     llmapi = stream_with(chunks=3, time_to_first_token=0.5, details_line=lambda: "finished: stop · KV cache: 3 blocks")
     assert figures_text(measure(llmapi, started=0.0, ended=1.5), None, "K") == (
         "3 tokens · 2.0 tokens/s · first token 0.50 s · base model · K · finished: stop · KV cache: 3 blocks")
+
+
+def test_a_partial_adapter_is_warned_of_once_per_conversation(tmp_path):
+    engine = engine_target(write_engine_config(tmp_path / "engine", modules=("attn_q", "attn_v")))
+    partial = audit(read_adapter(write_peft(tmp_path / "a", rank=4, modules=("q_proj", "k_proj"))), engine)
+    whole = replace(partial, dropped=())
+    asked = Conversation.asking("Hi")
+    line = with_partial_warning("3 tokens · a", partial, "a", asked)
+    assert line == ("3 tokens · a · ⚠️ a is applied only in part: 60% of its weights (k_proj dropped; see the "
+                    "Adapters tab)")
+    assert with_partial_warning("3 tokens · a", whole, "a", asked) == "3 tokens · a"
+    warned = asked.with_turn(Turn.reply(ReplyVersion(text="Hello", adapter="a", figures=line)))
+    assert with_partial_warning("5 tokens · a", partial, "a", warned.with_turn(Turn.user("More"))) == "5 tokens · a"
