@@ -1,6 +1,11 @@
 """The server's LoRA cache as this app saw it: which adapters it holds now (weights sent and answered, not evicted
 since), and per adapter over the last 15 minutes its hits (task id alone, answered), misses ("not found in cache":
-an eviction seen), re-sends (weights again after a miss) and first sends."""
+an eviction seen), re-sends (weights again after a miss) and first sends.
+
+The server evicts the least recently used adapter no request is using (TensorRT-LLM's LoraCache; the CPU engine
+alike), so a miss also says how many adapters it holds: those used after the evicted one. From then on the
+resident list keeps that many, the most recently used (an estimate for adapters of like size).
+"""
 
 from __future__ import annotations
 
@@ -35,6 +40,7 @@ class CacheView:
     rows: tuple[AdapterCacheRow, ...]
     evictions: int
     window_seconds: int
+    capacity: int | None = None  # adapters the cache holds, as the evictions seen show (None: none seen yet)
 
 
 class CacheWatch:
@@ -45,6 +51,7 @@ class CacheWatch:
         self._lock = threading.Lock()
         self._events: deque[tuple[float, int, str, str]] = deque()
         self._resident: OrderedDict[int, str] = OrderedDict()
+        self._capacity: int | None = None
 
     def record(self, event: str, name: str, task_id: int) -> None:
         """An adapter request's outcome: SENT / RESENT (weights answered), HIT (task id answered), MISS."""
@@ -53,10 +60,16 @@ class CacheWatch:
         with self._lock:
             self._events.append((self._clock(), task_id, name, event))
             if event == MISS:
+                if task_id in self._resident:  # LRU: the adapters used since it are what the cache held
+                    newer = len(self._resident) - 1 - list(self._resident).index(task_id)
+                    if newer > 0:
+                        self._capacity = min(self._capacity or newer, newer)
                 self._resident.pop(task_id, None)
             else:
                 self._resident[task_id] = name
                 self._resident.move_to_end(task_id)
+                while self._capacity and len(self._resident) > self._capacity:
+                    self._resident.popitem(last=False)
             self._trim()
 
     def forget(self) -> None:
@@ -79,4 +92,5 @@ class CacheWatch:
                                          sent=c[SENT], hits=c[HIT], misses=c[MISS], resent=c[RESENT])
                          for (task_id, name), c in sorted(counts.items(), key=lambda item: item[0][1]))
             return CacheView(resident=tuple(self._resident.values()), rows=rows,
-                             evictions=sum(r.misses for r in rows), window_seconds=int(self.window))
+                             evictions=sum(r.misses for r in rows), window_seconds=int(self.window),
+                             capacity=self._capacity)

@@ -28,7 +28,8 @@ def cache_markdown(view: CacheView) -> str:
     if not view.rows:
         return head + "\n\nNo adapter request yet."
     resident = ", ".join(view.resident) or "none"
-    lines = [head, "", f"Resident now: **{resident}** · evictions seen: {view.evictions}", "",
+    held = f" · the cache holds about {view.capacity} (from the evictions seen)" if view.capacity else ""
+    lines = [head, "", f"Resident now: **{resident}** · evictions seen: {view.evictions}{held}", "",
              "| adapter | task id | resident | hits | misses | re-sends | first sends |", "|---|---|---|---|---|---|---|"]
     lines += [f"| {r.name} | {r.task_id} | {'yes' if r.resident else 'no'} | {r.hits} | {r.misses} | {r.resent} | "
               f"{r.sent} |" for r in view.rows]
@@ -38,7 +39,7 @@ def cache_markdown(view: CacheView) -> str:
 def cache_fields(view: CacheView) -> dict:
     """The Server tab's cache section for the API (`adapter_cache`)."""
     return {"resident": list(view.resident), "evictions": view.evictions, "window_seconds": view.window_seconds,
-            "adapters": [asdict(r) for r in view.rows]}
+            "capacity_estimate": view.capacity, "adapters": [asdict(r) for r in view.rows]}
 
 
 def fit_markdown(fit: CacheFit) -> str:

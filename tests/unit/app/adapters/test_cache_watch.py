@@ -3,7 +3,7 @@ re-sends per adapter over the window; and the Server tab's rendering of it (app/
 
 from __future__ import annotations
 
-from app.adapters.cache_watch import HIT, MISS, SENT, CacheWatch
+from app.adapters.cache_watch import HIT, MISS, RESENT, SENT, CacheWatch
 from app.adapters.registry import AdapterRegistry
 from app.web.cache_view import cache_fields, cache_markdown
 from tests.unit.app.adapters.test_registry import FakeServer, folder  # noqa: F401 - the fixture
@@ -20,10 +20,11 @@ def test_streams_record_sends_hits_misses_and_resends(folder):  # noqa: F811 - t
     rows = {r.name: r for r in view.rows}
     assert (rows["alpha"].sent, rows["alpha"].hits, rows["alpha"].misses) == (1, 1, 0)
     assert (rows["beta"].sent, rows["beta"].misses, rows["beta"].resent) == (1, 1, 1)
-    assert view.resident == ("alpha", "beta") and view.evictions == 1
+    # beta went while alpha alone was used after it: by LRU the cache holds one adapter, now beta
+    assert view.resident == ("beta",) and view.evictions == 1 and view.capacity == 1
     fields = cache_fields(view)
-    assert fields["resident"] == ["alpha", "beta"] and fields["window_seconds"] == 900
-    assert "Resident now: **alpha, beta** · evictions seen: 1" in cache_markdown(view)
+    assert fields["resident"] == ["beta"] and fields["window_seconds"] == 900 and fields["capacity_estimate"] == 1
+    assert "Resident now: **beta** · evictions seen: 1 · the cache holds about 1" in cache_markdown(view)
     registry.forget_server_state()
     assert registry.cache_watch.view().resident == ()
 
@@ -37,3 +38,13 @@ def test_events_leave_the_window_and_a_miss_ends_residence():
     assert watch.view().resident == () and watch.view().rows[0].hits == 1
     now[0] = 61.0
     assert watch.view().rows == () and "No adapter request yet." in cache_markdown(watch.view())
+
+
+def test_a_miss_shows_how_many_the_cache_holds():
+    watch = CacheWatch()
+    for task, name in ((1, "a"), (2, "b"), (3, "c")):
+        watch.record(SENT, name, task)
+    watch.record(MISS, "a", 1)  # a was evicted while b and c were newer: the cache holds 2
+    watch.record(RESENT, "a", 1)  # a back in: b, the least recently used, is out
+    view = watch.view()
+    assert view.capacity == 2 and view.resident == ("c", "a") and view.evictions == 1
