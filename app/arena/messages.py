@@ -32,5 +32,7 @@ MSG_SET_NAME = "A prompt set needs a name (letters, digits, spaces, - and _; at 
 MSG_SET_UNKNOWN = "There is no prompt set named {name!r}."
 MSG_SET_DONE = "You have voted on every prompt of {name} ({count} of {count})."
 MSG_SET_PROGRESS = "{name}: prompt {number} of {count}"
+MSG_SET_VOTED = "{name}: {done} of {count} voted"
+MSG_SET_NO_FILE = "Upload a JSONL file of prompts first (one {\"prompt\": ...} object per line)."
 
 MSG_CLI_NO_VOTES = "No votes yet in {url}."

@@ -94,3 +94,12 @@ ADD_SERVER_LABEL = "Address"
 ADD_SERVER_INFO = "An OpenAI-compatible URL (vLLM, trtllm-serve, SGLang, NIM, Dynamo) or a Triton gRPC HOST:PORT."
 ADD_SERVER_PLACEHOLDER = "http://127.0.0.1:8000/v1 or 127.0.0.1:8001"
 ADD_SERVER_BUTTON = "Check and add"
+
+# Arena tab
+ARENA_INTRO = ("Blind battles: two contestants drawn from the base model and the adapters answer as Model A and Model "
+               "B with the same settings, seed and pictures. Vote, and the names are shown. See docs/arena.md.")
+ARENA_CONTESTANTS = "Contestants (pairs are drawn so that every pair gets battles)"
+ARENA_START, ARENA_ASK, ARENA_NEXT = "Start battle", "Send follow-up to both", "Next prompt of the set"
+ARENA_VOTES = (("A", "A is better"), ("B", "B is better"), ("tie", "Tie"), ("both_bad", "Both are bad"))
+ARENA_FILTER_PICTURES = [("All battles", ""), ("Text only", "text"), ("With pictures", "pictures")]
+ARENA_ALL = "(all)"

@@ -4,14 +4,17 @@ settings, the HTTP guard."""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import gradio as gr
 from gradio.server_messages import ProcessCompletedMessage
 from gradio.utils import _parse_file_size
 
 from app.api import gradio_api as api
+from app.api.arena_api import register_arena
 from app.api.http_guard import Guard, GuardSettings, JobWatch, app_middleware, wrap_outermost
 from app.api.openai_routes import OpenAIApi
+from app.arena.service import Arena
 from app.chat.context import AppContext
 from app.core.constants import (
     API_MAX_BODY_BYTES,
@@ -23,7 +26,7 @@ from app.triton.metrics_sampler import Sampler
 from app.web import speedups
 from app.web.messages import MSG_JOB_UNREAD
 from app.web.page_timers import tick_while_shown
-from app.web.pages import adapters, benchmark, build, chat, compare, server
+from app.web.pages import adapters, arena, benchmark, build, chat, compare, server
 from app.web.style import APP_CSS
 
 APP_TITLE = "Triton VLM + LoRA demo"
@@ -36,16 +39,25 @@ def build_app(ctx: AppContext) -> gr.Blocks:
     return _assemble(ctx)[0]
 
 
+def arena_of(ctx: AppContext) -> Arena:
+    """The app's Arena: its database at --arena-db, else SQLite in the first workspace folder (opened on first use)."""
+    roots = ctx.access.workspace.roots
+    return Arena(ctx.config.arena_db, roots[0] if roots else Path.cwd())
+
+
 def _assemble(ctx: AppContext) -> tuple[gr.Blocks, Sampler]:
     speedups.apply()
+    battles = arena_of(ctx)
     with gr.Blocks(title=APP_TITLE, analytics_enabled=False) as blocks:
         gr.HTML(f'<h1 id="app-title">{APP_TITLE}</h1>')
-        # At 400 px the six tabs take two rows rather than hiding three behind a "More tabs" menu.
+        # At 400 px the seven tabs take two rows rather than hiding three behind a "More tabs" menu.
         with gr.Tabs(overflow_behavior="wrap") as tabs:
             with gr.Tab(chat.TITLE, id="chat") as chat_tab:
                 chat.build(ctx, blocks, chat_tab)
             with gr.Tab(compare.TITLE, id="compare"):
                 compare.build(ctx)
+            with gr.Tab(arena.TITLE, id="arena") as arena_tab:
+                arena.build(ctx, battles, arena_tab)
             with gr.Tab(adapters.TITLE, id="adapters"):
                 adapters.build(ctx)
             with gr.Tab(build.TITLE, id="build"):
@@ -56,6 +68,7 @@ def _assemble(ctx: AppContext) -> tuple[gr.Blocks, Sampler]:
                 sampler = server.build(ctx)
         tick_while_shown(list(tabs.children))
         api.register(ctx)
+        register_arena(ctx, battles)
     # Waiting jobs are bounded: past this many the Gradio API answers 503 "Queue is full" at once. Every
     # call goes through the queue (api_open=False closes the direct /gradio_api/run/<api> route around it).
     blocks.queue(default_concurrency_limit=ctx.config.concurrency,

@@ -18,7 +18,7 @@ from tests.browser.chat_helpers import NARROW, ask, open_sampling, set_number, s
 from tests.browser_tabs import CHROMIUM, CHROMIUM_ARGS
 
 DESKTOP = {"width": 1280, "height": 900}
-TABS = ("Compare", "Adapters", "Build", "Benchmark", "Server")
+TABS = ("Compare", "Arena", "Adapters", "Build", "Benchmark", "Server")
 SETTLE_MS = {"Server": 8000}  # its charts fill from readings a few seconds apart
 
 
@@ -42,6 +42,20 @@ def compare(page, out: Path) -> None:
     page.screenshot(path=str(out / "compare.png"), full_page=True)
 
 
+def arena(page, out: Path) -> None:
+    """One battle voted on (the names and the leaderboard show), then a second one answered, before its vote."""
+    page.locator("#arena-settings .label-wrap").first.click()
+    set_number(page, "arena-max-tokens", 24)
+    for prompt, vote in (("What is the capital of Italy?", "a"), ("Name three colours.", None)):
+        page.fill("#arena-prompt textarea", prompt)
+        page.click("#arena-start")
+        wait_until(lambda: page.locator("#arena-vote-a").is_enabled(), timeout=180, what="both answers")
+        if vote:
+            page.click(f"#arena-vote-{vote}")
+            wait_until(lambda: page.locator("#arena-board tr").count(), what="the leaderboard")
+    page.screenshot(path=str(out / "arena.png"), full_page=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("docs/screenshots"), help="folder for the PNG files")
@@ -53,7 +67,8 @@ def main() -> None:
     with scratch_folder("screenshots-") as scratch, demo_server(scratch) as triton:
         port = free_port()
         ctx = AppContext(AppConfig(triton_url=triton.grpc_url, port=port, demo=True,
-                                   metrics_url=f"http://127.0.0.1:{triton.process.opts.metrics_port}/metrics"))
+                                   metrics_url=f"http://127.0.0.1:{triton.process.opts.metrics_port}/metrics",
+                                   arena_db=f"sqlite:///{scratch / 'arena.sqlite3'}"))
         blocks = launch(ctx, prevent_thread_lock=True)
         try:
             with sync_playwright() as playwright:
@@ -67,6 +82,8 @@ def main() -> None:
                     page.wait_for_timeout(SETTLE_MS.get(tab, 1500))  # the tab's first figures and lists arrive
                     if tab == "Compare":
                         compare(page, args.out)
+                    elif tab == "Arena":
+                        arena(page, args.out)
                     else:
                         page.screenshot(path=str(args.out / f"{tab.lower()}.png"), full_page=True)
                 browser.close()

@@ -41,7 +41,7 @@ def test_a_1280x900_first_screen_shows_the_message_box(page):
     assert chat["height"] >= 250  # and the conversation still has room
 
 
-TAB_TITLES = ["Chat", "Compare", "Adapters", "Build", "Benchmark", "Server"]
+TAB_TITLES = ["Chat", "Compare", "Arena", "Adapters", "Build", "Benchmark", "Server"]
 
 
 def test_400px_every_tab_is_in_view_without_a_menu(page):
