@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
+from gil_safe import FinishedStreams, requested_only
 
 # ensemble-style input name -> tensorrt_llm input name (sampling and control tensors passed through)
 DIRECT = {
@@ -195,9 +196,11 @@ class TritonPythonModel:
         if self.draft_name:
             raise pb_utils.TritonModelException("Speculative decoding is not supported by this BLS template.")
         self.side_calls = ThreadPoolExecutor(max_workers=4, thread_name_prefix="bls-encoder")
+        self.finished_streams = FinishedStreams()  # decoupled BLS iterators: gil_safe.py says why
 
     def finalize(self):
         self.side_calls.shutdown(wait=True)
+        self.finished_streams.release_all()
 
     def execute(self, requests):
         if not self.decoupled:
@@ -308,14 +311,17 @@ class TritonPythonModel:
             requested_output_names=["output_ids"],
             request_id=request_id,
         )
-        for _ in stop.exec(decoupled=True):
+        responses = stop.exec(decoupled=True)
+        for _ in responses:
             pass
+        self.finished_streams.keep(responses)
 
     @staticmethod
-    def _response(texts, extras):
-        tensors = [pb_utils.Tensor("text_output", np.array([[t.encode("utf-8") for t in texts]], dtype=object))]
-        tensors += [pb_utils.Tensor(name, value) for name, value in extras.items()]
-        return pb_utils.InferenceResponse(tensors)
+    def _response(request, texts, extras):
+        """Only the outputs the client asked for: the stub would drop the others without the GIL (gil_safe.py)."""
+        outputs = requested_only(request, {"text_output": np.array([[t.encode("utf-8") for t in texts]], dtype=object),
+                                           **extras})
+        return pb_utils.InferenceResponse([pb_utils.Tensor(name, value) for name, value in outputs.items()])
 
     def _engine_request(self, request, images, request_id):
         encoded = None
@@ -359,8 +365,16 @@ class TritonPythonModel:
         if echoed and stop_words:
             prompt_ids = llm_inputs["input_ids"].reshape(-1)[: int(llm_inputs["input_lengths"].reshape(-1)[0])]
             prompt_chars = len(self._decode([prompt_ids.tolist()])[0])
-        sequences, finished, stopped = {}, [], False
         results = llm_request.exec(decoupled=True) if self.decoupled else [llm_request.exec()]
+        try:
+            return self._read_results(request, results, sender, streaming, request_id, prompt_chars, stop_words, count)
+        finally:
+            if self.decoupled:
+                self.finished_streams.keep(results)
+
+    def _read_results(self, request, results, sender, streaming, request_id, prompt_chars, stop_words, count):
+        """The engine's responses of one request, as text responses to the client (the last one returned)."""
+        sequences, finished, stopped = {}, [], False
         for result in results:
             if sender is not None and sender.is_cancelled():
                 if not stopped:
@@ -385,28 +399,28 @@ class TritonPythonModel:
             texts = sequence.texts(self._decode(sequence.beams), stop_words, final=False)
             chunk = sequence.chunk(texts, self.accumulate)
             if any(chunk) or self.accumulate:
-                sender.send(self._response(chunk, extras))
+                sender.send(self._response(request, chunk, extras))
             if sequence.stopped and all(s.stopped for s in sequences.values()) and len(sequences) >= _count(count):
                 self._stop_engine(request_id)
                 stopped = True
         if stopped and sender is not None and sender.is_cancelled():
             raise _Stopped()
         if streaming:
-            return self._flush(sequences, stop_words, sender)
-        responses = [self._response(s.texts(self._decode(s.beams), stop_words, final=True), extras)
+            return self._flush(request, sequences, stop_words, sender)
+        responses = [self._response(request, s.texts(self._decode(s.beams), stop_words, final=True), extras)
                      for s, extras in finished]
         for response in responses[:-1]:
             sender.send(response)
         return responses[-1] if responses else None
 
-    def _flush(self, sequences, stop_words, sender):
+    def _flush(self, request, sequences, stop_words, sender):
         """The end of each streamed sequence: characters held back while incomplete (U+FFFD if they stay so)."""
         for sequence in sequences.values():
             if sequence.stopped or len(sequence.beams) != 1:
                 continue
             texts = sequence.texts(self._decode(sequence.beams), stop_words, final=True)
             if texts[0] != sequence.sent:
-                sender.send(self._response(sequence.chunk(texts, self.accumulate), {}))
+                sender.send(self._response(request, sequence.chunk(texts, self.accumulate), {}))
         return None
 
 

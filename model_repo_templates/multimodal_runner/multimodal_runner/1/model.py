@@ -25,6 +25,7 @@ import triton_python_backend_utils as pb_utils
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from gil_safe import requested_only  # noqa: E402
 from model_params import as_bool, optional_input, param  # noqa: E402
 from runner_lib.eras import detect_era, import_runner_class, load_eras, parse_eras, require_era  # noqa: E402
 from runner_lib.replies import STREAMED, WHOLE_REPLY, answer  # noqa: E402
@@ -37,6 +38,12 @@ DEFAULT_CLASS = "tensorrt_llm.runtime:MultimodalModelRunner"
 
 def _strings(name, text):
     return pb_utils.Tensor(name, np.array([str(text).encode("utf-8")], dtype=np.object_))
+
+
+def _text_response(request, texts: dict):
+    """A response of {output name: text}, only the outputs the client asked for (gil_safe.py says why)."""
+    return pb_utils.InferenceResponse(output_tensors=[_strings(name, text)
+                                                      for name, text in requested_only(request, texts).items()])
 
 
 class TritonPythonModel:
@@ -146,12 +153,12 @@ class TritonPythonModel:
         except Exception as exc:  # a runner failure ends this request only
             pb_utils.Logger.log_error(f"multimodal_runner: {type(exc).__name__}: {exc}")
             return pb_utils.InferenceResponse(error=pb_utils.TritonError(f"The runner failed: {exc}"))
-        return self._final(reply.text, reply.finish_reason, WHOLE_REPLY)
+        return self._final(request, reply.text, reply.finish_reason, WHOLE_REPLY)
 
     def _streamed(self, request, sender, asked):
         """Each new piece of text as a non-final response, then the final one with the rest and the figures."""
         def send(delta):
-            sender.send(pb_utils.InferenceResponse(output_tensors=[_strings("text_output", delta)]))
+            sender.send(_text_response(request, {"text_output": delta}))
 
         cancelled = getattr(request, "is_cancelled", lambda: False)
         streamed = stream_answer(self.runner, self.era, self.plan, asked, send, cancelled, self.family_takes_lora,
@@ -159,13 +166,11 @@ class TritonPythonModel:
         if streamed.cancelled:
             sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
             return None
-        return self._final(streamed.rest, streamed.reply.finish_reason, STREAMED)
+        return self._final(request, streamed.rest, streamed.reply.finish_reason, STREAMED)
 
-    def _final(self, text, finish_reason, reply_mode):
-        return pb_utils.InferenceResponse(output_tensors=[
-            _strings("text_output", text), _strings("finish_reason", finish_reason),
-            _strings("reply_mode", reply_mode), _strings("runner_era", self.era.name),
-            _strings("prompt_format", self.prompt_format)])
+    def _final(self, request, text, finish_reason, reply_mode):
+        return _text_response(request, {"text_output": text, "finish_reason": finish_reason, "reply_mode": reply_mode,
+                                        "runner_era": self.era.name, "prompt_format": self.prompt_format})
 
     def _remove_links(self):
         if self.links:

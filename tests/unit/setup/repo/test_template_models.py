@@ -96,6 +96,7 @@ def _bls(responses, accumulate=False, exclude_input=True):
     bls = module.TritonPythonModel()
     bls.decoupled, bls.accumulate, bls.exclude_input = True, accumulate, exclude_input
     bls.llm_name, bls.encoders_name, bls.engine_names = "tensorrt_llm", "", {}
+    bls.finished_streams = module.FinishedStreams()
     return module, bls
 
 
@@ -297,3 +298,70 @@ def test_a_preprocessing_error_is_the_one_reported_when_both_fail():
     bls.finalize()
     (response, flags), = sender.sent
     assert "2 image marker(s)" in str(response.error_value) and flags == 1 and not seen
+
+
+def test_the_bls_drops_a_finished_engine_stream_after_the_stub_does():
+    """The python backend's stub keeps its own reference to a decoupled BLS response iterator and drops it on its
+    service thread after the final response; stubs before python_backend PR #390 (nvidia-pytriton 0.7.0's among them)
+    free the responses' arrays there without the GIL when theirs is the last reference, and the stub segfaults under
+    concurrent streams. Here the stand-in stub drops its reference after the request ended; the BLS must still hold
+    the stream then, and free it on a thread of its own (finalize, here)."""
+    import threading
+
+    freed_on, stub_references = [], []
+
+    class EngineStream:  # the stub's ResponseIterator
+        def __init__(self, responses):
+            self._responses = iter(responses)
+
+        def __iter__(self):
+            return self
+
+        def __next__(self):
+            return next(self._responses)
+
+        def __del__(self):
+            freed_on.append(threading.current_thread().name)
+
+    def engine(inputs):
+        stream = EngineStream(_engine([(0, [ord("o")]), (0, [ord("k")])])(inputs))
+        stub_references.append(stream)
+        return stream
+
+    module = _load("inflight_batcher_llm/tensorrt_llm_bls/1/model.py", {
+        "preprocessing": _preprocessing, "postprocessing": _postprocessing, "tensorrt_llm": engine})
+    bls = module.TritonPythonModel()
+    bls.initialize({"model_config": '{"model_transaction_policy": {"decoupled": true}}'})
+    sender = _Sender()
+    bls._run(_request(), sender)
+    assert "".join(t for t, _ in _texts(sender)) == "ok"
+    service = threading.Thread(target=stub_references.clear, name="stub-service-thread")
+    service.start()
+    service.join()
+    assert freed_on == [], "the stub's service thread dropped the last reference"
+    bls.finalize()
+    assert freed_on == [threading.current_thread().name]
+
+
+class _AskingFor(dict):
+    """A request whose client names the outputs it wants."""
+
+    def __init__(self, names, inputs):
+        super().__init__(inputs)
+        self.names = names
+
+    def requested_output_names(self):
+        return self.names
+
+
+def test_a_response_carries_only_the_outputs_the_client_asked_for():
+    """The stub's send() drops the others with the GIL released, and older stubs free their arrays there without it
+    (python_backend PR #390): the BLS leaves them out itself."""
+    _, bls = _bls([(0, [ord("o")]), (0, [ord("k")])])
+    sender = _Sender()
+    bls._run(_AskingFor(["text_output"], _request()), sender)
+    sent = [response for response, _ in sender.sent if response is not None]
+    assert [set(response.tensors) for response in sent] == [{"text_output"}] * len(sent) and len(sent) == 2
+    sender = _Sender()
+    bls._run(_AskingFor([], _request()), sender)  # none named: all of them, as Triton sends them
+    assert all("sequence_index" in response.tensors for response, _ in sender.sent if response is not None)

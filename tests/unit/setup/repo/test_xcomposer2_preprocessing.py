@@ -153,6 +153,7 @@ def test_bls_sends_the_image_to_preprocessing_and_its_table_to_the_engine(client
     bls = module.TritonPythonModel()  # no multimodal_encoders model: calling one would fail the test
     bls.decoupled, bls.accumulate, bls.exclude_input = True, False, True
     bls.llm_name, bls.encoders_name, bls.engine_names, bls.vision_in_preprocessing = "tensorrt_llm", "", {}, True
+    bls.finished_streams = module.FinishedStreams()
     sender = _Sender()
     lora = {"lora_task_id": np.array([[1]], np.uint64), "lora_weights": np.ones((1, 2, 8), np.float16),
             "lora_config": np.ones((1, 2, 3), np.int32)} if client_lora else {}
