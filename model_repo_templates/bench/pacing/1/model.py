@@ -106,3 +106,4 @@ class TritonPythonModel:
             threads = list(self._threads)
         for thread in threads:
             thread.join(timeout=2)
+        self._metrics = self._gauges = None  # cleared while the stub can (as the CPU engine's finalize says)

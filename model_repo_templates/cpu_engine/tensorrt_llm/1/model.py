@@ -195,3 +195,6 @@ class TritonPythonModel:
 
     def finalize(self):
         self.service.stop()
+        # the custom metrics go while the stub can still clear them; left to the interpreter's exit, older stubs
+        # clear them after their shared memory is gone and segfault (python_backend PR #433)
+        self.metrics = self.service.metrics = None
