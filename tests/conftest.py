@@ -45,11 +45,13 @@ from tests.servers import (
     start_xcomposer2_triton,
     triton_or_fail,
 )
+from tests.stub_watch import StubWatch
 from tests.tree_cpu import tree_cpu_seconds
 
 TESTS = Path(__file__).resolve().parent
 GROUP_TIMES = GroupTimes()
 TREE_CPU = {"last": 0.0}  # this worker's process-tree CPU seconds at the end of the last test phase
+STUBS = StubWatch()
 FOLDER_MARKERS = {"integration": ("integration",), "browser": ("integration", "browser")}
 
 
@@ -208,6 +210,18 @@ def triton(tmp_path_factory) -> TritonEndpoints:
     if exited:  # the tests after its end failed with "cannot be reached": say why here, while its log still exists
         pytest.fail(f"This worker's demo tritonserver exited before the end of the run (code "
                     f"{endpoints.process.wait()}). Its log ends:\n{tail}", pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def _demo_stubs_alive(request):
+    """A test on the session's demo tritonserver fails at once when one of its python stubs has died
+    (tests/stub_watch.py): every request to that model would be refused, each test waiting out its timeouts."""
+    if "triton" in request.fixturenames:
+        dead = STUBS.dead_models(request.getfixturevalue("triton").process.pid)
+        if dead:
+            pytest.fail(f"The demo tritonserver's python stub of {', '.join(dead)} has died (a crash in the stub; the "
+                        "kernel log names it): the server refuses that model from then on.", pytrace=False)
+    yield
 
 
 @pytest.fixture(scope="session")

@@ -37,6 +37,7 @@ REACHES: Mapping[str, tuple[str, ...]] = {
     "demo_app": ("app_served", "llmapi_triton"),  # tests/conftest.py: each demo kind in turn
     "twin": ("app_served", "llmapi_triton"),  # tests/integration/test_twin_answers.py
     "group_served": ("family_outputs_triton",),  # tests/integration/test_runner_twins.py: one group is that server
+    "_demo_stubs_alive": (),  # tests/conftest.py: only the demo server a test already uses (its stubs checked)
 }
 
 
