@@ -3,7 +3,7 @@ version Regenerate made) and which of them the model sees for the next reply.
 
 Every layer reads these fields (the deployments build prompts and wire messages from them, so they live here,
 below app.deployments); display formats (Gradio messages, reply HTML) are made from them in app.web, and their
-saved JSON form is app.chat.history's."""
+saved JSON form is app.chat.conversation_json's."""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import gradio as gr
 
 from app.api.gradio_api import is_uploaded
+from app.chat import chat_files
 from app.chat import history as chats
 from app.chat.context import AppContext
 from app.chat.media_intake import upload_root
@@ -261,9 +262,9 @@ def on_export(current: Conversation, kind: str) -> str:
         return ""
     title = chats.title_of(current)
     if kind == "json":
-        text, suffix, mime = chats.export_json(current, title, read_upload), "json", "application/json"
+        text, suffix, mime = chat_files.export_json(current, title, read_upload), "json", "application/json"
     else:
-        text, suffix, mime = chats.export_markdown(current, title, read_upload), "md", "text/markdown"
+        text, suffix, mime = chat_files.export_markdown(current, title, read_upload), "md", "text/markdown"
     return download_payload(file_name(title, suffix), text, mime)
 
 
@@ -278,7 +279,7 @@ def on_import(upload, stored, busy: bool) -> tuple:
         if size > MAX_IMPORT_BYTES:
             gr.Warning(MSG_IMPORT_TOO_BIG.format(name=path.name, size=size, limit=MAX_IMPORT_BYTES))
             return UNCHANGED
-        title, imported = chats.import_json(path.read_text(encoding="utf-8", errors="replace"), path.name,
+        title, imported = chat_files.import_json(path.read_text(encoding="utf-8", errors="replace"), path.name,
                                             conversation_of_file, keep=keep_picture)
     except ChatError as exc:
         gr.Warning(str(exc))

@@ -9,7 +9,7 @@ import json
 import re
 from html import unescape
 
-from app.chat.history import reply_of
+from app.chat.conversation_json import reply_of
 from app.core.conversation import Conversation, Media, ReplyVersion, Turn
 from app.web.messages import MSG_DAMAGED_REPLY, MSG_NOT_A_MESSAGE
 

@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 from skimage import data as skimage_data
 
-from app.chat.history import FORMAT, VERSION
+from app.chat.chat_files import FORMAT, VERSION
 from app.chat.media_intake import upload_root
 from app.outputs.grounding import grounded_phrase
 from app.outputs.grounding_picture import phrase_colour

@@ -57,7 +57,7 @@ def test_markup_without_objects_is_prose():
 
 
 def test_a_saved_conversation_keeps_its_frames_and_parses_its_replies_again(tmp_path, monkeypatch):
-    from app.chat.history import conversation_dict, conversation_of, kept_pictures
+    from app.chat.conversation_json import conversation_dict, conversation_of, kept_pictures
     from app.chat.media_intake import media_for
     from app.core.conversation import Conversation, ReplyVersion, Turn
     from tests.media import ball_video

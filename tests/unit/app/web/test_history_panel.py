@@ -46,6 +46,7 @@ import json  # noqa: E402
 import gradio as gr  # noqa: E402
 import pytest  # noqa: E402
 
+from app.chat import chat_files  # noqa: E402
 from app.chat import history as chats  # noqa: E402
 from app.core.conversation import Conversation, ReplyVersion, Turn  # noqa: E402
 from app.web import history_panel as panel  # noqa: E402
@@ -93,7 +94,7 @@ def test_exports_name_the_file_after_the_title_and_an_empty_conversation_exports
         assert panel.on_export(Conversation(), "json") == ""
     payload = json.loads(panel.on_export(answered(), "json"))
     assert payload["name"] == "what-is-in-this-picture.json" and payload["type"] == "application/json"
-    assert chats.import_json(payload["text"])[1] == answered()
+    assert chat_files.import_json(payload["text"])[1] == answered()
     markdown = json.loads(panel.on_export(answered(), "markdown"))
     assert markdown["type"] == "text/markdown" and "A cat." in markdown["text"]
 
@@ -102,7 +103,7 @@ def test_an_import_adds_the_conversation_and_deletes_the_upload(tmp_path, monkey
     monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path / "uploads"))
     upload = tmp_path / "uploads" / "abc" / "chat.json"
     upload.parent.mkdir(parents=True)
-    upload.write_text(chats.export_json(answered(), "Cat"))
+    upload.write_text(chat_files.export_json(answered(), "Cat"))
     kept, current, _, listed = panel.on_import(str(upload), chats.empty_store(), busy=False)
     assert current == answered() and "Cat · 1 turn" in [label for label, _ in listed.choices]
     assert not upload.exists()
@@ -122,7 +123,7 @@ def test_an_import_that_is_too_big_or_not_an_export_changes_nothing(tmp_path, mo
         assert panel.on_import(str(broken), chats.empty_store(), busy=False) == panel.UNCHANGED
     assert not big.exists() and not broken.exists()
     waiting = folder / "waiting.json"
-    waiting.write_text(chats.export_json(answered()))
+    waiting.write_text(chat_files.export_json(answered()))
     with pytest.warns(UserWarning, match="press Stop before switching"):
         assert panel.on_import(str(waiting), chats.empty_store(), busy=True) == panel.UNCHANGED
 
@@ -144,24 +145,25 @@ def test_a_json_export_carries_its_pictures_and_an_import_shows_them_again(tmp_p
     upload.parent.mkdir(parents=True)
     Image.new("RGB", (40, 30), "orange").save(upload)
     talk = Conversation((Turn.user("What is it?", (Media.of(str(upload)),)), Turn.reply(ReplyVersion("A cat."))))
-    exported = chats.export_json(talk, "Cat", panel.read_upload)
+    exported = chat_files.export_json(talk, "Cat", panel.read_upload)
     (media,) = json.loads(exported)["turns"][0]["media"]
     assert media["data"].startswith("data:image/png;base64,") and "path" not in media
 
     upload.unlink()  # a fresh browser, or the server's uploads cleared since: the file brings the picture back
-    title, imported = chats.import_json(exported, "cat.json", keep=panel.keep_picture)
+    title, imported = chat_files.import_json(exported, "cat.json", keep=panel.keep_picture)
     (picture,) = imported.turns[0].media
     assert panel.image_kept(picture.path) and Image.open(picture.path).size == (40, 30)
     store, added = chats.add_imported(chats.empty_store(), title, imported)
     assert added and len(store["chats"]) == 1  # the empty "New chat" it replaced is not kept
-    again, added = chats.add_imported(store, title, chats.import_json(exported, "cat.json", keep=panel.keep_picture)[1])
+    again, added = chats.add_imported(store, title,
+                                      chat_files.import_json(exported, "cat.json", keep=panel.keep_picture)[1])
     assert not added and len(again["chats"]) == 1
 
-    monkeypatch.setattr(chats, "MAX_EMBED_BYTES", 10)
+    monkeypatch.setattr(chat_files, "MAX_EMBED_BYTES", 10)
     big = Image.new("RGB", (40, 30), "blue")
     upload.parent.mkdir(parents=True, exist_ok=True)
     big.save(upload)
-    (left,) = json.loads(chats.export_json(talk, "Cat", panel.read_upload))["turns"][0]["media"]
+    (left,) = json.loads(chat_files.export_json(talk, "Cat", panel.read_upload))["turns"][0]["media"]
     assert "data" not in left and "too big to embed" in left["note"]
 
 
@@ -171,15 +173,14 @@ def test_an_embedded_file_that_is_no_picture_is_refused_by_name(tmp_path, monkey
 
     import pytest
 
-    from app.chat import history as chats
     from app.core.errors import InvalidRequest
     from app.web import history_panel as panel
 
     monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path / "uploads"))
-    raw = {"format": chats.FORMAT, "version": 2, "turns": [{"role": "user", "text": "x", "media": [
+    raw = {"format": chat_files.FORMAT, "version": 2, "turns": [{"role": "user", "text": "x", "media": [
         {"kind": "image", "name": "evil.png", "data": "data:image/png;base64," + base64.b64encode(b"MZ...").decode()}]}]}
     with pytest.raises(InvalidRequest, match="evil.png"):
-        chats.import_json(json.dumps(raw), "chat.json", keep=panel.keep_picture)
+        chat_files.import_json(json.dumps(raw), "chat.json", keep=panel.keep_picture)
     assert not (tmp_path / "uploads" / panel.IMPORTED_FOLDER).exists() or \
         not any((tmp_path / "uploads" / panel.IMPORTED_FOLDER).iterdir())
 

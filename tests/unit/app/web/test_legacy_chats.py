@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from app.chat import chat_files
 from app.chat import history as chats
 from app.core.conversation import ContextPolicy, Media, ReplyVersion
 from app.core.errors import InvalidRequest
@@ -21,7 +22,7 @@ def keep_all(_path) -> bool:
 
 
 def test_an_export_written_before_versions_still_imports():
-    title, talk = chats.import_json(BEFORE_VERSIONS.read_text(), BEFORE_VERSIONS.name, conversation_of_file)
+    title, talk = chat_files.import_json(BEFORE_VERSIONS.read_text(), BEFORE_VERSIONS.name, conversation_of_file)
     assert title == "What animal is this?" and len(talk) == 4
     assert [t.role for t in talk.turns] == ["user", "assistant", "user", "assistant"]
     assert talk.turns[0].media == (Media("chelsea.png"),) and talk.turns[0].text == "What animal is this?"
@@ -31,12 +32,12 @@ def test_an_export_written_before_versions_still_imports():
     assert talk.turns[3].adapter is None and talk.turns[3].text == "The capital of France is Paris."
     policy = ContextPolicy(keep_pictures=True)
     assert talk.context_for_reply(policy, None).places == (2, 3)
-    markdown = chats.export_markdown(talk, title)
+    markdown = chat_files.export_markdown(talk, title)
     assert "<" not in markdown and "*12 tokens · 10.0 tokens/s" in markdown and "- Labels: tabby cat 91%" in markdown
 
 
 def test_an_export_written_before_the_typed_conversation_still_imports():
-    title, talk = chats.import_json(BEFORE_TYPED.read_text(), BEFORE_TYPED.name, conversation_of_file)
+    title, talk = chat_files.import_json(BEFORE_TYPED.read_text(), BEFORE_TYPED.name, conversation_of_file)
     assert title == "What is in this picture?" and [t.role for t in talk.turns] == ["user", "assistant"] * 3
     rocket, regenerated, coffee, french, story, cut = talk.turns
     assert rocket.media == (Media("rocket.png"),) and rocket.text == "What is in this picture?"
@@ -46,18 +47,18 @@ def test_an_export_written_before_the_typed_conversation_still_imports():
     assert french.current.saw[0][0] == "Labels: espresso 95%"
     assert story.media == () and cut.current == ReplyVersion(
         "In the sleepy town of Rav", figures=cut.current.figures, cut_at=6)
-    again = chats.import_json(chats.export_json(talk, title), "again.json")  # and it exports as version 2
+    again = chat_files.import_json(chat_files.export_json(talk, title), "again.json")  # and it exports as version 2
     assert again == (title, talk)
 
 
 def test_a_damaged_reply_record_and_a_bad_message_are_named():
-    bad = {"format": chats.FORMAT, "version": 1, "messages": [
+    bad = {"format": chat_files.FORMAT, "version": 1, "messages": [
         {"role": "user", "content": "Hi"}, {"role": "assistant", "content": "x", "reply": {"versions": []}}]}
     with pytest.raises(InvalidRequest, match="reply 2 is damaged"):
-        chats.import_json(json.dumps(bad), "chat.json", conversation_of_file)
-    bad = {"format": chats.FORMAT, "messages": [{"role": "user", "content": {"path": "/etc/passwd"}}]}
+        chat_files.import_json(json.dumps(bad), "chat.json", conversation_of_file)
+    bad = {"format": chat_files.FORMAT, "messages": [{"role": "user", "content": {"path": "/etc/passwd"}}]}
     with pytest.raises(InvalidRequest, match="message 1 is not"):
-        chats.import_json(json.dumps(bad), "chat.json", conversation_of_file)
+        chat_files.import_json(json.dumps(bad), "chat.json", conversation_of_file)
 
 
 def test_a_list_an_older_app_kept_in_the_browser_opens():

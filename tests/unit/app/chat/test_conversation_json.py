@@ -1,0 +1,23 @@
+"""The conversation's saved JSON form: every field round trips."""
+
+import json
+
+from app.chat.conversation_json import conversation_dict, conversation_of
+from app.core.conversation import Conversation, Media, ReplyVersion, Turn
+from app.core.sampling import SamplingParams
+
+CUT = ReplyVersion(text="Arr, the capital be", adapter="pirate", figures="4 tokens · pirate · K", cut_at=4,
+                   sampling=SamplingParams(max_tokens=4, top_k=1), context=(0,))
+WHOLE = ReplyVersion(text="Paris.", figures="2 tokens · base model · K", saw=(("Labels: tabby cat 91%", "Text: none found"),))
+TWO = Turn("assistant", versions=(CUT, WHOLE), shown=0)
+PICTURE = Turn.user("What is it?", (Media.of("/tmp/gradio/x/sign.png"),))
+
+
+def test_the_schema_round_trips_every_field():
+    talk = Conversation((PICTURE, TWO))
+    raw = conversation_dict(talk)
+    assert raw["turns"][0] == {"role": "user", "text": "What is it?",
+                               "media": [{"kind": "image", "name": "sign.png", "path": "/tmp/gradio/x/sign.png"}]}
+    assert raw["turns"][1]["versions"][0]["sampling"]["max_tokens"] == 4
+    assert conversation_of(json.loads(json.dumps(raw))) == talk
+    assert conversation_dict(talk, paths=False)["turns"][0]["media"] == [{"kind": "image", "name": "sign.png"}]
