@@ -12,9 +12,9 @@ import gradio as gr
 from gradio.data_classes import FileData
 
 from app.api.messages import MSG_API_CANNOT_DESCRIBE, MSG_API_NO_IMAGES, MSG_NO_REQUEST
+from app.chat.adapter_names import adapter_named
 from app.chat.compare import DEFAULT_MAX_TOKENS, CompareRun, column_names
 from app.chat.context import AppContext
-from app.chat.messages import BASE_MODEL_WORDS
 from app.chat.reply_outputs import as_fields, parse_reply
 from app.chat.sampling import panel_sampling, require_text, sampling_params
 from app.chat.server_choice import add_server as add_listed_server
@@ -101,7 +101,7 @@ def register(app_ctx: AppContext) -> None:
             params = panel_sampling(decoding, **values) if decoding else sampling_params(**values)
             paths = uploaded_paths(images)
             media = check_new_turn(ctx, text, paths, pdf_pages or None) if paths else ()
-            chosen = None if not adapter or adapter == BASE_MODEL_WORDS else adapter  # callers may name the label
+            chosen = adapter_named(adapter)  # callers may name the pages' label
             stream = open_stream(ctx, add_user_message(Conversation(), text, media), params, system_prompt or None,
                                  chosen)
             yield from throttled(stream, lambda: stream.text.lstrip())

@@ -46,15 +46,14 @@ from app.api.messages import (
     MSG_API_STREAM_OPTIONS,
     MSG_API_TOO_DEEP,
 )
-from app.chat.messages import BASE_MODEL_WORDS
+from app.chat.adapter_names import adapter_named
 from app.chat.reply_outputs import ReplyOutputs, as_fields
 from app.chat.sampling import sampling_params
+from app.chat.turns import check_conversation_size
 from app.core.constants import (
     API_MAX_MODEL_CHARS,
     API_MAX_STOP_CHARS,
     API_MAX_STOP_WORDS,
-    MAX_CONVERSATION_CHARS,
-    MAX_CONVERSATION_MESSAGES,
     MAX_IMAGE_BYTES,
     MAX_JSON_DEPTH,
     MAX_PDF_BYTES,
@@ -63,8 +62,6 @@ from app.core.constants import (
 from app.core.conversation import IMAGE, PDF, VIDEO, Conversation, Media, ReplyVersion, Turn
 from app.core.errors import InvalidImage, InvalidRequest
 from app.core.messages import (
-    MSG_CONVERSATION_TOO_LONG,
-    MSG_CONVERSATION_TOO_MANY_MESSAGES,
     MSG_IMAGE_TOO_LARGE_BYTES,
     MSG_INVALID_TEXT,
 )
@@ -204,21 +201,16 @@ def _text_chars(message: object) -> int:
     return 0
 
 
-def check_conversation_size(messages: list) -> None:
-    """Refuse a conversation over the app's bounds before any of it is processed."""
-    if len(messages) > MAX_CONVERSATION_MESSAGES:
-        raise InvalidRequest(MSG_CONVERSATION_TOO_MANY_MESSAGES.format(count=len(messages),
-                                                                       limit=MAX_CONVERSATION_MESSAGES))
-    chars = sum(map(_text_chars, messages))
-    if chars > MAX_CONVERSATION_CHARS:
-        raise InvalidRequest(MSG_CONVERSATION_TOO_LONG.format(chars=chars, limit=MAX_CONVERSATION_CHARS))
+def check_request_size(messages: list) -> None:
+    """Refuse a conversation over the app's bounds (app/chat/turns.py) before any of it is processed."""
+    check_conversation_size(len(messages), sum(map(_text_chars, messages)))
 
 
 def _conversation(messages: object) -> tuple[Conversation, str | None, str | None]:
     """The conversation, the system prompt and the page range the last message's PDFs are read in."""
     if not isinstance(messages, list) or not messages:
         raise InvalidRequest(MSG_API_NO_MESSAGES)
-    check_conversation_size(messages)
+    check_request_size(messages)
     turns, system, pages = [], [], None
     last = len(messages) - 1
     for index, message in enumerate(messages):
@@ -295,7 +287,7 @@ def _sampling(body: dict, defaults: dict | None = None) -> SamplingParams:
 
 def model_is_base(model: str, served_model: str) -> bool:
     """Whether the `model` a caller named means the base model (no adapter)."""
-    return model in ("", served_model, BASE_MODEL_WORDS)
+    return model == served_model or adapter_named(model) is None
 
 
 def parse_chat_request(body: object, served_model: str, defaults: dict | None = None) -> ChatRequest:

@@ -27,6 +27,7 @@ from app.arena.prompt_sets import PromptSet, check_name, read_prompt_set
 from app.arena.ratings import leaderboard
 from app.arena.records import BattleRecord, Filters, Leaderboard, TurnRecord, check_vote
 from app.arena.store import ArenaStore, default_url
+from app.chat.adapter_names import adapter_named
 from app.chat.context import AppContext
 from app.chat.messages import BASE_MODEL_WORDS
 from app.chat.turns import add_user_message, check_new_turn
@@ -53,7 +54,7 @@ class LiveBattle:
 
     @property
     def adapters(self) -> list[str | None]:
-        return [None if name == BASE_MODEL_WORDS else name for name in self.names]
+        return [adapter_named(name) for name in self.names]
 
 
 def file_hash(source: str | bytes) -> str:

@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from app.chat.adapter_names import adapter_named
 from app.chat.context import AppContext
 from app.chat.figures import figures_text, measure
 from app.chat.messages import (
@@ -63,8 +64,7 @@ def column_names(adapters: object) -> list[str | None]:
         return [None]
     if not isinstance(adapters, list | tuple) or not all(a is None or isinstance(a, str) for a in adapters):
         raise InvalidRequest(MSG_COMPARE_ADAPTERS.format(value=adapters))
-    names = [(a or "").strip() for a in adapters]
-    return [None if not name or name == BASE_MODEL_WORDS else name for name in names]
+    return [adapter_named(a) for a in adapters]
 
 
 def column_starts(continues: object, count: int) -> list[str]:

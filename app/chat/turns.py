@@ -133,15 +133,21 @@ def check_adapter(ctx: AppContext, adapter: str | None) -> str | None:
     return check_adapter_name(adapter, ctx.deployment.adapter_names()) if adapter else None
 
 
+def check_conversation_size(messages: int, chars: int) -> None:
+    """The app's bounds on a conversation, for every surface: InvalidRequest over MAX_CONVERSATION_MESSAGES
+    messages or MAX_CONVERSATION_CHARS characters."""
+    if messages > MAX_CONVERSATION_MESSAGES:
+        raise InvalidRequest(MSG_CONVERSATION_TOO_MANY_MESSAGES.format(count=messages,
+                                                                       limit=MAX_CONVERSATION_MESSAGES))
+    if chars > MAX_CONVERSATION_CHARS:
+        raise InvalidRequest(MSG_CONVERSATION_TOO_LONG.format(chars=chars, limit=MAX_CONVERSATION_CHARS))
+
+
 def check_conversation(conversation: Conversation, system_prompt: str | None) -> None:
     """Refuse a conversation over the app's bounds (turns, characters of every turn and the system prompt)
     before any template, tokenizer or server sees it."""
-    if len(conversation) > MAX_CONVERSATION_MESSAGES:
-        raise InvalidRequest(MSG_CONVERSATION_TOO_MANY_MESSAGES.format(count=len(conversation),
-                                                                       limit=MAX_CONVERSATION_MESSAGES))
-    chars = len(system_prompt or "") + sum(len(turn.text) for turn in conversation.turns)
-    if chars > MAX_CONVERSATION_CHARS:
-        raise InvalidRequest(MSG_CONVERSATION_TOO_LONG.format(chars=chars, limit=MAX_CONVERSATION_CHARS))
+    check_conversation_size(len(conversation),
+                            len(system_prompt or "") + sum(len(turn.text) for turn in conversation.turns))
 
 
 def open_stream(ctx: AppContext, conversation: Conversation, params: SamplingParams, system_prompt: str | None,

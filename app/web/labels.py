@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from app.chat.adapter_names import adapter_named
 from app.chat.messages import BASE_MODEL_WORDS
 
 BASE_LABEL = BASE_MODEL_WORDS  # the dropdown entry that means no adapter
@@ -11,10 +12,8 @@ BUILT_IN_LABEL = BASE_LABEL + " + {adapter} (part of the model, always on)"
 
 
 def adapter_of(label: str | None) -> str | None:
-    """The adapter a dropdown value names; None for the base model (or nothing chosen)."""
-    if not label or label == BASE_LABEL or label.startswith(BASE_LABEL + " + "):
-        return None
-    return label
+    """The adapter a dropdown value names; None for the base model (or nothing chosen): app/chat/adapter_names.py."""
+    return adapter_named(label)
 
 
 def base_label(ctx) -> str:
