@@ -4,9 +4,10 @@ runner settings, and the requirements the family file records for its path in th
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+from functools import cache
 from pathlib import Path
-
-import yaml
 
 from setup.catalog.builds import families
 from setup.catalog.family_data import family_files
@@ -14,7 +15,7 @@ from setup.paths import TEMPLATES_DIR
 from setup.repo import messages as M
 from setup.repo.multimodal_checks import read_json
 
-ERAS_FILE = TEMPLATES_DIR / "multimodal_runner" / "multimodal_runner" / "1" / "runner_eras.yaml"
+ERAS_MODULE = TEMPLATES_DIR / "multimodal_runner" / "multimodal_runner" / "1" / "runner_lib" / "eras.py"
 LATE_ARCHITECTURE = "LlavaNextForConditionalGeneration"  # late runners' TRT-LLM-built vision engine (facts §3)
 
 
@@ -86,15 +87,24 @@ def _pairs(values: dict, name: str) -> dict[str, str]:
     return pairs
 
 
+@cache
+def _runner_eras():
+    """The runner model's own era module (runner_lib/eras.py: its yaml and its parsing rule; it imports no Triton)."""
+    spec = importlib.util.spec_from_file_location("runner_template_eras", ERAS_MODULE)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
 def recorded_eras() -> list[str]:
     """The served eras of the runner model (model_repo_templates/multimodal_runner/.../runner_eras.yaml)."""
-    raw = yaml.safe_load(ERAS_FILE.read_text(encoding="utf-8"))
-    return [str(name) for name, era in raw["eras"].items() if era.get("served", True)]
+    return [era.name for era in _runner_eras().load_eras().eras if era.served]
 
 
 def _check_eras(text: str) -> None:
     known = recorded_eras()
-    unknown = [e for e in (p.strip() for p in text.split(",")) if e and e not in known]
+    unknown = [name for name in _runner_eras().parse_eras(text) if name not in known]
     if unknown:
         raise ValueError(M.MSG_RUNNER_ERAS.format(unknown=", ".join(unknown), known=", ".join(known)))
 

@@ -20,7 +20,6 @@ MSG_NO_CLASS = "Cannot import the runner class '{text}': {detail}"
 MSG_NOT_IMPORTABLE = " (recorded: {notes})"
 MSG_ERA_NOT_FOR_FAMILY = ("The installed {name} is the {era} runner, but {family} is served only by the {allowed} "
                           "runner (runner_eras): the recorded runners of other releases do not handle this family.")
-MSG_BAD_ERAS = "runner_eras names {unknown}; recorded releases: {known}."
 
 
 @dataclass(frozen=True)
@@ -125,16 +124,9 @@ def detect_era(runner_class: type, book: EraBook | None = None) -> Era:
 
 
 def parse_eras(text: str) -> tuple[str, ...]:
-    """'1.x' or '0.16,1.x' -> ('1.x',) / ('0.16', '1.x'); empty means any served release."""
+    """'1.x' or '0.16,1.x' -> ('1.x',) / ('0.16', '1.x'); empty means any served release. The one parsing rule: the
+    repository writer's check (setup/repo/runner_checks.py) loads it from here."""
     return tuple(p.strip() for p in str(text or "").split(",") if p.strip())
-
-
-def check_eras(allowed: tuple[str, ...], book: EraBook | None = None) -> None:
-    """ValueError when `allowed` names an era runner_eras.yaml does not record."""
-    known = [e.name for e in (book or load_eras()).eras]
-    unknown = [name for name in allowed if name not in known]
-    if unknown:
-        raise ValueError(MSG_BAD_ERAS.format(unknown=", ".join(unknown), known=", ".join(known)))
 
 
 def require_era(era: Era, allowed: tuple[str, ...], runner_class: type, family: str = "") -> None:
