@@ -115,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--tokenizer", dest="tokenizer_dir", help=HELP["tokenizer_dir"])
     parser.add_argument("--system-prompt", default="", help=HELP["system_prompt"])
     parser.add_argument("--concurrency", type=positive_int, default=AppConfig.concurrency,
-                        help=HELP["concurrency"] + " (default 64)")
+                        help=HELP["concurrency"])
     parser.add_argument("--auth-file", type=login_file, help="File of USER:PASSWORD lines; the UI asks for a login. "
                         "Required for the Build tab when --host is not a loopback address.")
     parser.add_argument("--workspace", action="append", type=_workspace_root, metavar="FOLDER",

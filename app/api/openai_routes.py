@@ -40,6 +40,7 @@ from app.api.openai_schema import (
     parse_chat_request,
     parse_json_body,
 )
+from app.api.reply_limit import reply_limit
 from app.api.stream_pump import DeltaPump
 from app.chat.context import AppContext
 from app.chat.reply_outputs import parse_reply
@@ -111,7 +112,7 @@ class OpenAIApi:
 
     def __init__(self, ctx: AppContext, concurrency: int | None = None):
         self.ctx = ctx
-        self.concurrency = concurrency or ctx.config.concurrency
+        self.concurrency = concurrency or reply_limit(ctx.config.concurrency, ctx.deployment)
         # one slot per reply being read; freed by its reader thread, which always ends
         self._slots = threading.BoundedSemaphore(self.concurrency)
 

@@ -2,7 +2,9 @@
 
 The reader wakes the event loop only when its buffer goes from empty to non-empty, so when the loop is
 busy several tokens travel as one chunk, and an async consumer (the OpenAI-compatible API) needs no
-thread hop per token.
+thread hop per token. When many streams run at once, each stream's chunks are also spaced (chunk_gap):
+every chunk costs the app its trip through the HTTP stack, so past CHUNK_BUDGET chunks per second in all
+the tokens of a stream travel together; the first chunk and the end are never held back.
 """
 
 from __future__ import annotations
@@ -11,20 +13,35 @@ import asyncio
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable
 
+from app.chat.throttle import LiveCount
+
+CHUNK_BUDGET = 1000  # chunks per second across every stream before each stream's chunks are spaced
+MAX_CHUNK_SECONDS = 0.05
+LIVE = LiveCount()  # the pumps reading a stream now
+
+
+def chunk_gap(live: int, budget: float = CHUNK_BUDGET, most: float = MAX_CHUNK_SECONDS) -> float:
+    """Seconds one stream's chunks are held apart while `live` streams run (0 while few run)."""
+    gap = live / budget
+    return 0.0 if gap < 0.005 else min(gap, most)
+
 
 class DeltaPump:
     """Reads `stream` (text deltas) on its own daemon thread; iterate `texts()` on the event loop."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop):
+    def __init__(self, loop: asyncio.AbstractEventLoop, live: LiveCount = LIVE):
         self._loop = loop
+        self._live = live
         self._ready = asyncio.Event()
         self._lock = threading.Lock()
         self._parts: list[str] = []
         self._done = False
+        self._holding = False  # the consumer is spacing its chunks: new text waits for the hold to end
         self.error: Exception | None = None
 
     def start(self, stream: Iterable[str], on_end: Callable[[], None] | None = None) -> DeltaPump:
         """Start the reader thread; `on_end()` runs on it once the stream has ended, whatever happened."""
+        self._live.__enter__()
         threading.Thread(target=self.run, args=(stream, on_end), name="stream-reader", daemon=True).start()
         return self
 
@@ -35,14 +52,15 @@ class DeltaPump:
                 if delta:
                     with self._lock:
                         self._parts.append(delta)
-                        first = len(self._parts) == 1
-                    if first:
+                        wake = len(self._parts) == 1 and not self._holding
+                    if wake:
                         self._wake()
         except Exception as exc:  # noqa: BLE001 - any failure ends the reply; the consumer reads `error`
             self.error = exc
         finally:
             with self._lock:
                 self._done = True
+            self._live.__exit__()
             self._wake()
             if on_end is not None:
                 on_end()
@@ -53,14 +71,31 @@ class DeltaPump:
         except RuntimeError:  # the loop has closed (app shutting down)
             pass
 
+    def _release(self) -> None:
+        """Event loop: the hold is over; go on at once when text is waiting."""
+        with self._lock:
+            self._holding = False
+            waiting = bool(self._parts) or self._done
+        if waiting:
+            self._ready.set()
+
     async def texts(self) -> AsyncIterator[str]:
         """Text as it comes, one chunk per wake-up; ends when the stream ended (check `error` then)."""
-        while True:
-            await self._ready.wait()
-            self._ready.clear()
-            with self._lock:
-                parts, self._parts, done = self._parts, [], self._done
-            if parts:
-                yield "".join(parts)
-            if done:
-                return
+        timer = None
+        try:
+            while True:
+                await self._ready.wait()
+                self._ready.clear()
+                with self._lock:
+                    parts, self._parts, done = self._parts, [], self._done
+                    gap = 0.0 if done else chunk_gap(self._live.value)
+                    self._holding = gap > 0
+                if gap:
+                    timer = self._loop.call_later(gap, self._release)
+                if parts:
+                    yield "".join(parts)
+                if done:
+                    return
+        finally:
+            if timer is not None:
+                timer.cancel()

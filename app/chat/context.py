@@ -32,7 +32,9 @@ class AppConfig:
     model: str = configfield(DEFAULT_MODEL, "Model to chat with: tensorrt_llm_bls or ensemble.")
     host: str = configfield(DEFAULT_HOST, "Address the web UI binds to.")
     port: int = configfield(DEFAULT_UI_PORT, "Port of the web UI.")
-    concurrency: int = configfield(DEFAULT_CONCURRENCY, "Chats generated at the same time (queue concurrency).")
+    concurrency: int | None = configfield(
+        None, f"Replies streamed at once, past which the OpenAI-compatible API answers 429 (default: the served "
+              f"model's max_batch_size, at least {DEFAULT_CONCURRENCY}).")
     template: str | None = configfield(None, "Prompt template when the tokenizer's chat template is not readable "
                                              "(default: the served family's own, e.g. internlm2, else chatml).")
     tokenizer_dir: str | None = configfield(None, "Tokenizer folder for the chat template (default: ask the server).")

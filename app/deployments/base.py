@@ -49,6 +49,9 @@ class DeploymentDefaults:
     def takes_video(self) -> bool:
         return False
 
+    def batch_size(self) -> int | None:
+        return None
+
     def lora_target(self) -> LoraTarget:
         """What the deployment applies of an adapter: every server here applies LoRA to the language model only;
         a kind that knows its limits (the engine topology: its engine's config.json) says more."""
@@ -169,6 +172,9 @@ class Deployment(Protocol):
 
     def takes_video(self) -> bool:
         """Whether the served model declares a video input (the runner topology's `takes_video`)."""
+    def batch_size(self) -> int | None:
+        """How many requests the served model batches (its Triton max_batch_size, the engine model's for the
+        engine topology); None when the server does not say or cannot be asked now."""
     def lora_target(self) -> LoraTarget:
         """What the deployment applies of an adapter (the audit's target, setup/lora/audit.py)."""
     def adapter_audit(self, name: str) -> AdapterAudit | None:

@@ -44,6 +44,19 @@ class TritonServed(PlainAdapters, DeploymentDefaults):
     def metrics_url(self) -> str | None:
         return self._metrics or metrics_url_for(self.client.url)
 
+    def batch_model(self) -> str:
+        """The model whose max_batch_size is the served batch (the chat model itself unless a kind says)."""
+        return self.client.model
+
+    def batch_size(self) -> int | None:
+        """The batch model's max_batch_size from its Triton config; None when 0 (no batching dimension), absent
+        or the server cannot be asked."""
+        try:
+            value = self.client.model_config(self.batch_model()).get("max_batch_size")
+        except ChatError:
+            return None
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
     _sampling_defaults: dict[str, float] | None = None
 
     def model_folder(self) -> str | None:

@@ -4,6 +4,7 @@ settings, the HTTP guard."""
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from pathlib import Path
 
 import gradio as gr
@@ -14,6 +15,7 @@ from app.api import gradio_api as api
 from app.api.arena_api import register_arena
 from app.api.http_guard import Guard, GuardSettings, JobWatch, app_middleware, wrap_outermost
 from app.api.openai_routes import OpenAIApi
+from app.api.reply_limit import reply_limit
 from app.arena.service import Arena
 from app.chat.context import AppContext
 from app.core.constants import (
@@ -47,6 +49,8 @@ def arena_of(ctx: AppContext) -> Arena:
 
 def _assemble(ctx: AppContext) -> tuple[gr.Blocks, Sampler]:
     speedups.apply()
+    # the replies streamed at once, settled once (the served model's batch when --concurrency was not given)
+    ctx.config = replace(ctx.config, concurrency=reply_limit(ctx.config.concurrency, ctx.deployment))
     battles = arena_of(ctx)
     with gr.Blocks(title=APP_TITLE, analytics_enabled=False) as blocks:
         gr.HTML(f'<h1 id="app-title">{APP_TITLE}</h1>')
@@ -71,8 +75,8 @@ def _assemble(ctx: AppContext) -> tuple[gr.Blocks, Sampler]:
         register_arena(ctx, battles)
     # Waiting jobs are bounded: past this many the Gradio API answers 503 "Queue is full" at once. Every
     # call goes through the queue (api_open=False closes the direct /gradio_api/run/<api> route around it).
-    blocks.queue(default_concurrency_limit=ctx.config.concurrency,
-                 max_size=ctx.config.concurrency * QUEUE_SIZE_PER_SLOT, api_open=False)
+    limit = ctx.config.concurrency
+    blocks.queue(default_concurrency_limit=limit, max_size=limit * QUEUE_SIZE_PER_SLOT, api_open=False)
     speedups.quiet_when_idle(blocks)
     return blocks, sampler
 

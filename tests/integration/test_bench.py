@@ -138,14 +138,17 @@ def test_benchmark_page_run(pacing):  # noqa: F811
 
 
 def test_overhead_benchmark_smoke(pacing, app):  # noqa: F811
-    from benchmarks.overhead import format_report, run_overhead
+    from benchmarks.overhead import run_overhead
+    from benchmarks.overhead_report import format_report
 
-    result = run_overhead(pacing.grpc_url, app, [1, 4], tokens=10, repeats=1, clients=["sse"], log=lambda *a, **k: None)
+    result = run_overhead(pacing.grpc_url, app, [1, 4], tokens=10, repeats=1, clients=["sse"], rate=20,
+                          log=lambda *a, **k: None)
     assert all(row["errors"] == 0 for row in result["rows"]), result["rows"]
     report = format_report(result)
-    assert "app (sse)" in report and "tokens/s >= 95% of direct" in report
+    assert "app (sse)" in report and "app vs direct" in report and "CPU s/1k tok" in report
     ratio = next(r for r in result["ratios"] if r["concurrency"] == 4)
-    assert 0.5 < ratio["tokens_ratio"] <= 1.1
+    assert 0.5 < ratio["tokens_ratio"] <= 1.1 and ratio["offered_tokens_per_second"] == 80
+    assert next(r for r in result["rows"] if r["path"] == "app (sse)")["app_cpu_per_1k_tokens"] > 0
 
 
 def test_bench_hook_that_the_deployment_refuses_is_one_message(pacing, tmp_path, capsys, monkeypatch):  # noqa: F811

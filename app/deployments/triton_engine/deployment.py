@@ -26,6 +26,7 @@ from app.deployments.prompts import DEFAULT_TEMPLATE, PromptBuilder, named_templ
 from app.deployments.triton_engine.limits import (
     UNKNOWN,
     check_prompt_tokens,
+    engine_model,
     read_input_limit,
     served_engine_dir,
 )
@@ -98,6 +99,13 @@ class TritonEngineDeployment(TritonServed):
             if settled:
                 self._prompts = builder
             return builder
+
+    def batch_model(self) -> str:
+        """The model that runs the engine (the BLS model's tensorrt_llm, an ensemble's step), else the chat model."""
+        try:
+            return engine_model(self.client) or self.client.model
+        except ChatError:
+            return self.client.model
 
     def input_limit(self) -> int | None:
         """The engine's max input length in tokens; None when the app cannot read it (the server checks)."""

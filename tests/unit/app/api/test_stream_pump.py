@@ -85,3 +85,27 @@ def test_the_reader_thread_never_outlives_its_stream():
 def test_an_empty_stream_ends_at_once(words):
     chunks, pump = run(collect(iter(words)))
     assert chunks == [] and pump.error is None
+
+
+def test_many_streams_at_once_space_each_streams_chunks_but_not_its_end():
+    from app.api.stream_pump import chunk_gap
+    from app.chat.throttle import LiveCount
+
+    assert chunk_gap(1) == 0.0 and chunk_gap(4) == 0.0  # few streams: every wake-up is a chunk
+    assert chunk_gap(32) == 0.032 and chunk_gap(128) == 0.05
+    busy = LiveCount()
+    for _ in range(200):  # 200 other streams: this one's chunks are held 50 ms apart
+        busy.__enter__()
+
+    async def main(live):
+        pump = DeltaPump(asyncio.get_running_loop(), live=live).start(slow_words([f"{i} " for i in range(60)], 0.002))
+        started = time.monotonic()
+        chunks = [text async for text in pump.texts()]
+        return chunks, time.monotonic() - started
+
+    alone, _ = run(main(LiveCount()))
+    crowded, seconds = run(main(busy))
+    words = "".join(f"{i} " for i in range(60))
+    assert "".join(alone) == words and "".join(crowded) == words and crowded[0] == "0 "
+    assert len(crowded) < len(alone) and len(crowded) <= seconds / 0.05 + 2
+    assert busy.value == 200  # its own count left when it ended
