@@ -155,7 +155,8 @@ def export_markdown(conversation: Conversation, title: str | None = None,
         if turn.is_reply:
             lines += _reply_markdown(turn)
             continue
-        lines += ["## You", ""]
+        count = len(turn.branches)
+        lines += ["## You" + (f" (version {turn.shown + 1} of {count}, the one shown)" if count > 1 else ""), ""]
         lines += [line for media in turn.media for line in (image_markdown(media, read_image), "")]
         lines += [turn.text, ""] if turn.text else []
     return "\n".join(lines)

@@ -2,6 +2,7 @@
 the list kept in the browser (app.chat.history) and the exported file (app.chat.chat_files):
 
     {"turns": [{"role": "user", "text": ..., "media": [{"kind": "image", "name": ..., "path": ...}]},
+               {"role": "user", "text", "media", "shown": 1, "branches": [{"text", "media", "later": [turns]}]},
                {"role": "assistant", "shown": 0, "versions": [{"text", "adapter", "sampling", "figures", "saw",
                                                                "context", "cut_at", "stopped", "note"}]}]}
 
@@ -16,7 +17,7 @@ from dataclasses import asdict, fields, replace
 
 from app.chat.reply_outputs import MARKDOWN_FAMILIES, ReplyOutputs, outputs_kind, parse_reply
 from app.core.constants import MAX_CONVERSATION_MESSAGES
-from app.core.conversation import ASSISTANT, ROLES, USER, Conversation, Media, ReplyVersion, Turn
+from app.core.conversation import ASSISTANT, ROLES, USER, Branch, Conversation, Media, ReplyVersion, Turn
 from app.core.errors import InvalidRequest
 from app.core.sampling import SamplingParams
 
@@ -60,11 +61,16 @@ def _media_dict(media: Media, paths: bool, embed: Embedder | None = None) -> dic
 
 
 def turn_dict(turn: Turn, paths: bool = True, embed: Embedder | None = None) -> dict:
-    """A turn as plain JSON values (`paths`: with each picture's upload path; `embed`: the pictures themselves)."""
+    """A turn as plain JSON values (`paths`: with each picture's upload path; `embed`: the pictures themselves); an
+    edited message with its versions ("branches", each with the turns that followed it) and the one shown."""
     if turn.is_reply:
         return {"role": ASSISTANT, "shown": turn.shown, "versions": [_version_dict(v) for v in turn.versions]}
     media = [_media_dict(m, paths, embed) for m in turn.media]
-    return {"role": USER, "text": turn.text, "media": media}
+    if not turn.branches:
+        return {"role": USER, "text": turn.text, "media": media}
+    return {"role": USER, "text": turn.text, "media": media, "shown": turn.shown,
+            "branches": [{"text": b.text, "media": [_media_dict(m, paths, embed) for m in b.media],
+                          "later": [turn_dict(t, paths, embed) for t in b.later]} for b in turn.branches]}
 
 
 def conversation_dict(conversation: Conversation, paths: bool = True, embed: Embedder | None = None) -> dict:
@@ -134,11 +140,10 @@ def _kept_data(raw: dict, keep: Keeper) -> tuple[str | None, list]:
     return (keep(data, name) if isinstance(data, str) else None), []
 
 
-def with_outputs(turns: list[Turn], raws: list[dict]) -> list[Turn]:
+def with_outputs(turns: list[Turn], raws: list[dict], picture: str | bytes | None = None) -> list[Turn]:
     """Replies whose saved version was parsed (a table, boxes, a markdown page) parsed again from their text, the
-    boxes on the picture of the message they answer."""
+    boxes on the picture of the message they answer (`picture`: the one before the first turn)."""
     out: list[Turn] = []
-    picture = None
     for turn, raw in zip(turns, raws, strict=True):
         if not turn.is_reply:
             picture = turn.images[-1] if turn.images else picture
@@ -158,10 +163,29 @@ def turn_of(raw: object, keep: Keeper | None = None) -> Turn:
         raise ValueError('a turn has "role": "user" or "assistant"')
     if raw["role"] == ASSISTANT:
         return reply_of(raw)
+    if "branches" in raw:
+        return _branched_of(raw, keep)
     media = raw.get("media") or []
     if not isinstance(raw.get("text"), str) or not isinstance(media, list):
         raise ValueError("a message has its text and a list of media")
     return Turn.user(raw["text"], tuple(_media_of(m, keep) for m in media))
+
+
+def _branched_of(raw: dict, keep: Keeper | None) -> Turn:
+    """An edited message: its versions, each with the turns that followed it."""
+    branches, shown = raw["branches"], raw.get("shown", -1)
+    if not isinstance(branches, list) or not branches or not all(isinstance(b, dict) for b in branches):
+        raise ValueError("an edited message has a list of versions")
+    out = []
+    for branch in branches:
+        text, media, later = branch.get("text"), branch.get("media") or [], branch.get("later") or []
+        if not isinstance(text, str) or not isinstance(media, list) or not isinstance(later, list):
+            raise ValueError("a message's version has its text, media and the turns after it")
+        kept = tuple(_media_of(m, keep) for m in media)
+        pictures = [p for m in kept for p in m.pictures]
+        out.append(Branch(text, kept, tuple(with_outputs([turn_of(t, keep) for t in later], later,
+                                                         pictures[-1] if pictures else None))))
+    return Turn(USER, branches=tuple(out), shown=shown if isinstance(shown, int) and not isinstance(shown, bool) else -1)
 
 
 def conversation_of(raw: object, keep: Keeper | None = None) -> Conversation:
@@ -182,19 +206,19 @@ def conversation_of(raw: object, keep: Keeper | None = None) -> Conversation:
 
 
 def kept_pictures(conversation: Conversation, image_kept: Callable[[str], bool]) -> Conversation:
-    """The conversation with the path of every picture the server no longer has dropped (the name stays)."""
-    def media(turn: Turn) -> Turn:
-        if not any(m.path and not image_kept(m.path) for m in turn.media):
+    """The conversation with every picture the server no longer has named only (its path, or a video's or PDF's
+    frames, gone), in every version of an edited message too."""
+    def kept(media: Media) -> Media:
+        gone = (media.path and not image_kept(media.path)) or (
+            media.frames and not all(image_kept(f) for f in media.frames if isinstance(f, str)))
+        return Media(media.name, kind=media.kind) if gone else media
+
+    def turn_kept(turn: Turn) -> Turn:
+        if turn.is_reply:
             return turn
-        return Turn.user(turn.text, tuple(m if not m.path or image_kept(m.path) else Media(m.name, kind=m.kind)
-                                          for m in turn.media))
-
-    def frames(turn: Turn) -> Turn:  # a video or PDF whose frames are gone is named only
-        if not any(m.frames and not all(image_kept(f) for f in m.frames if isinstance(f, str)) for m in turn.media):
-            return turn
-        return Turn.user(turn.text, tuple(m if not m.frames or all(image_kept(f) for f in m.frames if isinstance(
-            f, str)) else Media(m.name, kind=m.kind) for m in turn.media))
-    return Conversation(tuple(frames(media(turn)) if not turn.is_reply else turn
-                              for turn in conversation.turns[-MAX_CONVERSATION_MESSAGES:]))
-
-
+        if turn.branches:
+            return Turn(USER, shown=turn.shown, branches=tuple(
+                Branch(b.text, tuple(map(kept, b.media)), tuple(map(turn_kept, b.later))) for b in turn.branches))
+        media = tuple(map(kept, turn.media))
+        return turn if media == turn.media else Turn.user(turn.text, media)
+    return Conversation(tuple(map(turn_kept, conversation.turns[-MAX_CONVERSATION_MESSAGES:])))

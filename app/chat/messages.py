@@ -73,3 +73,6 @@ MSG_SERVER_NOT_READY = "{url} answers, but its model is not ready yet ({detail})
 # figures.py: once per conversation, on a reply from an adapter the deployment applies only in part
 MSG_PARTIAL_ADAPTER = ("⚠️ {adapter} is applied only in part: {percent}% of its weights ({dropped} dropped; "
                        "see the Adapters tab)")
+MSG_BUSY_EDIT = "A reply is still running; press Stop first, then edit the message."
+MSG_EDIT_MESSAGES_ONLY = "Only your own messages can be edited; Regenerate makes another version of a reply."
+MSG_CHAT_GONE = "That conversation is no longer in this browser."

@@ -1,5 +1,6 @@
-"""The conversation as the app keeps it: typed turns (a person's message with its pictures, a reply with every
-version Regenerate made) and which of them the model sees for the next reply.
+"""The conversation as the app keeps it: typed turns (a person's message with its pictures and every version an
+edit made, each with the turns that followed it; a reply with every version Regenerate made) and which of them the
+model sees for the next reply.
 
 Every layer reads these fields (the deployments build prompts and wire messages from them, so they live here,
 below app.deployments); display formats (Gradio messages, reply HTML) are made from them in app.web, and their
@@ -79,19 +80,41 @@ class ReplyVersion:
 
 
 @dataclass(frozen=True)
+class Branch:
+    """One version of a person's message (the original, or an edit) and the turns that followed it. The shown
+    branch keeps no `later` turns: they are the conversation's own."""
+
+    text: str
+    media: tuple[Media, ...] = ()
+    later: tuple[Turn, ...] = ()
+
+
+@dataclass(frozen=True)
 class Turn:
-    """A person's message (text and media) or a reply (its versions, oldest first; `shown` is the one the chat
-    shows and later turns use; `text` is that version's words)."""
+    """A person's message (text and media; `branches`: its versions after an edit, oldest first, `shown` the one
+    the chat shows) or a reply (its versions, oldest first; `shown` is the one the chat shows and later turns use;
+    `text` is that version's words)."""
 
     role: str
     text: str = ""
     media: tuple[Media, ...] = ()
     versions: tuple[ReplyVersion, ...] = ()
     shown: int = -1
+    branches: tuple[Branch, ...] = ()
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
             raise ValueError(f"a turn's role is {' or '.join(ROLES)}, not {self.role!r}")
+        if self.branches:
+            if self.role == ASSISTANT:
+                raise ValueError("a reply has versions, not branches")
+            shown = self.shown % len(self.branches)
+            drop = max(0, len(self.branches) - MAX_VERSIONS)  # beyond the limit the oldest go
+            branches, shown = self.branches[drop:], max(0, shown - drop)
+            object.__setattr__(self, "branches", branches)
+            object.__setattr__(self, "shown", shown)
+            object.__setattr__(self, "text", branches[shown].text)
+            object.__setattr__(self, "media", branches[shown].media)
         if self.role == ASSISTANT:
             if not self.versions:
                 raise ValueError("a reply has at least one version")
@@ -143,8 +166,14 @@ class Turn:
         return replace(self, shown=max(0, min(len(self.versions) - 1, self.shown + by)))
 
     def with_text(self, text: str) -> Turn:
-        """This turn with other words (a reply: its shown version's)."""
-        return self.with_current(replace(self.current, text=text)) if self.current else replace(self, text=text)
+        """This turn with other words (a reply: its shown version's; an edited message: its shown branch's)."""
+        if self.current:
+            return self.with_current(replace(self.current, text=text))
+        if self.branches:
+            branches = list(self.branches)
+            branches[self.shown] = replace(branches[self.shown], text=text)
+            return replace(self, branches=tuple(branches))
+        return replace(self, text=text)
 
     def with_current(self, version: ReplyVersion) -> Turn:
         """This reply with its shown version replaced (Continue extends it)."""
@@ -189,6 +218,39 @@ class Conversation:
     def last_reply(self) -> Turn | None:
         """The last turn when it is a reply."""
         return self.turns[-1] if self.turns and self.turns[-1].is_reply else None
+
+    def branches_at(self, index: int) -> tuple[Branch, ...]:
+        """The versions of the person's message at `index`, each with the turns that followed it (the shown one's
+        are this conversation's turns after it); one version for a message never edited."""
+        turn = self.turns[index]
+        if turn.is_reply:
+            raise ValueError("only a person's message has branches")
+        later = self.turns[index + 1:]
+        if not turn.branches:
+            return (Branch(turn.text, turn.media, later),)
+        return tuple(replace(b, later=later) if i == turn.shown else b for i, b in enumerate(turn.branches))
+
+    def edited(self, index: int, text: str) -> Conversation:
+        """The conversation up to the person's message at `index`, now saying `text` (its media kept) as a new
+        version of that message, shown; the earlier versions keep the turns that followed them."""
+        branches = (*self.branches_at(index), Branch(text, self.turns[index].media))
+        return self._showing(index, branches, len(branches) - 1)
+
+    def stepped_branch(self, index: int, by: int) -> Conversation:
+        """The conversation showing the version `by` places later (earlier when negative) of the person's message
+        at `index`, with the turns that followed that version."""
+        branches = self.branches_at(index)
+        return self._showing(index, branches, max(0, min(len(branches) - 1, self.turns[index].shown % len(branches)
+                                                         + by)))
+
+    def _showing(self, index: int, branches: tuple[Branch, ...], shown: int) -> Conversation:
+        later = branches[shown].later
+        kept = tuple(replace(b, later=()) if i == shown else b for i, b in enumerate(branches))
+        return Conversation((*self.turns[:index], Turn(USER, branches=kept, shown=shown), *later))
+
+    def branched(self) -> tuple[int, ...]:
+        """The places of the person's messages that have more than one version."""
+        return tuple(i for i, turn in enumerate(self.turns) if len(turn.branches) > 1)
 
     def with_last_reply(self, reply: Turn) -> Conversation:
         """The conversation with its last turn (a reply) replaced."""
@@ -245,7 +307,8 @@ class Conversation:
                 kept += [*waiting, index]
             waiting = []
         kept += waiting
-        return Context(Conversation(tuple(self.turns[i] for i in kept)), tuple(kept))
+        sent = (Turn.user(t.text, t.media) if t.branches else t for t in (self.turns[i] for i in kept))
+        return Context(Conversation(tuple(sent)), tuple(kept))  # a message's other versions are not sent
 
 
 @dataclass(frozen=True)

@@ -170,3 +170,14 @@ def chat_messages(conversation: Conversation, streaming: str | None = None,
     if streaming is not None:
         out.append({"role": "assistant", "content": streaming})
     return out + pending_messages(waiting)
+
+
+def message_turn(conversation: Conversation, index: int) -> int | None:
+    """The place of the turn whose Chatbot messages include the message at `index` (as `chat_messages` made
+    them), None past the conversation's turns (a reply being written, a waiting message)."""
+    at = 0
+    for place, turn in enumerate(conversation.turns):
+        at += len(turn_messages(turn, conversation.turns[:place]))
+        if index < at:
+            return place
+    return None

@@ -16,7 +16,7 @@ from app.chat.messages import (
     MSG_NOTHING_TO_CONTINUE,
 )
 from app.chat.outbox import Queued
-from app.chat.reply_run import ReplySettings, run_replies
+from app.chat.reply_run import ReplySettings
 from app.chat.sampling import GREEDY, ChatSampling
 from app.chat.server_choice import session_status
 from app.chat.turns import check_new_turn, without_last_reply
@@ -50,12 +50,13 @@ from app.web.labels import (
     TEMPERATURE_INFO,
     TOP_K_INFO,
     TOP_P_INFO,
-    VERSION_OF,
     adapter_of,
     base_label,
     marked_choices,
 )
 from app.web.messages import MSG_GREEDY_REGENERATE, MSG_SERVER_BACK, MSG_SERVER_WAITING
+from app.web.pages import chat_edit
+from app.web.pages.chat_replies import REPLY_OUTPUTS, refuse, replies, reply_controls
 
 TITLE = "Chat"
 SAMPLE_ONLY = ("temperature", "top_k", "top_p", "seed")  # the settings greedy decoding ignores
@@ -82,49 +83,6 @@ def status_line(view: AppContext, status: DeploymentStatus, note: str | None) ->
     if not status.ready:
         return back + f"**Starting** · {status.server} at {where} is up; model `{deployment.model}` is not ready yet."
     return back + f"**Ready** · {status.server} at {where} · model `{deployment.model}` ready"
-
-
-def controls(running: bool) -> tuple[gr.Button, gr.Button]:
-    """Stop and Regenerate: Stop only while a reply runs, Regenerate only when none does."""
-    return (gr.Button(interactive=running, variant="stop" if running else "secondary"),
-            gr.Button(interactive=not running))
-
-
-def reply_controls(conversation: Conversation) -> tuple:
-    """Continue (enabled for a last reply cut at max tokens) and the version stepper ‹ n/m › of the last reply
-    (shown when it has more than one version). Set by the events that change what the chat shows, never on each
-    streamed update: a `chatbot.change` handler made every update a second round trip (the page's CPU tripled)."""
-    reply = conversation.last_reply if conversation else None
-    count = len(reply.versions) if reply else 0
-    stepper = count > 1
-    return (gr.Button(interactive=bool(reply and reply.current.can_continue)),
-            gr.Button(visible=stepper, interactive=stepper and reply.shown > 0),
-            gr.Button(visible=stepper, value=VERSION_OF.format(shown=reply.shown + 1, count=count) if stepper else ""),
-            gr.Button(visible=stepper, interactive=stepper and reply.shown < count - 1))
-
-
-REPLY_OUTPUTS = 9  # the message box, the chatbot, the conversation, Stop, Regenerate, then reply_controls' four
-
-
-def refuse(message: str, outputs: int = REPLY_OUTPUTS) -> tuple:
-    """A toast, and every output left as it was: the conversation and the input stay usable."""
-    gr.Warning(message)
-    return (gr.skip(),) * outputs
-
-
-def replies(ctx: AppContext, session: str, conversation: Conversation, first: Queued | None, settings: ReplySettings,
-            box_value, **run) -> Iterator[tuple]:
-    """A run's updates as (box, chatbot, conversation, stop, regenerate, *reply_controls); the box is touched once,
-    at the start; the buttons at the start and when the run ends."""
-    updates = run_replies(ctx, session, conversation, first, settings, **run)
-    update = next(updates)
-    yield box_value, chat_messages(update.conversation, update.streaming, update.waiting), update.conversation, \
-        *controls(update.running), *reply_controls(update.conversation)
-    for update in updates:
-        buttons = (*controls(False), *reply_controls(update.conversation)) if not update.running else \
-            (gr.skip(),) * (REPLY_OUTPUTS - 3)
-        yield gr.skip(), chat_messages(update.conversation, update.streaming, update.waiting), update.conversation, \
-            *buttons
 
 
 def on_send(ctx: AppContext, session: str, message: dict | None, conversation: Conversation, adapter_label: str,
@@ -221,7 +179,8 @@ def build(ctx: AppContext, app: gr.Blocks | None = None, tab: gr.Tab | None = No
     if ctx.config.demo:
         with gr.Accordion(ABOUT_DEMO, open=False, elem_id="demo-note"):
             gr.Markdown(CPU_DEMO_NOTE + "\n\n" + CPU_OCR_NOTE)
-    chatbot = gr.Chatbot(elem_id="chatbot", label="Conversation", height=CHAT_HEIGHT, buttons=["copy", "copy_all"])
+    chatbot = gr.Chatbot(elem_id="chatbot", label="Conversation", height=CHAT_HEIGHT, buttons=["copy", "copy_all"],
+                         editable="user")  # an edit is a new version of the message (app.web.pages.chat_edit)
     box = gr.MultimodalTextbox(elem_id="chat-input", placeholder=CHAT_PLACEHOLDER, file_types=UPLOAD_TYPES,
                                file_count="multiple", show_label=False)
     with gr.Row(elem_id="chat-controls"):
@@ -231,6 +190,9 @@ def build(ctx: AppContext, app: gr.Blocks | None = None, tab: gr.Tab | None = No
         older = gr.Button(OLDER_VERSION, elem_id="older-version", visible=False, min_width=40, scale=0)
         version = gr.Button("", elem_id="reply-version", visible=False, interactive=False, min_width=60, scale=0)
         newer = gr.Button(NEWER_VERSION, elem_id="newer-version", visible=False, min_width=40, scale=0)
+        older_branch = gr.Button(OLDER_VERSION, elem_id="older-branch", visible=False, min_width=40, scale=0)
+        branch = gr.Button("", elem_id="branch-version", visible=False, interactive=False, min_width=120, scale=0)
+        newer_branch = gr.Button(NEWER_VERSION, elem_id="newer-branch", visible=False, min_width=40, scale=0)
         resume = gr.Button(CONTINUE, elem_id="continue", interactive=False, min_width=90)
         stop = gr.Button(STOP, elem_id="stop", interactive=False, min_width=90)
         regenerate = gr.Button(REGENERATE, elem_id="regenerate", min_width=90)
@@ -288,7 +250,7 @@ def build(ctx: AppContext, app: gr.Blocks | None = None, tab: gr.Tab | None = No
     def stop_reply(request: gr.Request):
         on_stop(ctx, request.session_hash)
 
-    shown_controls = [resume, older, version, newer]
+    shown_controls = [resume, older, version, newer, older_branch, branch, newer_branch]
     outputs = [box, chatbot, conversation, stop, regenerate, *shown_controls]
     # "multiple": a message sent while a reply streams reaches the server (and waits in the outbox) instead
     # of being dropped by the browser while the first event is still running.
@@ -307,8 +269,11 @@ def build(ctx: AppContext, app: gr.Blocks | None = None, tab: gr.Tab | None = No
                     [temperature, top_k, top_p, seed], api_visibility="private", show_progress="hidden")
     if app is not None:  # the Sampling settings and the system prompt survive a reload
         kept_settings.wire(app, {**widgets, "pdf_pages": pdf_pages}, [temperature, top_k, top_p, seed])
+    edited, branch_steps = chat_edit.wire(ctx, chatbot, conversation, adapter, sampling, outputs,
+                                          (older_branch, newer_branch))
+    stepped += branch_steps
     shows_another = history.wire(app, conversation, chatbot,
-                                 saved_after=[sent, regenerated, continued, *stepped], clear=clear,
+                                 saved_after=[sent, regenerated, continued, *edited, *stepped], clear=clear,
                                  stop_session=lambda session: on_clear(ctx, session))  # Clear asks first
     for event in (*stepped, *shows_another):
         event.then(reply_controls, conversation, shown_controls, api_visibility="private", show_progress="hidden")

@@ -91,3 +91,8 @@ def test_markdown_export_is_clean_markdown_with_images_and_versions():
     assert "### Version 1 of 2\n\nArr, the capital be" in text and "cut at the 4-token limit" in text
     big = chat_files.export_markdown(Conversation(talk.turns[:1]), "Cat", lambda _: b"x" * (chat_files.MAX_EMBED_BYTES + 1))
     assert "too big to embed" in big and "base64" not in big
+
+
+def test_markdown_export_says_which_version_of_an_edited_message_is_shown():
+    text = chat_files.export_markdown(TALK.edited(0, "What is the capital of Italy?"), "Capitals")
+    assert "## You (version 2 of 2, the one shown)\n\nWhat is the capital of Italy?" in text and "Paris" not in text

@@ -84,3 +84,38 @@ def test_each_adapter_sees_only_the_exchanges_it_answered():
     assert talk.context_for_reply(ContextPolicy(same_adapter=False), None).places == (0, 1, 2, 3, 4)
     with_picture = Conversation((*about("q1", ROCKET, "pirate"), *about("q2"), Turn.user("q3")))
     assert with_picture.context_for_reply(ContextPolicy(), None).places == (2, 3, 4)  # the picture's turn was pirate's
+
+
+def three_turns() -> Conversation:
+    talk = Conversation()
+    for number in (1, 2, 3):
+        talk = talk.with_turn(Turn.user(f"Q{number}")).with_turn(Turn.reply(ReplyVersion(f"A{number}")))
+    return talk
+
+
+def test_an_edit_is_a_new_version_of_the_message_and_the_old_one_keeps_its_later_turns():
+    talk = three_turns()
+    picture = Media.of("/tmp/gradio/x/cat.png")
+    talk = Conversation((Turn.user("Q1", (picture,)), *talk.turns[1:]))
+    edited = talk.edited(0, "Q1 again")
+    assert [t.text for t in edited.turns] == ["Q1 again"] and edited.turns[0].media == (picture,)
+    assert edited.branched() == (0,) and edited.turns[0].shown == 1
+    answered = edited.with_turn(Turn.reply(ReplyVersion("B1")))
+    back = answered.stepped_branch(0, -1)
+    assert back.turns[1:] == talk.turns[1:] and [t.text for t in back.turns] == ["Q1", "A1", "Q2", "A2", "Q3", "A3"]
+    assert back.turns[0].branches[1].later == (Turn.reply(ReplyVersion("B1")),)  # kept while the other is shown
+    again = back.stepped_branch(0, 1)
+    assert [t.text for t in again.turns] == ["Q1 again", "B1"] and again.turns[0].shown == 1
+    assert again.stepped_branch(0, 5) == again  # stepping stays in range
+    assert again.turns[0].with_text("Q1 said").text == "Q1 said"  # a prompt's copy of the shown version
+
+
+def test_an_edit_of_a_later_message_keeps_the_earlier_turns_and_branches_nest():
+    talk = three_turns().edited(0, "Q1b").with_turn(Turn.reply(ReplyVersion("B1")))
+    talk = talk.with_turn(Turn.user("Q2b")).with_turn(Turn.reply(ReplyVersion("B2"))).edited(2, "Q2c")
+    assert [t.text for t in talk.turns] == ["Q1b", "B1", "Q2c"] and talk.branched() == (0, 2)
+    first = talk.stepped_branch(0, -1)
+    assert [t.text for t in first.turns] == ["Q1", "A1", "Q2", "A2", "Q3", "A3"]
+    assert [t.text for t in first.stepped_branch(0, 1).turns] == ["Q1b", "B1", "Q2c"]
+    with pytest.raises(ValueError, match="only a person's message"):
+        talk.branches_at(1)

@@ -85,3 +85,10 @@ def test_the_adapter_that_answered_is_a_label_in_the_figures_line():
     assert "<span" not in reply_content(ReplyVersion("Hi.", figures="2 tokens · base model · Triton"))
     odd = ReplyVersion("x", adapter="<b>", figures="1 token · <b>")
     assert '<span class="reply-adapter">&lt;b&gt;</span>' in reply_content(odd)
+
+
+def test_a_chatbot_message_is_found_in_its_turn():
+    from app.web.chat_view import message_turn
+    talk = Conversation((Turn.user("What is it?", (Media.of("/tmp/gradio/x/cat.png"),)),
+                         Turn.reply(ReplyVersion("A cat.")), Turn.user("Sure?")))
+    assert [message_turn(talk, index) for index in range(5)] == [0, 0, 1, 2, None]

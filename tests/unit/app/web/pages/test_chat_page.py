@@ -55,7 +55,7 @@ def test_a_message_gets_its_reply_with_the_settings_as_one_value(ctx):
     assert not stop.interactive and regenerate.interactive
     assert continue_button.interactive and not any(button.visible for button in stepper)  # cut at 2, one version
     # the reply buttons are set when the run starts and when it ends, not at each streamed update in between
-    assert len(updates) > 2 and all(update[5:] == (gr.skip(),) * 4 for update in updates[1:-1])
+    assert len(updates) > 2 and all(update[5:] == (gr.skip(),) * (REPLY_OUTPUTS - 5) for update in updates[1:-1])
     assert not updates[0][5].interactive  # Continue waits for the reply's end
     assert ctx.deployment.requests[0].sampling.max_tokens == 2 and ctx.deployment.requests[0].adapter == "pirate"
 
@@ -83,8 +83,9 @@ def test_regenerate_keeps_versions_and_stepping_shows_them(ctx):
     reply = talk.last_reply
     assert [v.text for v in reply.versions] == ["reply from base", "reply from"] and reply.shown == 1
     assert [v.adapter for v in reply.versions] == [None, "french"]
-    continue_button, older, version, newer = reply_controls(talk)
+    continue_button, older, version, newer, *branch_stepper = reply_controls(talk)
     assert version.value == "2/2" and older.interactive and not newer.interactive and continue_button.interactive
+    assert not any(button.visible for button in branch_stepper)  # no message was edited
     shown, stepped = on_step(ctx, SESSION, talk, -1)
     assert stepped.last_reply.shown == 0 and shown[-1]["content"].startswith("reply from base")
 

@@ -1,0 +1,54 @@
+"""Editing an earlier message in the browser: the edit is answered as a new version of the message, and the
+stepper goes back and forth between the branches, each with its own later turns (also after a reload)."""
+
+from tests.browser.chat_helpers import (
+    ask,
+    bot_texts,
+    open_sampling,
+    set_number,
+    settled_reply,
+    user_texts,
+    wait_until,
+)
+
+QUESTIONS = ["Name a colour.", "Name a fruit.", "Name a city."]
+
+
+def branch(page) -> str:
+    """The edited message's stepper as shown ("" when it is hidden)."""
+    label = page.locator("#branch-version")
+    return label.inner_text().strip() if label.is_visible() else ""
+
+
+def edit_message(page, number: int, text: str) -> None:
+    """Edit the person's message `number` (from 1) with the Chatbot's pencil, and submit it."""
+    page.locator("#chatbot .message-row.user-row").nth(number - 1).hover()
+    page.locator("#chatbot button[aria-label=Edit]").nth(number - 1).click()
+    page.locator("#chatbot textarea").fill(text)
+    page.locator("#chatbot button[aria-label=Submit]").click()
+
+
+def test_editing_the_first_message_branches_and_the_stepper_shows_each_branch(page):
+    open_sampling(page)
+    set_number(page, "max-tokens", 3)
+    for number, question in enumerate(QUESTIONS, 1):
+        ask(page, question)
+        wait_until(lambda n=number: len(bot_texts(page)) == n, what=f"reply {number}")
+        settled_reply(page)
+    first_replies = bot_texts(page)
+    assert branch(page) == ""  # nothing edited: no stepper
+    edit_message(page, 1, "Name an animal.")
+    wait_until(lambda: branch(page) == "Message 1: 2/2", what="the edit's branch")
+    settled_reply(page)
+    assert user_texts(page) == ["Name an animal."] and len(bot_texts(page)) == 1
+    edited_reply = bot_texts(page)[0]
+    page.click("#older-branch")
+    wait_until(lambda: user_texts(page) == QUESTIONS and branch(page) == "Message 1: 1/2",
+               what="the first branch with its later turns")
+    assert bot_texts(page) == first_replies
+    page.reload()  # the branches are kept with the conversation in the browser
+    wait_until(lambda: branch(page) == "Message 1: 1/2", what="the branches to come back")
+    page.click("#newer-branch")
+    wait_until(lambda: user_texts(page) == ["Name an animal."] and branch(page) == "Message 1: 2/2",
+               what="the edited branch again")
+    assert bot_texts(page) == [edited_reply]
