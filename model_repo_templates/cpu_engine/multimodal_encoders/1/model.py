@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
+from request_loop import answer_each
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -93,10 +94,4 @@ class TritonPythonModel:
         return pb_utils.InferenceResponse(outputs)
 
     def execute(self, requests):
-        responses = []
-        for request in requests:
-            try:
-                responses.append(self._one(request))
-            except Exception as exc:  # this request's error, reported to its client
-                responses.append(pb_utils.InferenceResponse(error=pb_utils.TritonError(str(exc))))
-        return responses
+        return answer_each(requests, self._one)

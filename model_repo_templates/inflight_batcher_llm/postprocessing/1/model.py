@@ -12,6 +12,7 @@ import numpy as np
 import tokenizer_only  # noqa: F401  model_repo_templates/shared/, copied here: no PyTorch
 import triton_python_backend_utils as pb_utils
 from fast_tokenizer import load_tokenizer  # model_repo_templates/shared/, copied here
+from request_loop import answer_each
 
 PASSTHROUGH = {
     "CUM_LOG_PROBS": "OUT_CUM_LOG_PROBS",
@@ -95,10 +96,4 @@ class TritonPythonModel:
         return pb_utils.InferenceResponse(outputs)
 
     def execute(self, requests):
-        responses = []
-        for request in requests:
-            try:
-                responses.append(self._one(request))
-            except Exception as exc:
-                responses.append(pb_utils.InferenceResponse(error=pb_utils.TritonError(str(exc))))
-        return responses
+        return answer_each(requests, self._one)

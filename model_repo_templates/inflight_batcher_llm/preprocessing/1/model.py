@@ -27,6 +27,7 @@ import tokenizer_only  # noqa: F401  model_repo_templates/shared/, copied here: 
 import triton_python_backend_utils as pb_utils
 from fast_tokenizer import load_tokenizer  # model_repo_templates/shared/, copied here
 from model_params import as_bool, optional_input, param, text_of  # model_repo_templates/shared/, copied here
+from request_loop import answer_each
 from word_lists import embedding_bias, word_list  # model_repo_templates/shared/, copied here
 
 IMAGE_INPUTS = {"IMAGE_INPUT": "image_input", "IMAGE_BYTES": "image_bytes_input", "IMAGE_URL": "image_url_input",
@@ -185,10 +186,4 @@ class TritonPythonModel:
         return pb_utils.InferenceResponse([pb_utils.Tensor(k, v) for k, v in tensors.items()])
 
     def execute(self, requests):
-        responses = []
-        for request in requests:
-            try:
-                responses.append(self._one(request))
-            except Exception as exc:  # reported to the client as this request's error
-                responses.append(pb_utils.InferenceResponse(error=pb_utils.TritonError(str(exc))))
-        return responses
+        return answer_each(requests, self._one)

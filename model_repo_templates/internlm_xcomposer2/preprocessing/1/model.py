@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import triton_python_backend_utils as pb_utils
 from model_params import as_bool, optional_input, param, text_of  # model_repo_templates/shared/, copied here
+from request_loop import answer_each
 from transformers import AutoTokenizer
 from word_lists import embedding_bias, word_list  # model_repo_templates/shared/, copied here
 
@@ -218,10 +219,4 @@ class TritonPythonModel:
         return pb_utils.InferenceResponse([pb_utils.Tensor(k, v) for k, v in tensors.items()])
 
     def execute(self, requests):
-        responses = []
-        for request in requests:
-            try:
-                responses.append(self._one(request))
-            except Exception as exc:  # reported to the client as this request's error
-                responses.append(pb_utils.InferenceResponse(error=pb_utils.TritonError(str(exc))))
-        return responses
+        return answer_each(requests, self._one)

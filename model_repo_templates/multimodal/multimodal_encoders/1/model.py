@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
+from request_loop import answer_each
 
 ENGINE_FILES = ("model.engine", "visual_encoder.engine")
 OUTPUT_NAMES = ("encoder_output", "output")
@@ -125,10 +126,4 @@ class TritonPythonModel:
                                            pb_utils.Tensor("OUT_PROMPT_VOCAB_SIZE", sizes)])
 
     def execute(self, requests):
-        responses = []
-        for request in requests:
-            try:
-                responses.append(self._one(request))
-            except Exception as exc:
-                responses.append(pb_utils.InferenceResponse(error=pb_utils.TritonError(str(exc))))
-        return responses
+        return answer_each(requests, self._one)

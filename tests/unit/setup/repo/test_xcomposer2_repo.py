@@ -81,8 +81,10 @@ def test_each_preprocessing_gets_the_shared_helpers_beside_its_code(repo, tmp_pa
         assert (repo / "preprocessing" / "1" / name).read_bytes() == (SHARED_DIR / name).read_bytes()
         assert f"from {name[:-3]} import" in (repo / "preprocessing" / "1" / "model.py").read_text()
         assert not (repo / "postprocessing" / "1" / name).exists()
-    both = {"preprocessing": ("fast_tokenizer.py", "model_params.py", "tokenizer_only.py", "word_lists.py"),
-            "postprocessing": ("fast_tokenizer.py", "tokenizer_only.py"), "tensorrt_llm_bls": ("gil_safe.py",)}
+    both = {"preprocessing": ("fast_tokenizer.py", "model_params.py", "tokenizer_only.py", "word_lists.py",
+                              "request_loop.py"),
+            "postprocessing": ("fast_tokenizer.py", "tokenizer_only.py", "request_loop.py"),
+            "tensorrt_llm_bls": ("gil_safe.py",)}
     assert (repo / "tensorrt_llm_bls" / "1" / "gil_safe.py").is_file()
     assert load_template("inflight_batcher_llm").shared == both
     assert load_template("internlm_xcomposer2_cpu").shared == both
