@@ -78,19 +78,19 @@ def _f(value, fmt: str) -> str:
 
 def format_report(result: dict) -> str:
     """The figures table, the ratio table (median and range over repeats), the sweep's limits, the goals."""
-    lines = [f"{'rate':>5}{'conc':>5}  {'path':<14}{'TTFT p50':>9}{'TTFT p90':>9}{'ITL p50':>8}{'tokens/s':>9}"
+    lines = [f"{'rate':>5}{'conc':>5}  {'path':<20}{'TTFT p50':>9}{'TTFT p90':>9}{'ITL p50':>8}{'tokens/s':>9}"
              f"{'batch s':>8}{'app CPU s':>10}{'CPU s/1k tok':>13}{'load CPU s':>11}{'errors':>7}"]
     for r in result["rows"]:
-        lines.append(f"{r['rate']:>5g}{r['concurrency']:>5}  {r['path']:<14}{_f(r['ttft_p50_ms'], '.1f'):>9}"
+        lines.append(f"{r['rate']:>5g}{r['concurrency']:>5}  {r['path']:<20}{_f(r['ttft_p50_ms'], '.1f'):>9}"
                      f"{_f(r['ttft_p90_ms'], '.1f'):>9}{_f(r['itl_p50_ms'], '.1f'):>8}"
                      f"{r['tokens_per_second']:>9.1f}{r['batch_seconds']:>8.2f}{_f(r['app_cpu_seconds'], '.2f'):>10}"
                      f"{_f(r['app_cpu_per_1k_tokens'], '.3f'):>13}{r['client_cpu_seconds']:>11.2f}{r['errors']:>7}")
-    lines += ["", f"{'rate':>5}{'conc':>5}  {'app vs direct':<14}{'offered tok/s':>14}{'+TTFT ms':>9}"
+    lines += ["", f"{'rate':>5}{'conc':>5}  {'app vs direct':<20}{'offered tok/s':>14}{'+TTFT ms':>9}"
                   f"{'tokens/s':>9}{'median':>8}{'range':>14}{'errors':>7}"]
     for r in result["ratios"]:
         s = r["tokens_ratio_repeats"]
         span = f"{_f(s['low'], '.3f')}-{_f(s['high'], '.3f')}"
-        lines.append(f"{r['rate']:>5g}{r['concurrency']:>5}  {r['path']:<14}{r['offered_tokens_per_second']:>14g}"
+        lines.append(f"{r['rate']:>5g}{r['concurrency']:>5}  {r['path']:<20}{r['offered_tokens_per_second']:>14g}"
                      f"{_f(r['ttft_added_ms'], '.1f'):>9}{_f(r['tokens_ratio'], '.3f'):>9}"
                      f"{_f(s['median'], '.3f'):>8}{span:>14}{r['errors']:>7}")
     lines.append("")

@@ -3,22 +3,24 @@ browser."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import gradio as gr
 from gradio.data_classes import FileData
 
 from app.api.messages import MSG_API_CANNOT_DESCRIBE, MSG_API_NO_IMAGES, MSG_NO_REQUEST
+from app.api.stream_pump import DeltaPump
 from app.chat.adapter_names import adapter_named
 from app.chat.compare import DEFAULT_MAX_TOKENS, CompareRun, column_names
 from app.chat.context import AppContext
 from app.chat.reply_outputs import as_fields, parse_reply
 from app.chat.sampling import panel_sampling, require_text, sampling_params
 from app.chat.server_choice import add_server as add_listed_server
-from app.chat.throttle import throttled
+from app.chat.throttle import LIVE, update_interval
 from app.chat.turns import add_user_message, check_new_turn, open_stream, served_family, validate_user_text
 from app.core.conversation import Conversation
 from app.core.errors import ChatError, InvalidRequest
@@ -65,19 +67,30 @@ def server_view(ctx: AppContext, server_id: str | None) -> AppContext:
     return ctx.view_of(ctx.servers.usable(server_id)) if server_id else ctx
 
 
+async def _open_or_cancel(opened):
+    """`opened()` on a worker thread; a caller that leaves meanwhile still has the stream it opened cancelled."""
+    future = asyncio.get_running_loop().run_in_executor(None, opened)
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        future.add_done_callback(lambda done: done.cancelled() or done.exception() or done.result().cancel())
+        raise
+
+
 def register(app_ctx: AppContext) -> None:
     """Add the `generate`, `reply_outputs`, `compare`, `what_the_model_saw`, `list_servers` and `add_server` endpoints
     to the current Blocks."""
     ctx = app_ctx
 
-    def generate(text: str, max_tokens: int = D["max_tokens"], temperature: float = D["temperature"],
+    async def generate(text: str, max_tokens: int = D["max_tokens"], temperature: float = D["temperature"],
                  top_p: float = D["top_p"], top_k: int = D["top_k"], seed: int = D["seed"],
                  repetition_penalty: float = D["repetition_penalty"], system_prompt: str = "",
                  adapter: str = "", images: list[FileData] | None = None, decoding: str = "",
                  presence_penalty: float = D["presence_penalty"],
                  frequency_penalty: float = D["frequency_penalty"], pdf_pages: str = "",
-                 deployment: str = "") -> Iterator[str]:
-        """Stream the reply to one user message; each update is the whole reply so far.
+                 deployment: str = "") -> AsyncIterator[str]:
+        """Stream the reply to one user message; each update is the whole reply so far (at most ~20 per second, fewer
+        while many replies stream at once; the first text at once, the whole reply last).
 
         `presence_penalty` / `frequency_penalty` (OpenAI's meaning, generated tokens only) discourage repeats.
         `adapter` names a LoRA adapter of the adapters folder; empty for the base model.
@@ -91,20 +104,35 @@ def register(app_ctx: AppContext) -> None:
         `deployment` is the id of a server `list_servers` lists (one the Build page launched, one added in the
         chat); empty for the app's own.
         """
-        stream = None
-        try:
+        def opened():
+            """Worker thread: the request checked (files read, PDFs rendered) and the reply's stream open."""
             ctx = server_view(app_ctx, deployment)
-            text = validate_user_text(require_text(text), bool(images))
+            message = validate_user_text(require_text(text), bool(images))
             values = dict(max_tokens=max_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
                           repetition_penalty=repetition_penalty, seed=seed, presence_penalty=presence_penalty,
                           frequency_penalty=frequency_penalty)
             params = panel_sampling(decoding, **values) if decoding else sampling_params(**values)
             paths = uploaded_paths(images)
-            media = check_new_turn(ctx, text, paths, pdf_pages or None) if paths else ()
+            media = check_new_turn(ctx, message, paths, pdf_pages or None) if paths else ()
             chosen = adapter_named(adapter)  # callers may name the pages' label
-            stream = open_stream(ctx, add_user_message(Conversation(), text, media), params, system_prompt or None,
-                                 chosen)
-            yield from throttled(stream, lambda: stream.text.lstrip())
+            return open_stream(ctx, add_user_message(Conversation(), message, media), params, system_prompt or None,
+                               chosen)
+
+        # Async, so Gradio steps it on its event loop: a sync generator costs a worker-thread hop per update. The
+        # reply is read on a reader thread (DeltaPump) whose chunks are spaced as the chat's throttle spaces updates.
+        stream = None
+        try:
+            stream = await _open_or_cancel(opened)
+            pump = DeltaPump(asyncio.get_running_loop(), live=LIVE, spacing=update_interval).start(stream)
+            shown = None
+            async for _ in pump.texts():
+                shown = stream.text.lstrip()
+                yield shown
+            if pump.error is not None:
+                raise pump.error
+            final = stream.text.lstrip()
+            if final != shown:
+                yield final
         except ChatError as exc:
             raise gr.Error(str(exc), print_exception=False) from None
         finally:

@@ -29,9 +29,12 @@ def chunk_gap(live: int, budget: float = CHUNK_BUDGET, most: float = MAX_CHUNK_S
 class DeltaPump:
     """Reads `stream` (text deltas) on its own daemon thread; iterate `texts()` on the event loop."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, live: LiveCount = LIVE):
+    def __init__(self, loop: asyncio.AbstractEventLoop, live: LiveCount = LIVE,
+                 spacing: Callable[[int], float] = chunk_gap):
+        """`spacing(live)`: seconds to hold this stream's chunks apart while `live` streams (counted in `live`) run."""
         self._loop = loop
         self._live = live
+        self._spacing = spacing
         self._ready = asyncio.Event()
         self._lock = threading.Lock()
         self._parts: list[str] = []
@@ -88,7 +91,7 @@ class DeltaPump:
                 self._ready.clear()
                 with self._lock:
                     parts, self._parts, done = self._parts, [], self._done
-                    gap = 0.0 if done else chunk_gap(self._live.value)
+                    gap = 0.0 if done else self._spacing(self._live.value)
                     self._holding = gap > 0
                 if gap:
                     timer = self._loop.call_later(gap, self._release)
