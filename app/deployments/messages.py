@@ -10,8 +10,13 @@ MSG_IMAGE_MARKERS = ("The prompt must hold the image marker '{marker}' exactly o
 MSG_TRITON_SENDS_ON_USE = "The first message with it sends its weights to the server's LoRA cache."
 MSG_TOO_MANY_IMAGES = "This app sends at most {limit} images with one message, got {count}."
 
-# OpenAI-compatible servers
+# The four deployment kinds, as the status line and the server list name them (one folder each, connect.py picks)
+ENGINE_KIND = "Triton engine topology"
+LLMAPI_KIND = "Triton llmapi (TensorRT-LLM 1.x)"
+RUNNER_KIND = "Triton runner topology (TensorRT-LLM's MultimodalModelRunner)"
 OPENAI_KIND = "OpenAI-compatible server"
+
+# OpenAI-compatible servers
 MSG_OPENAI_UNREACHABLE = "The server at {url} cannot be reached ({detail})."
 MSG_OPENAI_NOT_OPENAI = "{url} does not answer like an OpenAI-compatible API (no model list at /v1/models)."
 MSG_OPENAI_NO_MODEL = "The server at {url} lists no model named '{model}'; it serves: {known}."
@@ -32,7 +37,6 @@ MSG_SENT_AS_LORA_REQUEST = "Sent as lora_request with its path; the server must 
 MSG_API_KEY_FILE = "Cannot read the API key file {path}: {detail}."
 
 # Triton llmapi model (TensorRT-LLM 1.x)
-LLMAPI_KIND = "Triton llmapi (TensorRT-LLM 1.x)"
 MSG_LLMAPI_NO_LORA = ("Model '{model}' of this deployment declares no lora_id/lora_name/lora_path inputs (llmapi "
                       "before 2026), so adapter '{adapter}' cannot be applied; pick the base model.")
 MSG_LLMAPI_NOT_PEFT = ("Adapter '{adapter}' is a converted .npy pair; the llmapi model reads Hugging Face PEFT folders "
@@ -53,7 +57,6 @@ MSG_OWN_ADAPTER_ONLY = ("{family} applies its own adapter ({own}) to every reply
                         "model (which keeps {own} on).")
 MSG_OWN_ADAPTER_MISSING = ("{family} needs its own adapter '{own}' on every request, but the adapters folder has no "
                            "adapter of that name. Add it on the Adapters tab (or start with another --model-adapter).")
-RUNNER_KIND = "Triton runner topology (TensorRT-LLM's MultimodalModelRunner)"
 MSG_RUNNER_IMAGES = "{family} takes {limit} picture(s) per message through the runner; this message has {count}."
 MSG_RUNNER_PENALTIES = ("TensorRT-LLM's runner reads no presence or frequency penalty: repetition penalty {value} "
                         "sent in their place")

@@ -23,8 +23,8 @@ from app.core.sampling import SamplingParams
 from app.deployments.base import ReplyRequest
 from app.deployments.llmapi.deployment import LlmApiDeployment
 from app.deployments.llmapi.stream import LlmApiStream, send_llmapi_stop
-from app.deployments.llmapi.wire import build_inputs
 from app.triton.client import TritonChatClient
+from app.triton.declared_inputs import build_inputs
 from setup.catalog.llmapi_releases import LATEST, llmapi_releases
 from tests.lora_helpers import DEMO_ADAPTERS
 from tests.run_folder import stop_in_background

@@ -20,7 +20,6 @@ from app.core.messages import MSG_TEXT_ONLY
 from app.deployments.base import AdapterState, ReplyRequest, check_adapter_name
 from app.deployments.image_urls import check_image_count, image_data_url
 from app.deployments.llmapi.stream import LlmApiStream
-from app.deployments.llmapi.wire import build_inputs
 from app.deployments.messages import (
     LLMAPI_KIND,
     MSG_LLMAPI_COPY_FAILED,
@@ -31,6 +30,7 @@ from app.deployments.messages import (
 from app.deployments.prompts import PromptBuilder
 from app.deployments.triton_served import TritonServed
 from app.triton.client import TritonChatClient
+from app.triton.declared_inputs import build_inputs
 
 LORA_INPUTS = ("lora_id", "lora_name", "lora_path")
 

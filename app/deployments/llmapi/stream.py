@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from app.core.errors import ChatError, InvalidRequest
-from app.deployments.llmapi.wire import tensor
 from app.deployments.messages import MSG_LLMAPI_UNSEEN
 from app.triton.client import ModelInfo, TokenStream, send_control_request
+from app.triton.declared_inputs import tensor
 
 DETAIL_OUTPUTS = ("finish_reason", "stop_reason", "cumulative_logprob", "kv_cache_reused_block",
                   "kv_cache_missed_block", "kv_cache_alloc_new_blocks", "kv_cache_alloc_total_blocks",

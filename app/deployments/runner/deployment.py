@@ -42,9 +42,9 @@ from app.deployments.messages import (
 )
 from app.deployments.runner.family import RunnerFamily, runner_family
 from app.deployments.runner.stream import RunnerStream
-from app.deployments.runner.wire import build_inputs
 from app.deployments.triton_served import TritonServed
 from app.triton.client import TritonChatClient
+from app.triton.declared_inputs import build_inputs
 
 VIDEO_SUFFIXES = (".mp4", ".webm", ".gif", ".mov", ".avi")
 

@@ -16,6 +16,7 @@ from app.core.conversation import Conversation
 from app.core.errors import ChatError, InvalidRequest
 from app.deployments.base import AdapterState, ReplyRequest, check_adapter_name
 from app.deployments.messages import (
+    ENGINE_KIND,
     MSG_IMAGE_MARKERS,
     MSG_IMAGE_REQUIRED,
     MSG_NO_LORA,
@@ -35,13 +36,11 @@ from app.triton.client import TritonChatClient
 from app.vision.multimodal import ImageSupport, image_support, prepare_images, strip_image_markers
 from setup.lora.audit import target_or_none
 
-KIND = "Triton engine topology"
-
 
 class TritonEngineDeployment(TritonServed):
     """One Triton server and chat model (`tensorrt_llm_bls`, `ensemble`, or a test model such as pacing)."""
 
-    kind = KIND
+    kind = ENGINE_KIND
     logprobs_input = "return_log_probs"
 
     def __init__(self, client: TritonChatClient, registry: AdapterRegistry, template: str | None = None,

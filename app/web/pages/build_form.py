@@ -95,7 +95,3 @@ def form_row(row: str, family_id: str) -> dict[str, gr.components.Component]:
     values = start_values(family_id)
     return {f.name: _widget(f, values.get(f.name), family_id) for f in FIELDS if f.row == row}
 
-
-def form_dict(values) -> dict:
-    """The form's values by field name, from the widget values in FIELDS order."""
-    return dict(zip(FORM_FIELDS, values, strict=True))

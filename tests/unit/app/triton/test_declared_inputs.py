@@ -5,8 +5,8 @@ from __future__ import annotations
 from google.protobuf import json_format
 from tritonclient.grpc import model_config_pb2
 
-from app.deployments.llmapi.wire import build_inputs
 from app.triton.client import ModelInfo
+from app.triton.declared_inputs import build_inputs
 from setup.repo.llmapi import LlmApiRepoConfig, render_config
 
 
