@@ -141,7 +141,7 @@ class AdapterRegistry:
                 converted = ConvertedLora(weights=converted.weights.astype(np.float16), config=converted.config,
                                           dtype="float16")
             if self.engine_dir is not None:
-                check_against_engine(converted, load_engine_spec(self.engine_dir))
+                check_against_engine(converted, load_engine_spec(self.engine_dir), dropping=True)  # as the audit
         except LoraConvertError as exc:
             raise AdapterError(f"Adapter '{where}': {exc}") from None
         return _Loaded(fingerprint=fingerprint(path, kind), kind=kind, weights=converted.weights,

@@ -71,8 +71,10 @@ def load_engine_spec(engine_dir: Path) -> EngineLoraSpec:
         raise LoraConvertError(f"{path} is not an engine config (missing or bad field {exc}).") from None
 
 
-def check_against_engine(converted: ConvertedLora, spec: EngineLoraSpec) -> None:
-    """Raise LoraConvertError with the first way the adapter does not fit the engine."""
+def check_against_engine(converted: ConvertedLora, spec: EngineLoraSpec, dropping: bool = False) -> None:
+    """Raise LoraConvertError with the first way the adapter does not fit the engine. `dropping`: modules the engine
+    was not built for are left out when the adapter is sent (the audit names them dropped), so only an adapter none
+    of whose modules the engine applies is refused for them."""
     if not spec.target_modules or spec.max_rank <= 0:
         raise LoraConvertError(f"The engine ({spec.path}) was built without LoRA support "
                                "(build_config.lora_config has no lora_target_modules / max_lora_rank).")
@@ -83,7 +85,7 @@ def check_against_engine(converted: ConvertedLora, spec: EngineLoraSpec) -> None
         raise LoraConvertError(f"The adapter's rank {converted.rank} is above the engine's max_lora_rank "
                                f"{spec.max_rank}; rebuild the engine with --max_lora_rank {converted.rank} or more.")
     missing = [m for m in converted.trt_modules if m not in spec.target_modules]
-    if missing:
+    if missing and not (dropping and len(missing) < len(set(converted.trt_modules))):
         names = ", ".join(f"{TRT_TO_HF.get(m, m)} ({m})" for m in missing)
         raise LoraConvertError(f"The adapter targets {names}, which the engine was not built for; its "
                                f"lora_target_modules are {', '.join(spec.target_modules)}.")

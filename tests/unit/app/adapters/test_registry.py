@@ -286,3 +286,14 @@ def test_an_adapters_training_pairs_travel_with_it_and_do_not_change_its_task_id
     registry.add_zip(tmp_path / "zipped.zip")
     assert registry.training_pairs("zipped") == registry.training_pairs("copied")
     assert registry.training_pairs("nope") == () and registry.training_pairs("../x") == ()
+
+
+def test_with_a_known_engine_modules_it_lacks_are_dropped_as_the_audit_says(folder, tmp_path):
+    """The engine applies q only: an adapter of q and v is listed (v's rows are left out when sent); one of v alone
+    is refused, naming the module."""
+    engine = write_engine_config(tmp_path / "engine", shape=TINY, max_rank=64, modules=("attn_q",))
+    registry = AdapterRegistry(folder, engine_dir=engine)
+    registry.add_folder(write_peft(tmp_path / "qv", shape=TINY, modules=("q_proj", "v_proj")))
+    assert "qv" in registry.names()
+    with pytest.raises(AdapterError, match=r"targets v_proj \(attn_v\), which the engine was not built for"):
+        registry.add_folder(write_peft(tmp_path / "v-only", shape=TINY, modules=("v_proj",)))
