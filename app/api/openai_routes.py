@@ -244,9 +244,11 @@ class OpenAIApi:
             stream.cancel()  # the client went away (or the reply ended): stop generating on the server
 
     async def _chunks(self, writer: ChunkWriter, chat: ChatRequest, stream, pump: DeltaPump, view: AppContext):
+        """The reply's events; the role goes out with the first text and the end events together (each HTTP write
+        costs the app its trip through every middleware's send)."""
         started = False
         said: list[str] = []
-        yield writer.role()
+        pending = writer.role()
         async for text in pump.texts():
             if not started:  # replies start after the template's "assistant" header: drop its spaces
                 text = text.lstrip()
@@ -254,17 +256,18 @@ class OpenAIApi:
                 if not started:
                     continue
             said.append(text)
-            yield writer.text(text)
+            yield pending + writer.text(text)
+            pending = ""
         if pump.error is not None:
             exc = _as_chat_error(pump.error)
-            yield writer.error(str(exc), error_kind(exc))
+            pending += writer.error(str(exc), error_kind(exc))
         else:
             text = "".join(said).strip()
             outputs = await _worked(len(text), self._outputs, chat, text, view)
-            yield writer.finish(_finish_reason(stream, chat), outputs)
+            pending += writer.finish(_finish_reason(stream, chat), outputs)
             if chat.include_usage:
-                yield writer.usage(stream.chunks)
-        yield writer.done()
+                pending += writer.usage(stream.chunks)
+        yield pending + writer.done()
 
     def routes(self) -> list[Route]:
         """The /v1 routes, for the app to be built with (so they answer from its first request on)."""
