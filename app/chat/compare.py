@@ -14,10 +14,10 @@ A column that ends is read as the chat reads a reply (a chart's table, grounded 
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 
 from app.chat.adapter_names import adapter_named
 from app.chat.context import AppContext
@@ -31,13 +31,13 @@ from app.chat.messages import (
     MSG_COMPARE_TOO_MANY,
 )
 from app.chat.reply_outputs import ReplyOutputs, as_fields, parse_reply
+from app.chat.stream_columns import StreamColumns
 from app.chat.turns import add_user_message, check_new_turn, open_stream, reply_text, served_family
 from app.core.constants import MAX_COMPARE_ADAPTERS
 from app.core.conversation import Conversation
-from app.core.errors import ChatError, InvalidRequest
+from app.core.errors import InvalidRequest
 from app.core.sampling import SamplingParams
 
-UPDATE_SECONDS = 0.1
 DEFAULT_MAX_TOKENS = 96  # new tokens per column unless the caller says (the tab's slider starts here)
 WAITING, STREAMING, DONE, STOPPED, FAILED = "waiting for the first token", "streaming", "done", "stopped", "failed"
 CUT = "length"  # a finish reason: the reply reached the max-new-tokens limit
@@ -123,46 +123,26 @@ class CompareRun:
         self._family, self._picture = served_family(ctx), (pictures[-1] if pictures else None)
         self._outputs: dict[int, ReplyOutputs | None] = {}  # each ended column's, parsed once
         self._started = time.monotonic()
-        self._streams = []
-        try:
-            for name, start in zip(self.columns, self._starts, strict=True):
-                self._streams.append(open_stream(ctx, asked, params, None, name, continues=start))
-        except ChatError:
-            self.cancel()  # the columns opened before the refusal
-            raise
-        self._errors: dict[int, str] = {}
-        self._ended: dict[int, float] = {}
-        self._threads = [threading.Thread(target=self._drain, args=(i,), daemon=True)
-                         for i in range(len(self._streams))]
-        for thread in self._threads:
-            thread.start()
-
-    def _drain(self, index: int) -> None:
-        try:
-            for _ in self._streams[index]:
-                pass
-        except ChatError as exc:
-            self._errors[index] = str(exc)
-        finally:
-            self._ended[index] = time.monotonic()
+        self._run = StreamColumns([partial(open_stream, ctx, asked, params, None, name, continues=start)
+                                   for name, start in zip(self.columns, self._starts, strict=True)])
 
     def done(self) -> bool:
-        return not any(t.is_alive() for t in self._threads)
+        return self._run.done()
 
     def texts(self) -> list[str]:
         out = []
-        for i, stream in enumerate(self._streams):
+        for i, stream in enumerate(self._run.streams):
             shown = _Joined(self._starts[i] + stream.text, stream.cancelled)  # a continued column's start first
-            text = reply_text(shown, final=not self._threads[i].is_alive())
-            out.append(f"{text}\n\n⚠️ {self._errors[i]}" if i in self._errors else text)
+            text = reply_text(shown, final=not self._run.running(i))
+            out.append(f"{text}\n\n⚠️ {self._run.errors[i]}" if i in self._run.errors else text)
         return out
 
     def views(self) -> list[ColumnView]:
         """Every column's text, state, figures (once it has tokens) and finish reason (once done)."""
         out = []
-        for i, (stream, text) in enumerate(zip(self._streams, self.texts(), strict=True)):
-            ended = self._ended.get(i)
-            if i in self._errors:
+        for i, (stream, text) in enumerate(zip(self._run.streams, self.texts(), strict=True)):
+            ended = self._run.ended.get(i)
+            if i in self._run.errors:
                 state = FAILED
             elif ended is not None:
                 state = STOPPED if stream.cancelled else DONE
@@ -180,8 +160,7 @@ class CompareRun:
         return self._outputs[index]
 
     def cancel(self) -> None:
-        for stream in self._streams:
-            stream.cancel()
+        self._run.cancel()
 
     def updates(self) -> Iterator[list[str]]:
         """Texts of every column, every UPDATE_SECONDS until every column has finished."""
@@ -191,10 +170,7 @@ class CompareRun:
     def view_updates(self) -> Iterator[list[ColumnView]]:
         """Every column's view, every UPDATE_SECONDS until every column has finished."""
         try:
-            while not self.done():
-                yield self.views()
-                time.sleep(UPDATE_SECONDS)
-            yield self.views()
+            yield from self._run.snapshots(self.views)
         finally:
             self.cancel()
 
