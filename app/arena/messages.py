@@ -34,5 +34,6 @@ MSG_SET_DONE = "You have voted on every prompt of {name} ({count} of {count})."
 MSG_SET_PROGRESS = "{name}: prompt {number} of {count}"
 MSG_SET_VOTED = "{name}: {done} of {count} voted"
 MSG_SET_NO_FILE = "Upload a JSONL file of prompts first (one {\"prompt\": ...} object per line)."
+MSG_SET_UPLOAD = "The prompt set's {what} must be uploaded with the request (gradio_client.handle_file(path))."
 
 MSG_CLI_NO_VOTES = "No votes yet in {url}."

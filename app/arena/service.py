@@ -64,13 +64,15 @@ def file_hash(source: str | bytes) -> str:
 
 @dataclass(frozen=True)
 class SetStep:
-    """Where a voter stands in a prompt set: the next prompt's number (None when every one is voted), the count."""
+    """Where a voter stands in a prompt set: the next prompt's number (None when every one is voted), the count,
+    how many the voter has voted on."""
 
     name: str
     number: int | None
     count: int
     text: str = ""
     pictures: tuple[bytes, ...] = ()
+    voted: int = 0
 
 
 class Arena:
@@ -221,8 +223,9 @@ class Arena:
             raise InvalidRequest(MSG_SET_UNKNOWN.format(name=name))
         voted = self.store.voted_set_prompts(name, voter)
         number = next((i for i in range(len(prompts)) if i not in voted), None)
+        done = len(voted & set(range(len(prompts))))
         if number is None:
-            return SetStep(name, None, len(prompts))
+            return SetStep(name, None, len(prompts), voted=done)
         text, pictures = prompts[number]
         return SetStep(name, number, len(prompts), text,
-                       tuple(self.store.set_picture(name, p) or b"" for p in pictures))
+                       tuple(self.store.set_picture(name, p) or b"" for p in pictures), done)

@@ -1,6 +1,6 @@
 """The Arena through its Gradio API on the CPU demo: two clients start battles and vote at the same time (50 votes,
-none lost), a second vote and bad input get their sentences, names appear only in the vote's answer, and the app
-restarted on the same database shows the same leaderboard. One app of this module's own (its database in a scratch
+none lost), a second vote and bad input get their sentences, names appear only in the vote's answer, the app
+restarted on the same database shows the same leaderboard, and a prompt set uploaded through the API is walked. One app of this module's own (its database in a scratch
 folder) against the session's tritonserver; answers of two tokens keep it short."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import json
 import threading
 
 import pytest
-from gradio_client import Client
+from gradio_client import Client, handle_file
 
 from tests.servers import free_port
 
@@ -125,3 +125,20 @@ def test_writes_need_the_launch_token_but_the_leaderboard_is_open(arena_app):
     with pytest.raises(Exception, match="launch token"):
         anonymous.predict(format="csv", api_name="/arena_export")
     assert "contestants" in anonymous.predict(filters={}, api_name="/arena_leaderboard")
+
+
+def test_a_prompt_set_uploaded_through_the_api_is_walked_in_order(arena_app, tmp_path):
+    api = client(arena_app)
+    jsonl = tmp_path / "two.jsonl"
+    jsonl.write_text('{"prompt": "Say hi."}\n{"prompt": "Say bye."}\n')
+    kept = api.predict(jsonl=handle_file(str(jsonl)), api_name="/arena_prompt_set")
+    assert kept == {"prompt_set": "two", "prompts": 2, "pictures": 0}
+    first = list(api.submit(prompt_set="two", max_tokens=2, seed=7, api_name="/arena_next"))
+    assert (first[-1]["number"], first[-1]["count"], first[-1]["prompt"], first[-1]["done"]) == (1, 2, "Say hi.", True)
+    api.predict(battle=first[-1]["battle"], vote="B", api_name="/arena_vote")
+    second = list(api.submit(prompt_set="two", max_tokens=2, seed=7, api_name="/arena_next"))
+    assert (second[-1]["number"], second[-1]["voted"], second[-1]["prompt"]) == (2, 1, "Say bye.")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"prompt": "Fine."}\n{"images": []}\n')
+    with pytest.raises(Exception, match='bad.jsonl, line 2: the object needs a "prompt" with text'):
+        api.predict(jsonl=handle_file(str(bad)), api_name="/arena_prompt_set")
