@@ -9,11 +9,8 @@ from __future__ import annotations
 import math
 import threading
 import time
-import weakref
 from collections import deque
 from dataclasses import dataclass
-
-from app.core.streams import ForwardedStream
 
 IN_PROGRESS = "replies in progress"
 WAITING = "waiting for first token"
@@ -37,48 +34,6 @@ class LiveReading:
     lora_total: int = 0  # bytes of LoRA inputs sent since the app started
 
 
-class TrackedStream(ForwardedStream):
-    """A reply stream that reports its first token, its tokens and its end; the declared figures are the stream's."""
-
-    def __init__(self, stream, replies: LiveReplies, key: int):
-        self._tracked_stream, self._tracked_replies, self._tracked_key = stream, replies, key
-        self._tracked_seen = 0
-        self._tracked_counted = False
-        # A reader that drops the stream without finishing it must not count as a reply in progress forever.
-        weakref.finalize(self, replies.ended, key)
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        try:
-            piece = next(self._tracked_stream)
-        except BaseException:  # StopIteration or the stream's error: either way the reply is over
-            self._count_lora()
-            self._tracked_replies.ended(self._tracked_key)
-            raise
-        count = max(0, self._tracked_stream.chunks - self._tracked_seen)
-        self._tracked_seen += count
-        self._tracked_replies.progressed(self._tracked_key, count, self._tracked_stream.time_to_first_token)
-        return piece
-
-    def _count_lora(self) -> None:
-        """Once per reply: what its request sent of the adapter (task id, weights), for the Server tab."""
-        if not self._tracked_counted:
-            self._tracked_counted = True
-            self._tracked_replies.sent_lora(self._tracked_stream.lora_bytes_sent, self._tracked_stream.weights_sent)
-
-    def cancel(self) -> None:
-        try:
-            self._tracked_stream.cancel()
-        finally:
-            self._count_lora()
-            self._tracked_replies.ended(self._tracked_key)
-
-    def _inner(self):
-        return self._tracked_stream
-
-
 class LiveReplies:
     """Counters of the replies the app streams to its users, and their recent history for the Server tab."""
 
@@ -95,13 +50,13 @@ class LiveReplies:
         self.min_interval = min_interval
         self.readings: deque[LiveReading] = deque(maxlen=size)
 
-    def track(self, stream) -> TrackedStream:
-        """Count `stream` (just opened) until it ends, is cancelled or is dropped."""
+    def opened(self) -> int:
+        """A reply just opened (app/chat/chat_stream.py counts it until it ends): its key."""
         with self._lock:
             key = self._next_key
             self._next_key += 1
             self._opened[key] = self._clock()
-        return TrackedStream(stream, self, key)
+        return key
 
     def progressed(self, key: int, tokens: int, first_token: float | None) -> None:
         with self._lock:

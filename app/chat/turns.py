@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from app.chat.adapter_check import Verdict, reply_shows_adapter
+from app.chat.chat_stream import ChatStream
 from app.chat.context import AppContext
 from app.chat.figures import continued_figures, figures_text, measure, with_partial_warning
 from app.chat.media_intake import declared_video, media_for, pdf_media
@@ -21,7 +22,7 @@ from app.chat.messages import (
     MSG_PROMPT_TOO_LONG,
 )
 from app.chat.model_saw import image_reports, saw_lines
-from app.chat.reply_guard import opened, reply_failed
+from app.chat.reply_guard import reply_failed
 from app.chat.reply_outputs import parse_reply
 from app.chat.throttle import throttled
 from app.core.constants import (
@@ -163,7 +164,7 @@ def open_stream(ctx: AppContext, conversation: Conversation, params: SamplingPar
     request = ReplyRequest(conversation=conversation, sampling=params, adapter=adapter or None,
                            system_prompt=system_prompt, stop=tuple(stop or ()), min_tokens=min_tokens,
                            continues=continues)
-    return ctx.live.track(opened(lambda: ctx.deployment.open_reply(request)))  # counted for the Server tab
+    return ChatStream.open(lambda: ctx.deployment.open_reply(request), ctx.live)  # guarded, counted
 
 
 DEFAULT_POLICY = ContextPolicy()

@@ -1,9 +1,13 @@
+"""app/chat/chat_stream.py: the one reply stream the chat hands out ends every failure with a sentence (the
+counting is tested in test_live.py)."""
+
 import logging
 
 import pytest
 
+from app.chat.chat_stream import ChatStream
 from app.chat.context import AppConfig, AppContext
-from app.chat.reply_guard import GuardedStream, opened
+from app.chat.live import LiveReplies
 from app.chat.turns import stream_reply
 from app.core.conversation import Conversation, Turn
 from app.core.errors import InvalidImage, ReplyFailed
@@ -23,7 +27,7 @@ def test_a_failure_opening_the_reply_becomes_a_sentence_and_is_logged(caplog):
         raise ValueError("No user query found in messages.\nmore lines")
 
     with caplog.at_level(logging.ERROR), pytest.raises(ReplyFailed) as raised:
-        opened(template_refuses)
+        ChatStream.open(template_refuses, LiveReplies())
     assert "ValueError: No user query found in messages." in str(raised.value)
     assert "more lines" not in str(raised.value)
     assert "Traceback" in caplog.text or caplog.records[0].exc_info is not None
@@ -34,15 +38,16 @@ def test_a_chat_error_passes_unchanged():
         raise InvalidImage("cat.png is damaged.")
 
     with pytest.raises(InvalidImage, match="cat.png is damaged."):
-        opened(refuses)
+        ChatStream.open(refuses, LiveReplies())
 
 
 def test_a_failure_while_streaming_becomes_a_sentence_and_the_stream_keeps_its_fields():
-    stream = GuardedStream(BreaksAfterOneWord("one two three"))
-    assert next(stream) == "one"
+    replies = LiveReplies()
+    stream = ChatStream(BreaksAfterOneWord("one two three"), replies)
+    assert next(stream) == "one" and replies.in_progress() == 1
     with pytest.raises(ReplyFailed, match="KeyError"):
         next(stream)
-    assert stream.text == "one " and stream.chunks == 1
+    assert stream.text == "one " and stream.chunks == 1 and replies.in_progress() == 0  # the failure ended it
     stream.cancel()
     assert stream.cancelled
 

@@ -1,4 +1,4 @@
-"""The users' figures: replies in progress, waiting for a first token, tokens/s, time to first token, gaps."""
+"""The users' figures (counted by app/chat/chat_stream.py): replies in progress, waiting for a first token, tokens/s, time to first token, gaps."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import gc
 import math
 
 from app.chat import live
+from app.chat.chat_stream import ChatStream
 from app.core.streams import StreamDefaults
 
 
@@ -40,7 +41,7 @@ class Reply(StreamDefaults):
 def test_a_reply_is_waiting_then_answering_then_done():
     clock = Clock()
     replies = live.LiveReplies(min_interval=0, clock=clock)
-    stream = replies.track(Reply(["a", "b", "c"]))
+    stream = ChatStream(Reply(["a", "b", "c"]), replies)
     assert (replies.read().in_progress, replies.read().waiting) == (1, 1)
     clock.now += 0.25
     assert next(stream) == "a" and stream.text == "a" and stream.chunks == 1  # the stream's own attributes
@@ -53,10 +54,10 @@ def test_a_reply_is_waiting_then_answering_then_done():
 
 def test_cancelled_and_dropped_replies_end():
     replies = live.LiveReplies(min_interval=0)
-    cancelled = replies.track(Reply(["a", "b"]))
+    cancelled = ChatStream(Reply(["a", "b"]), replies)
     cancelled.cancel()
     assert cancelled.cancelled and replies.read().in_progress == 0
-    dropped = replies.track(Reply(["a", "b"]))
+    dropped = ChatStream(Reply(["a", "b"]), replies)
     next(dropped)
     assert replies.read().in_progress == 1
     del dropped  # a reader that went away without finishing
@@ -68,7 +69,7 @@ def test_series_rates_first_tokens_and_gaps():
     clock = Clock()
     replies = live.LiveReplies(min_interval=1.0, clock=clock)
     replies.read()
-    stream = replies.track(Reply(["x"] * 20))
+    stream = ChatStream(Reply(["x"] * 20), replies)
     clock.now += 0.5
     for _ in range(10):
         next(stream)
@@ -93,23 +94,23 @@ def test_the_adapter_data_each_reply_sent_is_counted_once():
     replies = live.LiveReplies(min_interval=0.0, clock=Clock())
     first = Reply(["a"])
     first.lora_bytes_sent, first.weights_sent = 8 + 4096, True
-    stream = replies.track(first)
+    stream = ChatStream(first, replies)
     list(stream)
     stream.cancel()  # the end is counted once, whether by the last piece or by a cancel after it
     reading = replies.read()
     assert (reading.lora_last, reading.lora_last_weights, reading.lora_total) == (4104, True, 4104)
     later = Reply(["b"])
     later.lora_bytes_sent, later.weights_sent = 8, False
-    list(replies.track(later))
+    list(ChatStream(later, replies))
     reading = replies.read()
     assert (reading.lora_last, reading.lora_last_weights, reading.lora_total) == (8, False, 4112)
-    list(replies.track(Reply(["c"])))  # a stream without adapter data (another deployment kind): nothing added
+    list(ChatStream(Reply(["c"]), replies))  # a stream without adapter data (another deployment kind): nothing added
     assert replies.read().lora_total == 4112
 
 
 def test_replies_in_progress_count_until_each_ends():
     replies = live.LiveReplies(min_interval=0)
-    first, second = replies.track(Reply(["a"])), replies.track(Reply(["b"]))
+    first, second = ChatStream(Reply(["a"]), replies), ChatStream(Reply(["b"]), replies)
     assert replies.in_progress() == 2
     list(first)
     assert replies.in_progress() == 1
