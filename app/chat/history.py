@@ -1,8 +1,8 @@
 """Conversations kept in the person's browser: the stored list (switch, new, delete, an import added once). Pure
 functions over the stored value; the server keeps none of it.
 
-Stored value: {"version": 2, "current": id, "chats": [{"id", "title", "updated", "conversation"}]}, newest
-first; each conversation in app.chat.conversation_json's schema. What older apps stored (version 1: chat messages
+Stored value: {"version": 2, "current": id, "chats": [{"id", "title", "updated", "conversation", "named"?}]},
+newest first ("named": a title the person gave it, kept over the first message's words); each conversation in app.chat.conversation_json's schema. What older apps stored (version 1: chat messages
 with display text) is read by the caller's `older` reader (app.web.legacy_chats), the only place that reads that
 display form. Files (export, import): app.chat.chat_files."""
 
@@ -20,6 +20,7 @@ from app.chat.conversation_json import (
     kept_pictures,
     no_older,
 )
+from app.chat.messages import MSG_CHAT_GONE
 from app.core.conversation import Conversation
 from app.core.errors import InvalidRequest
 
@@ -79,7 +80,8 @@ def normalise(stored: object, image_kept: Callable[[str], bool], older: OlderRea
             continue
         conversation = _stored_conversation(chat, image_kept, older)
         updated = chat.get("updated")
-        chats.append({"id": chat["id"][:40], "title": title_of(conversation),
+        named = _title(chat.get("named"))
+        chats.append({"id": chat["id"][:40], "title": named or title_of(conversation), **({"named": named} if named else {}),
                       "updated": float(updated) if isinstance(updated, int | float) else 0.0,
                       "conversation": conversation_dict(conversation)})
     if not chats:
@@ -101,7 +103,7 @@ def save_current(store: dict, conversation: Conversation, image_kept: Callable[[
     chat = next((c for c in store["chats"] if c["id"] == store["current"]), None) or _new_chat()
     if chat["conversation"] == saved and chat in store["chats"]:
         return store
-    chat = {**chat, "conversation": saved, "title": title_of(conversation), "updated": time.time()}
+    chat = {**chat, "conversation": saved, "title": chat.get("named") or title_of(conversation), "updated": time.time()}
     others = [c for c in store["chats"] if c["id"] != chat["id"]]
     return {**store, "current": chat["id"], "chats": [chat, *others][:MAX_CHATS]}
 
@@ -117,7 +119,7 @@ def new_chat(store: dict) -> dict:
 def switch(store: dict, chat_id: str) -> dict:
     """The store showing `chat_id`; an empty conversation left behind is not kept in the list."""
     if not any(c["id"] == chat_id for c in store["chats"]):
-        raise InvalidRequest("That conversation is no longer in this browser.")
+        raise InvalidRequest(MSG_CHAT_GONE)
     return {**store, "current": chat_id, "chats": _without_empty(store["chats"], keep=chat_id)}
 
 
@@ -160,3 +162,39 @@ def add_imported(store: dict, title: str, conversation: Conversation) -> tuple[d
     chat = {**_new_chat(), "title": title, "conversation": conversation_dict(conversation)}
     others = _without_empty(store["chats"], keep="")
     return {**store, "current": chat["id"], "chats": [chat, *others][:MAX_CHATS]}, True
+
+
+def _title(raw: object) -> str:
+    """A title as the list keeps it: one line, at most TITLE_CHARS ("" for anything that is not words)."""
+    return " ".join(raw.split())[:TITLE_CHARS] if isinstance(raw, str) else ""
+
+
+def rename(store: dict, chat_id: str, title: str) -> dict:
+    """The store with the conversation `chat_id` named `title` (an empty title: named by its first message again)."""
+    chat = next((c for c in store["chats"] if c["id"] == chat_id), None)
+    if chat is None:
+        raise InvalidRequest(MSG_CHAT_GONE)
+    named = _title(title)
+    renamed = {k: v for k, v in chat.items() if k != "named"} | ({"named": named} if named else {})
+    renamed["title"] = named or title_of(conversation_of(chat["conversation"]))
+    return {**store, "chats": [renamed if c["id"] == chat_id else c for c in store["chats"]]}
+
+
+def _texts(raw: object) -> list[str]:
+    """Every text of a stored conversation: the messages, every version of each reply and of each edited message
+    with the turns that followed it."""
+    if isinstance(raw, dict):
+        return [text for key, value in raw.items() for text in ([value] if key == "text" and isinstance(value, str)
+                                                                 else _texts(value))]
+    return [text for item in raw for text in _texts(item)] if isinstance(raw, list) else []
+
+
+def found(store: dict, query: str) -> list[tuple[str, str]]:
+    """`choices` of the conversations whose title or any text holds every word of `query` (any case); all of them
+    for an empty query."""
+    words = query.lower().split()
+    if not words:
+        return choices(store)
+    kept = {c["id"] for c in store["chats"]
+            if all(any(word in text.lower() for text in [c["title"], *_texts(c["conversation"])]) for word in words)}
+    return [(label, chat_id) for label, chat_id in choices(store) if chat_id in kept]

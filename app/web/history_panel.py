@@ -25,6 +25,7 @@ from app.vision.images import load_image
 from app.web.chat_view import chat_messages
 from app.web.download import SAVE_PAYLOAD_JS, download_payload
 from app.web.labels import (
+    CHAT_TITLE,
     CONFIRM_KEEP,
     CONFIRM_YES,
     CONVERSATIONS,
@@ -34,6 +35,7 @@ from app.web.labels import (
     EXPORT_MARKDOWN,
     IMPORT_JSON,
     NEW_CHAT,
+    RENAME_CHAT,
     UNDO,
 )
 from app.web.legacy_chats import conversation_of_file, conversation_of_messages
@@ -104,6 +106,9 @@ class HistoryPanel:
                                      min_width=160)
             self.new = gr.Button(NEW_CHAT, elem_id="new-chat", size="md", scale=0, min_width=80)
             self.delete = gr.Button(DELETE_CHAT, elem_id="delete-chat", size="md", scale=0, min_width=70)
+            self.rename = gr.Button(RENAME_CHAT, elem_id="rename-chat", size="md", scale=0, min_width=80)
+        with gr.Row(visible=False, elem_id="rename-row") as self.rename_row:
+            self.title = gr.Textbox(label=CHAT_TITLE, elem_id="chat-title", max_lines=1)
         # Clear and Delete ask first; what they removed can be brought back with Undo until the next change
         with gr.Row(visible=False, elem_id="chat-confirm") as self.confirm_row:
             self.question = gr.Markdown(elem_id="chat-confirm-question")
@@ -165,6 +170,8 @@ class HistoryPanel:
                            chatbot.clear(trashed, [self.store, conversation], [*shown, *asked, *undone], **private),
                            self.undo.click(on_undo, self.before, [*shown, *undone], **private)]
         self.delete.click(partial(on_ask, "delete"), conversation, asked, **private)
+        self.rename.click(on_rename_open, self.store, [self.rename_row, self.title], **private)
+        self.title.submit(on_rename, [self.store, self.title], [self.store, self.chats, self.rename_row], **private)
         if clear is not None:
             clear.click(partial(on_ask, "clear"), conversation, asked, **private)
         self.keep.click(lambda: (gr.Row(visible=False), "", None), None, asked, **private)
@@ -196,6 +203,20 @@ def listed(store: dict) -> gr.Dropdown:
 def showing(kept: dict) -> tuple:
     current = chats.current_conversation(kept)
     return kept, current, chat_messages(current), listed(kept)
+
+
+def on_rename_open(stored) -> tuple:
+    """The title box, shown with the current conversation's title."""
+    kept = kept_store(stored)
+    title = next(c for c in kept["chats"] if c["id"] == kept["current"])["title"]
+    return gr.Row(visible=True), title
+
+
+def on_rename(stored, title: str) -> tuple:
+    """The current conversation named `title`: (store, list, title box hidden)."""
+    kept = kept_store(stored)
+    kept = chats.rename(kept, kept["current"], title or "")
+    return kept, listed(kept), gr.Row(visible=False)
 
 
 def on_restore(stored) -> tuple:

@@ -73,6 +73,7 @@ CONVERSATIONS = "Conversations"
 CONVERSATIONS_INFO = "Kept in this browser only."
 NEW_CHAT, DELETE_CHAT = "New chat", "Delete"
 CONFIRM_YES, CONFIRM_KEEP, UNDO = "Yes", "Keep it", "Undo"
+RENAME_CHAT, CHAT_TITLE = "Rename", "Title (Enter keeps it; empty: the first message)"
 EXPORT_JSON, EXPORT_MARKDOWN, IMPORT_JSON = "Export JSON", "Export Markdown", "Import JSON"
 
 # Compare tab

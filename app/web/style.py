@@ -48,7 +48,7 @@ APP_CSS = """
     [role=tablist] > button { height: var(--size-7); }
     #chat-controls, #conversations { flex-wrap: wrap; }
     #conversations > .form { flex: 1 1 100% !important; }
-    #conversations > button { flex: 1 1 40% !important; }
+    #conversations > button { flex: 1 1 28% !important; }  /* New, Delete, Rename on one line */
     #conversations .info-text { display: none; }
     /* the list's label stays for screen readers; the list itself says "New chat" or the conversation's title */
     #conversation-list [data-testid="block-info"] {

@@ -173,3 +173,18 @@ def test_a_json_export_brings_its_picture_into_a_fresh_browser(page, browser_con
         options = fresh.locator("li[role=option]:visible")
         options.first.wait_for()
         assert options.count() == 1  # one conversation: no duplicate, no empty "New chat"
+
+
+def test_rename_a_conversation(page):
+    open_sampling(page)
+    set_number(page, "max-tokens", 3)
+    ask(page, "Name a fruit.")
+    settled_reply(page)
+    page.click("#rename-chat")
+    title = page.locator("#chat-title").get_by_role("textbox")
+    wait_until(lambda: title.input_value() == "Name a fruit.", what="the title box with the title")
+    title.fill("Groceries")
+    title.press("Enter")
+    wait_until(lambda: listed(page).startswith("Groceries · 1 turn"), what="the new name in the list")
+    page.reload()  # the name is kept with the conversation
+    wait_until(lambda: listed(page).startswith("Groceries · 1 turn"), what="the name after a reload")

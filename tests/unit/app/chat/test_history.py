@@ -88,3 +88,31 @@ def test_the_list_shortens_a_long_title_so_the_count_shows():
     label = chats.choices(store)[0][0]
     assert label == "Please describe everything yo… · 1 turn"
     assert store["chats"][0]["title"].startswith("Please describe everything you can see")  # the title itself is kept
+
+
+def test_a_renamed_conversation_keeps_its_name_and_an_empty_one_names_it_by_its_message_again():
+    store = chats.save_current(chats.empty_store(), TALK, keep_all)
+    chat_id = store["current"]
+    store = chats.rename(store, chat_id, "  Capitals\n quiz ")
+    assert chats.choices(store) == [("Capitals quiz · 1 turn", chat_id)]  # one line
+    longer = TALK.with_turn(Turn.user("And of Spain?"))
+    store = chats.normalise(chats.save_current(store, longer, keep_all), keep_all)  # saved and read back
+    assert store["chats"][0]["title"] == "Capitals quiz"
+    store = chats.rename(store, chat_id, " ")
+    assert store["chats"][0]["title"] == "What is the capital of France?"
+    with pytest.raises(InvalidRequest, match="no longer in this browser"):
+        chats.rename(store, "gone", "x")
+
+
+def test_search_finds_titles_and_every_text_of_a_conversation():
+    store = chats.save_current(chats.empty_store(), TALK, keep_all)
+    france = store["current"]
+    store = chats.save_current(chats.new_chat(store), Conversation((Turn.user("Name a colour."),)).edited(
+        0, "Name a fruit."), keep_all)
+    fruit = store["current"]
+    store = chats.rename(store, fruit, "Shopping")
+    assert [i for _, i in chats.found(store, "")] == [fruit, france]
+    assert [i for _, i in chats.found(store, "PARIS")] == [france]  # a reply's words, any case
+    assert [i for _, i in chats.found(store, "shop")] == [fruit]  # the title given
+    assert [i for _, i in chats.found(store, "colour")] == [fruit]  # an earlier version of an edited message
+    assert chats.found(store, "paris colour") == []  # every word
