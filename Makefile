@@ -23,7 +23,7 @@ chromium:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium >/dev/null; }
 
-# Debian's PostgreSQL server binaries (about 30 s with the apt-get update), for the Arena's test on a real server
+# Debian's PostgreSQL server binaries (under a minute or two: docs/arena.md), for the Arena's test on a real server
 # (tests/integration/test_arena_postgres.py starts its own throwaway server); skipped when initdb is there.
 postgresql:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
