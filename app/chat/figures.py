@@ -67,8 +67,15 @@ def figures_text(figures: ReplyFigures, adapter: str | None, kind: str) -> str:
             parts.append(f"{figures.tokens_per_second:.1f} tokens/s")
         if figures.first_token is not None:
             parts.append(f"first token {figures.first_token:.2f} s")
-    parts += [adapter or figures.sent_adapter or BASE_MODEL_WORDS, lora_text(figures), kind, figures.details]
+    parts += [adapter or figures.sent_adapter or BASE_MODEL_WORDS, lora_text(figures), short_kind(kind),
+              figures.details]
     return " · ".join(p for p in parts if p)
+
+
+def short_kind(kind: str) -> str:
+    """The deployment kind without its bracketed gloss: 'Triton runner topology (TensorRT-LLM's ...)' -> 'Triton
+    runner topology' (the status line names it in full)."""
+    return kind.split(" (")[0].strip()
 
 
 

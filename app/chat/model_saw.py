@@ -1,5 +1,6 @@
 """'What the model saw': the image encoder's findings in a reply's images as plain lines (CPU demo encoders
-only); the chat shows them folded under the reply (app.web.chat_view)."""
+only), or the runner kind's prompt format and notes; the chat shows them folded under the reply
+(app.web.chat_view)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,10 @@ def _percent(value: float) -> str:
 
 
 def report_lines(report: dict) -> list[str]:
-    """Plain-text lines for one image: labels with confidences, faces, colours, shapes, text, the description."""
+    """Plain-text lines for one image: labels with confidences, faces, colours, shapes, text, the description; a
+    report of `details` alone (the runner kind's prompt format and notes) is those lines."""
+    if "details" in report:
+        return [str(line) for line in report["details"]]
     lines = []
     if report.get("labels"):
         lines.append("Labels: " + ", ".join(f"{item['name']} {_percent(item['confidence'])}" for item in report["labels"]))

@@ -64,6 +64,10 @@ MSG_RUNNER_NO_LORA = ("Model '{model}' (the runner topology) takes no adapter: T
                       "has no LoRA task input.")
 MSG_RUNNER_APP_PROMPT = "prompt written by the app: '{template}' ({family}'s runner uses the text as sent)"
 MSG_RUNNER_NO_QUESTION = " - the question is not read"
+MSG_RUNNER_FAMILY_FORMAT = "{family} format"  # the figures line's short format note
+MSG_RUNNER_PROMPT_FORMAT = "Prompt format: {format}"  # the rest: the reply's folded "What the model saw"
+MSG_RUNNER_FINISHED = "Finished: {reason}"
+MSG_RUNNER_RELEASE_ERA = "TensorRT-LLM runner era: {era}"
 MSG_RUNNER_ENCDEC_SETTINGS = ("{settings} not applied: {family}'s LLM is encoder-decoder (TensorRT-LLM's "
                               "EncDecModelRunner takes only the beam count), so the reply is greedy")
 MSG_RUNNER_ENCDEC_LORA = ("{family}'s LLM is encoder-decoder: TensorRT-LLM's EncDecModelRunner applies no LoRA, so "

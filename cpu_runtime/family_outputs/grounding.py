@@ -17,6 +17,8 @@ GRID = 32
 PATCH_TOKEN = "<patch_index_{:04d}>"
 DELIMITER = "</delimiter_of_multi_objects/>"
 GROUNDING = "<grounding>"
+CAPTION = "An image of"  # Kosmos-2's caption prompt (run.py's default input text), continued by the phrases
+ANSWER_LEAD = "It shows"  # what the answer to any other prompt starts with
 
 
 @dataclass(frozen=True)
@@ -48,10 +50,11 @@ def object_markup(boxes, width: int, height: int) -> str:
 
 
 def grounded_text(prompt: str, found: list[Grounded], width: int, height: int) -> str:
-    """The prompt ("An image of") continued with each phrase and its boxes, as Kosmos-2 generates it."""
-    lead = prompt.replace(GROUNDING, "").strip() or "An image of"
-    if lead.endswith("?"):  # a question: the answer follows it
-        lead += " It shows"
+    """Each phrase and its boxes in Kosmos-2's markup, after the caption prompt ("An image of") or, for anything
+    else asked, after "It shows": the answer alone, the question not repeated (the runner returns only the new
+    tokens)."""
+    asked = prompt.replace(GROUNDING, "").strip()
+    lead = CAPTION if not asked or asked.lower() == CAPTION.lower() else ANSWER_LEAD
     if not found:
         return f"{lead} {NOTHING_GROUNDED}."
     parts = [f"<phrase> {g.phrase}</phrase>{object_markup(g.boxes, width, height)}" for g in found if g.boxes]

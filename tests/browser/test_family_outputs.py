@@ -183,10 +183,19 @@ def test_the_nougat_twin_answers_a_pdf_page_with_markdown_and_its_heading(twin_p
 def test_the_kosmos2_twin_boxes_the_astronauts_face(twin_page, tmp_path):
     astronaut = tmp_path / "astronaut.png"
     Image.fromarray(skimage_data.astronaut()).save(astronaut)
-    twin_reply(twin_page, astronaut, "Describe this picture.")
+    reply = twin_reply(twin_page, astronaut, "Describe this picture.")
     face = twin_page.locator("#chatbot mark.grounded-phrase", has_text="a face")
     wait_until(lambda: face.count() == 1, what="the grounded face")
     assert not any("patch_index" in text for text in bot_texts(twin_page))
+    assert reply.startswith("It shows") and "Describe this picture" not in reply, reply  # the question not echoed
+    figures = twin_page.locator("#chatbot .message.bot .reply-figures").last
+    line = figures.inner_text()  # one short line: speed, adapter, kind, how the reply came, the format by name
+    assert "Kosmos-2 format" in line and "runner era" not in line and "prompt" not in line, line
+    assert figures.bounding_box()["height"] < 2 * float(figures.evaluate("e => parseFloat(getComputedStyle(e)"
+                                                                          ".lineHeight) || 20")), line
+    twin_page.locator("#chatbot details.model-saw summary").last.click()  # the internals, folded
+    saw = twin_page.locator("#chatbot details.model-saw").last.inner_text()
+    assert "Prompt format: kosmos-2" in saw and "TensorRT-LLM runner era" in saw, saw
     drawn = twin_page.locator("#chatbot .message.bot img").first
     wait_until(lambda: drawn.evaluate("i => i.complete && i.naturalWidth") == 512, what="the picture with its boxes")
 

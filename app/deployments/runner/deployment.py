@@ -225,4 +225,4 @@ class RunnerDeployment(TritonServed):
             values["lora_task_id"] = self._adapter_task(request.adapter, info.name)
         return RunnerStream(self.client.url, info, build_inputs(info, values),
                             max(self.client.stall_timeout, WHOLE_REPLY_STALL_SECONDS),
-                            notes=tuple(n for n in notes if n))
+                            notes=tuple(n for n in notes if n), family=facts.name if facts.id else "")

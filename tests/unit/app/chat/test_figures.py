@@ -5,6 +5,7 @@ from dataclasses import replace
 from app.chat.figures import ReplyFigures, figures_text, measure, with_partial_warning
 from app.core.conversation import Conversation, ReplyVersion, Turn
 from app.core.streams import StreamDefaults
+from app.deployments.messages import RUNNER_KIND
 from setup.lora.adapter_facts import read_adapter
 from setup.lora.audit import audit, engine_target
 from tests.lora_helpers import write_engine_config, write_peft
@@ -55,6 +56,7 @@ def test_the_kinds_own_figures_follow_and_a_whole_reply_shows_no_token_count():
     figures = measure(runner, started=10.0, ended=12.5)
     assert figures_text(figures, None, "Triton runner topology") == (
         "2.50 s · base model · Triton runner topology · finished: stop · whole reply · runner era late · prompt: fuyu")
+    assert figures_text(figures, None, RUNNER_KIND).startswith("2.50 s · base model · Triton runner topology · ")
     llmapi = stream_with(chunks=3, time_to_first_token=0.5, details_line=lambda: "finished: stop · KV cache: 3 blocks")
     assert figures_text(measure(llmapi, started=0.0, ended=1.5), None, "K") == (
         "3 tokens · 2.0 tokens/s · first token 0.50 s · base model · K · finished: stop · KV cache: 3 blocks")

@@ -38,3 +38,8 @@ def test_reports_missing_or_failing_leave_the_reply_alone():
 
     assert image_reports(Stream()) is None and image_reports(Stream(broken)) is None
     assert image_reports(Stream(lambda: [CAT])) == [CAT]
+
+
+def test_a_report_of_details_alone_is_those_lines():
+    assert report_lines({"details": ["Prompt format: kosmos-2", "Finished: stop"]}) == [
+        "Prompt format: kosmos-2", "Finished: stop"]

@@ -48,7 +48,10 @@ def test_several_boxes_of_one_phrase_share_its_object():
     assert len(parse_grounding("An image of<phrase> two faces</phrase>" + markup).phrases[0].boxes) == 2
 
 
-def test_a_question_is_answered_after_it_and_nothing_found_is_said():
-    assert grounded_text("<grounding>What is this?", [Grounded("a cat", ((0, 0, 10, 10),))], 10, 10).startswith(
-        "What is this? It shows<phrase> a cat</phrase>")
+def test_a_question_is_answered_without_repeating_it_and_nothing_found_is_said():
+    found = [Grounded("a cat", ((0, 0, 10, 10),))]
+    for asked in ("What is this?", "Describe this picture.", "where is the cat"):
+        answer = grounded_text(f"<grounding>{asked}", found, 10, 10)
+        assert answer.startswith("It shows<phrase> a cat</phrase>"), answer
+        assert parse_grounding(answer).text == "It shows a cat.", answer
     assert grounded_text("", [], 10, 10) == f"An image of {NOTHING_GROUNDED}."

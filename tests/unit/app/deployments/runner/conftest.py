@@ -63,8 +63,9 @@ class OpenedStream:
 
     opened: list = []
 
-    def __init__(self, url, info, inputs, stall_timeout, notes=()):
+    def __init__(self, url, info, inputs, stall_timeout, notes=(), family=""):
         self.url, self.info, self.inputs, self.stall_timeout, self.notes = url, info, inputs, stall_timeout, notes
+        self.family = family
         OpenedStream.opened.append(self)
 
 

@@ -77,11 +77,24 @@ def test_a_whole_reply_comes_in_one_piece_with_its_figures(served):
     stream = deployment.open_reply(ReplyRequest(Conversation.asking("<grounding>An image of")))
     assert list(stream) == ["An image of a cat on a sofa."] and stream.text == "An image of a cat on a sofa."
     assert stream.details == FIGURES and stream.finish_reason == "stop"
-    assert stream.details_line() == ("finished: stop · whole reply · runner era late · prompt: " +
-                                     FIGURES["prompt_format"] + " · " + MSG_RUNNER_PENALTIES.format(
-                                         value=REPETITION_FOR_PENALTIES))
     (request,) = model.requests
     assert request.model_name == "multimodal_runner"
+
+
+def test_the_figures_line_is_short_and_the_internals_go_to_what_the_model_saw(served):
+    """The figures line says how the reply came and the family's format by name; the prompt format, the
+    settings' notes, the finish and the runner's era are lines of the folded "What the model saw"."""
+    from app.chat.model_saw import image_reports, saw_lines
+
+    model, deployment = served
+    model.replies = [{"text_output": "A cat.", **FIGURES}]
+    stream = deployment.open_reply(ReplyRequest(Conversation.asking("What is it?")))
+    "".join(stream)
+    assert stream.details_line() == "whole reply · NeVA format"
+    (lines,) = saw_lines(image_reports(stream))
+    assert lines == ("Prompt format: " + FIGURES["prompt_format"],
+                     MSG_RUNNER_PENALTIES.format(value=REPETITION_FOR_PENALTIES), "Finished: stop",
+                     "TensorRT-LLM runner era: late")
 
 
 def test_a_reply_cut_at_max_tokens_says_length(served):
@@ -89,7 +102,7 @@ def test_a_reply_cut_at_max_tokens_says_length(served):
     model.replies = [{"text_output": "A cat", **FIGURES, "finish_reason": "length"}]
     stream = deployment.open_reply(ReplyRequest(Conversation.asking("What is it?")))
     assert "".join(stream) == "A cat" and stream.finish_reason == "length"
-    assert stream.details_line().startswith("finished: length · whole reply")
+    assert stream.details_line().startswith("whole reply") and "Finished: length" in stream.internals()
 
 
 def test_a_streamed_reply_comes_in_pieces_and_the_final_response_carries_its_figures(served):
@@ -101,7 +114,7 @@ def test_a_streamed_reply_comes_in_pieces_and_the_final_response_carries_its_fig
     stream = deployment.open_reply(ReplyRequest(Conversation.asking("What is it?")))
     assert list(stream) == ["A cat", " on a", " sofa."] and stream.text == "A cat on a sofa."
     assert stream.details["reply_mode"] == "streamed" and not stream.whole_reply and stream.chunks == 3
-    assert stream.finish_reason == "length" and stream.details_line().startswith("finished: length · streamed · ")
+    assert stream.finish_reason == "length" and stream.details_line().startswith("streamed · ")
 
 
 def test_a_streamed_reply_may_end_with_an_empty_final_response(served):
@@ -130,6 +143,7 @@ def test_a_reply_without_figures_has_an_empty_summary(served):
     no_penalties = SamplingParams(presence_penalty=0.0, frequency_penalty=0.0)
     stream = deployment.open_reply(ReplyRequest(Conversation.asking("What is it?"), no_penalties))
     assert "".join(stream) == "A cat." and stream.details == {} and stream.details_line() == ""
+    assert stream.image_report is None
     assert stream.finish_reason is None  # the model did not say why it ended
 
 
@@ -139,7 +153,7 @@ def test_the_summary_says_when_a_repetition_penalty_stood_in_for_the_chats_penal
     stream = deployment.open_reply(ReplyRequest(Conversation.asking("What is it?")))  # the chat's penalties
     "".join(stream)
     note = MSG_RUNNER_PENALTIES.format(value=REPETITION_FOR_PENALTIES)
-    assert stream.notes == (note,) and stream.details_line().endswith(" · " + note)
+    assert stream.notes == (note,) and note in stream.internals() and note not in stream.details_line()
 
 
 def test_the_models_error_reaches_the_chat_in_its_words(served):
