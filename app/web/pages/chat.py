@@ -56,7 +56,7 @@ from app.web.labels import (
 )
 from app.web.messages import MSG_GREEDY_REGENERATE, MSG_SERVER_BACK, MSG_SERVER_WAITING
 from app.web.pages import chat_edit
-from app.web.pages.chat_replies import REPLY_OUTPUTS, refuse, replies, reply_controls
+from app.web.pages.chat_replies import REPLY_OUTPUTS, ReplyOutputs, refuse, replies, reply_controls
 
 TITLE = "Chat"
 SAMPLE_ONLY = ("temperature", "top_k", "top_p", "seed")  # the settings greedy decoding ignores
@@ -251,7 +251,7 @@ def build(ctx: AppContext, app: gr.Blocks | None = None, tab: gr.Tab | None = No
         on_stop(ctx, request.session_hash)
 
     shown_controls = [resume, older, version, newer, older_branch, branch, newer_branch]
-    outputs = [box, chatbot, conversation, stop, regenerate, *shown_controls]
+    outputs = ReplyOutputs(box, chatbot, conversation, stop, regenerate, tuple(shown_controls)).components()
     # "multiple": a message sent while a reply streams reaches the server (and waits in the outbox) instead
     # of being dropped by the browser while the first event is still running.
     sent = box.submit(send, [box, conversation, adapter, pdf_pages, *sampling], outputs, trigger_mode="multiple",

@@ -4,6 +4,7 @@ reply's version stepper and the stepper of an edited message's versions; a refus
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import gradio as gr
 
@@ -57,8 +58,24 @@ def branch_controls(conversation: Conversation | None) -> tuple:
             gr.Button(visible=True, interactive=turn.shown < count - 1))
 
 
-# the message box, the chatbot, the conversation, Stop, Regenerate, then reply_controls' seven
-REPLY_OUTPUTS = 12
+@dataclass(frozen=True)
+class ReplyOutputs:
+    """The components a run of replies updates; `components()` is the one place their order lives (the order of
+    every tuple `replies` and `refuse` yield). `shown` are reply_controls' seven: Continue, the version stepper's
+    three, the branch stepper's three."""
+
+    box: gr.components.Component
+    chatbot: gr.components.Component
+    conversation: gr.components.Component
+    stop: gr.Button
+    regenerate: gr.Button
+    shown: tuple[gr.Button, ...]
+
+    def components(self) -> list:
+        return [self.box, self.chatbot, self.conversation, self.stop, self.regenerate, *self.shown]
+
+
+REPLY_OUTPUTS = 5 + 7  # len(ReplyOutputs.components()): the five above, then reply_controls' seven
 
 
 def refuse(message: str, outputs: int = REPLY_OUTPUTS) -> tuple:
@@ -69,8 +86,8 @@ def refuse(message: str, outputs: int = REPLY_OUTPUTS) -> tuple:
 
 def replies(ctx: AppContext, session: str, conversation: Conversation, first: Queued | None, settings: ReplySettings,
             box_value, **run) -> Iterator[tuple]:
-    """A run's updates as (box, chatbot, conversation, stop, regenerate, *reply_controls); the box is touched once,
-    at the start; the buttons at the start and when the run ends."""
+    """A run's updates in ReplyOutputs' order; the box is touched once, at the start; the buttons at the start and
+    when the run ends."""
     updates = run_replies(ctx, session, conversation, first, settings, **run)
     update = next(updates)
     yield box_value, chat_messages(update.conversation, update.streaming, update.waiting), update.conversation, \
