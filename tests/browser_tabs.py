@@ -57,14 +57,16 @@ def app_tab(browser_context, served, timeout_ms: int = 30_000):
 
 
 @contextlib.contextmanager
-def served_page(browser_context, ctx, port: int, build: Callable[[], object]) -> Iterator[object]:
-    """The page `build()` lays out (a page module's build, alone), served in this process on `port` for the block's
-    length, and a tab on it holding the app's launch-token cookie; the tab (closed afterwards)."""
+def served_page(browser_context, ctx, port: int, build: Callable[[], object], css: str | None = None
+                ) -> Iterator[object]:
+    """The page `build()` lays out (a page module's build, alone, styled with `css` when given), served in this
+    process on `port` for the block's length, and a tab on it holding the app's launch-token cookie; the tab (closed
+    afterwards)."""
     import gradio as gr
 
     with gr.Blocks() as blocks:
         build()
-    blocks.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    blocks.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, css=css)
     url = f"http://127.0.0.1:{port}/"
     grant_access(browser_context, ctx, url)
     page = browser_context.new_page()

@@ -26,6 +26,13 @@ APP_CSS = """
 .model-saw { font-size: var(--text-sm); color: var(--body-text-color-subdued); margin-top: var(--spacing-md); }
 .model-saw summary { cursor: pointer; }
 .model-saw p { margin: var(--spacing-sm) 0 0 0; }
+.keep-typed-keys { display: none !important; }  /* runs a page script only (pages/table_typing.py) */
+
+/* The training loss plot: Gradio's Vega chart keeps the layout of its first, empty drawing, so the y axis's tick
+   labels and title ("loss") fall left of the drawing and were cut to a sliver. Room on the left,
+   drawn outside. */
+#train-loss .vega-embed { margin-left: 3.5em; width: auto !important; }
+#train-loss .vega-embed svg { overflow: visible; }
 
 /* A plan's commands: a monospace box whose long lines wrap where a shell would accept them. */
 .plan-box textarea { font-family: var(--font-mono); font-size: var(--text-sm); white-space: pre-wrap; }

@@ -1,6 +1,6 @@
 """The Adapters tab's Train section in Debian's Chromium, with a stand-in trainer the test moves step by step (no
 model is trained): the loss plot's x axis shows whole steps only, and Cancel can be pressed only while a training
-runs."""
+runs; pairs typed into the table reach the trainer whole."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 from app.adapters.messages import MSG_CANCELLING, MSG_NOTHING_TO_CANCEL
 from app.adapters.training import TrainingJob
 from app.chat.context import AppConfig, AppContext
+from app.web.style import APP_CSS
 from setup.paths import PROJECT_ROOT
 from tests.browser.chat_helpers import wait_for_uploads
 from tests.browser.plot_helpers import x_labels_reach
@@ -29,11 +30,13 @@ class StandInTrainer:
     def __init__(self, default_base):
         self.default_base = default_base
         self.job: TrainingJob | None = None
+        self.job_examples: list = []  # what the last start was given
 
     def current(self) -> TrainingJob | None:
         return self.job
 
     def start(self, name, base, examples, settings) -> TrainingJob:
+        self.job_examples = list(examples)
         self.job = TrainingJob(name=name, steps=int(settings.steps), pairs=len(examples), where="stand-in")
         return self.job
 
@@ -47,8 +50,8 @@ class StandInTrainer:
 
 
 @pytest.fixture
-def train_page(tmp_path, browser_context):
-    """The Adapters tab alone with the stand-in trainer, its Train section open and a 3-pair dataset uploaded."""
+def adapters_page(tmp_path, browser_context):
+    """The Adapters tab alone with the stand-in trainer, its Train section open and a name given."""
     from app.web.pages import adapters
 
     folder = tmp_path / "adapters"
@@ -57,15 +60,22 @@ def train_page(tmp_path, browser_context):
     ctx = AppContext(AppConfig(triton_url=f"127.0.0.1:{free_port()}", port=port, adapters_dir=str(folder),
                                workspace=(str(tmp_path),)))
     trainer = ctx.training = StandInTrainer(tmp_path / "base")
-    data = tmp_path / "pairs.jsonl"
-    data.write_text("".join(json.dumps({"prompt": p, "response": r}) + "\n" for p, r in PIRATE_PAIRS[:3]))
-    with served_page(browser_context, ctx, port, lambda: adapters.build(ctx)) as page:
+    with served_page(browser_context, ctx, port, lambda: adapters.build(ctx), css=APP_CSS) as page:
         page.click("#train-section button:has-text('Train an adapter')")
         page.wait_for_selector("#train-name textarea")
         page.fill("#train-name textarea", "stand-in")
-        page.set_input_files("#train-data input[type=file]", str(data))
-        wait_for_uploads(page, "#train-data", ["pairs.jsonl"])
         yield page, trainer
+
+
+@pytest.fixture
+def train_page(adapters_page, tmp_path):
+    """adapters_page with a 3-pair dataset uploaded."""
+    page, trainer = adapters_page
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("".join(json.dumps({"prompt": p, "response": r}) + "\n" for p, r in PIRATE_PAIRS[:3]))
+    page.set_input_files("#train-data input[type=file]", str(data))
+    wait_for_uploads(page, "#train-data", ["pairs.jsonl"])
+    return page, trainer
 
 
 def train(page, trainer, steps: int, losses: int) -> None:
@@ -96,3 +106,44 @@ def test_loss_axis_shows_whole_steps_and_cancel_is_live_only_while_training(trai
     train(page, trainer, steps=2, losses=2)  # a short one again after a long one
     assert x_labels_reach(page, 2) == ["1", "2"]
     cancel(page, 2)
+
+
+def type_into_cell(page, row: int, column: int, text: str) -> None:
+    """Click the pairs table's cell and type `text` as a person does, key by key, then leave it with Tab."""
+    page.locator(f"#train-pairs [data-row='{row}'][data-col='{column}']").first.click()
+    page.keyboard.type(text, delay=30)
+    page.keyboard.press("Tab")
+
+
+def test_pairs_typed_into_the_table_reach_the_trainer_whole(adapters_page):
+    page, trainer = adapters_page
+    pairs = [("Hello there", "Ahoy, matey"), ("Good morning", "Arr, mornin'")]
+    for row, (prompt, response) in enumerate(pairs):
+        type_into_cell(page, row, 0, prompt)
+        type_into_cell(page, row, 1, response)
+    page.fill("#train-steps input", "2")
+    page.click("#train-start")
+    page.wait_for_selector(f"{CANCEL}:enabled")
+    assert [(e.prompt[-1]["content"], e.response) for e in trainer.job_examples] == pairs
+    cancel(page, 0)
+
+
+def test_the_loss_axis_title_and_labels_show_whole(train_page):
+    """The y axis's title reads "loss" and it and every tick label lie inside the plot (drawn left of the chart's
+    own box, Vega clipped them to a sliver that read as a squiggle)."""
+    page, trainer = train_page
+    train(page, trainer, steps=4, losses=3)
+    x_labels_reach(page, 3)
+    texts = page.evaluate("""() => {
+        const plot = document.querySelector('#train-loss').getBoundingClientRect();
+        const svg = document.querySelector('#train-loss svg');
+        const drawn = getComputedStyle(svg).overflow === 'visible' ? plot : svg.getBoundingClientRect();
+        return [...svg.querySelectorAll("g.role-axis[aria-label^='Y-axis'] text")].map(t => {
+            const box = t.getBoundingClientRect();  // shown where both the plot and the drawing take it in
+            return [t.textContent, box.width > 0 && box.left >= Math.max(plot.left, drawn.left) &&
+                    box.right <= Math.min(plot.right, drawn.right)];
+        });
+    }""")
+    assert texts[-1] == ["loss", True], texts  # the axis title, after its tick labels
+    assert all(inside for _, inside in texts), texts
+    cancel(page, 3)

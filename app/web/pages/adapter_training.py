@@ -24,6 +24,7 @@ from app.web.pages.messages import (
     MSG_STARTING,
     MSG_UPLOAD_ONLY,
 )
+from app.web.pages.table_typing import KEEPS_FIRST_KEY, keep_typed_keys
 from setup.lora.dataset import examples_from_pairs, read_dataset_file
 from setup.lora.train import where_it_runs
 from setup.lora.train_settings import TrainError, default_limits, default_settings
@@ -173,7 +174,9 @@ def build(ctx: AppContext):
             upload = gr.File(label="Dataset (.jsonl)", file_types=[".jsonl"], type="filepath", elem_id="train-data")
             pairs = gr.Dataframe(headers=["prompt", "response"], datatype=["str", "str"], interactive=True,
                                  value=[["", ""]] * PAIR_ROWS, row_count=PAIR_ROWS, column_count=(2, "fixed"),
-                                 label="Or pairs (used when no file is uploaded)", elem_id="train-pairs")
+                                 label="Or pairs (used when no file is uploaded)", elem_id="train-pairs",
+                                 elem_classes=KEEPS_FIRST_KEY)
+        keep_typed_keys()  # the first letter typed into a cell is kept (table_typing.py)
         # No minimum/maximum on the fields: Gradio would refuse an out-of-range value with its own words (and a
         # traceback in the log) before the handler runs; the training's check says which limit, in a sentence.
         with gr.Row():

@@ -1,0 +1,49 @@
+"""Typing into an editable table's cell keeps every letter. Gradio's Dataframe (6.31) opens a cell's editor on the
+first printable key pressed over a selected cell, but focuses the editor a frame later, so that key (and any typed
+before the editor has focus) is lost: "Hello" becomes "ello". The page script here keeps those keys and puts them
+into the editor once it has focus. A table opts in with the class KEEPS_FIRST_KEY; `keep_typed_keys()` adds the
+script to the page (an empty HTML element whose only job is to run it once)."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+KEEPS_FIRST_KEY = "keeps-first-key"  # the elem_classes of a table whose typed keys are kept
+GIVE_UP_FRAMES = 60  # about a second: an editor that never gets focus (a read-only cell) drops the keys
+
+KEEP_KEYS_JS = """
+if (!window.keepsFirstKey) {
+    window.keepsFirstKey = true;
+    let kept = "", table = null;
+    const editing = (t) => t && t.matches && t.matches("textarea, input");
+    const putKept = (frames) => {
+        const editor = document.activeElement;
+        if (table && table.contains(editor) && editing(editor)) {
+            editor.setRangeText(kept, editor.selectionStart, editor.selectionEnd, "end");
+            editor.dispatchEvent(new Event("input", {bubbles: true}));
+            kept = "";
+        } else if (frames > 0) {
+            requestAnimationFrame(() => putKept(frames - 1));
+        } else {
+            kept = "";
+        }
+    };
+    document.addEventListener("keydown", (event) => {
+        const owner = event.target.closest && event.target.closest(".KEEPS_FIRST_KEY");
+        if (!owner || editing(event.target) || event.key.length !== 1 || event.ctrlKey || event.metaKey ||
+            event.altKey) {
+            return;
+        }
+        if (!kept) {
+            table = owner;
+            requestAnimationFrame(() => putKept(GIVE_UP_FRAMES));
+        }
+        kept += event.key;
+    }, true);
+}
+""".replace("KEEPS_FIRST_KEY", KEEPS_FIRST_KEY).replace("GIVE_UP_FRAMES", str(GIVE_UP_FRAMES))
+
+
+def keep_typed_keys() -> gr.HTML:
+    """The empty element that runs KEEP_KEYS_JS when the page loads (once per page, however many tables)."""
+    return gr.HTML("", js_on_load=KEEP_KEYS_JS, container=False, padding=False, elem_classes="keep-typed-keys")
