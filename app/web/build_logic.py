@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from app.core.access import is_loopback
-from app.web.messages import MSG_DEPLOY_NOT_SERVED, MSG_NO_JOB, MSG_STOPPED, MSG_STOPPING
+from app.web.messages import MSG_DEPLOY_NOT_SERVED, MSG_NO_JOB, MSG_NO_MODEL_ID, MSG_STOPPED, MSG_STOPPING
 from setup.build.jobs import JobStore
 from setup.build.registry import EngineRegistry, installed_trtllm_version
 from setup.catalog.builds import families, get_family, resolve_version
@@ -136,6 +136,13 @@ def example_model_id(family_id: str) -> str:
     """The family's example checkpoint when it is a hub id (some families name a .nemo file in words)."""
     example = get_family(family_id).raw.get("example_checkpoint")
     return str(example) if looks_like_model_id(example) else ""
+
+
+def model_id_placeholder(family_id: str) -> str:
+    """What the empty model-id box says for a family whose example is not a hub id (a .nemo file named in words)."""
+    family = get_family(family_id)
+    example = family.raw.get("example_checkpoint")
+    return "" if looks_like_model_id(example) else MSG_NO_MODEL_ID.format(family=family.name, example=example)
 
 
 def model_source(form: dict, root: Path) -> dict:

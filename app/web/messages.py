@@ -79,3 +79,4 @@ MSG_MODEL_SOURCE_RULE = ("With a model id, an empty checkpoint box means models/
                          "wins over the model id.")
 MSG_ASK_CLEAR = "Clear this conversation? Undo brings it back until your next change."
 MSG_ASK_DELETE = "Delete “{title}” from this browser? Undo brings it back until your next change."
+MSG_NO_MODEL_ID = "No hub id for {family}: it builds from {example}. Give it as the checkpoint below."

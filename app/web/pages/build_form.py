@@ -82,6 +82,8 @@ def _widget(field: FormField, value, family_id: str):
         return gr.Dropdown(logic.family_defaults(family_id)["dtypes"], value=value, **common)
     if field.kind == "number":
         return gr.Number(value, precision=0, **common)
+    if field.name == "model_id":
+        return gr.Textbox(value=value or "", placeholder=logic.model_id_placeholder(family_id), **common)
     return gr.Textbox(value=value or "", **common)
 
 

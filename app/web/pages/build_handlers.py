@@ -62,7 +62,8 @@ def on_family(family_id: str, version_text: str):
     """A family picked: its example model id, dtypes, limits, description and Triton serving defaults."""
     d = logic.family_defaults(family_id)
     triton = logic.triton_defaults(family_id)  # the family's serving defaults (XComposer2: LoRA cache 256, ...)
-    return (logic.example_model_id(family_id), gr.Dropdown(choices=d["dtypes"], value=d["dtype"]),
+    model_id = gr.Textbox(value=logic.example_model_id(family_id), placeholder=logic.model_id_placeholder(family_id))
+    return (model_id, gr.Dropdown(choices=d["dtypes"], value=d["dtype"]),
             d["max_batch_size"], d["max_input_len"], d["max_seq_len"], d["max_num_images"],
             logic.family_markdown(family_id, version_text), *(triton[f.name] for f in logic.TRITON_FIELDS))
 

@@ -33,9 +33,23 @@ def _values(tmp_path, **fields) -> list:
     return [form.get(name) for name in FORM_FIELDS] + [None] * len(logic.TRITON_FIELDS)
 
 
-def test_a_family_fills_in_its_example_model_id():
-    assert on_family("llava-1.5", "0.19")[0] == "llava-hf/llava-1.5-7b-hf"
-    assert on_family("neva", "0.19")[0] == ""  # its example is a .nemo file named in words
+def test_a_family_fills_in_its_example_model_id_or_says_why_it_has_none():
+    filled = on_family("llava-1.5", "0.19")[0]
+    assert (filled.value, filled.placeholder) == ("llava-hf/llava-1.5-7b-hf", "")
+    for family, example in (("neva", "a NeVA .nemo checkpoint"), ("video-neva", "a Nemotron .nemo checkpoint")):
+        empty = on_family(family, "0.19")[0]  # its example is a .nemo file named in words
+        assert empty.value == "" and "No hub id" in empty.placeholder and example in empty.placeholder
+
+
+def test_every_familys_plan_at_the_pages_first_release_goes_on_to_the_repository():
+    """The page opens on FIRST_VERSION for every family: each family's plan there serves it on Triton (no "stops
+    after the engines", no "needs a later release")."""
+    from setup.catalog.builds import families, resolve_version
+    from setup.plan.planner import triton_support
+
+    for family_id, family in families().items():
+        version = resolve_version(start_values(family_id)["trtllm_version"])
+        assert family.triton_served(version), (family_id, triton_support(family, version))
 
 
 def test_show_plan_names_the_folders_from_the_model_id_under_the_workspace(tmp_path):
