@@ -212,7 +212,8 @@ class OpenAIApi:
         if pump.error is not None:
             return error_response(_as_chat_error(pump.error))
         outputs = await _worked(len(text), self._outputs, chat, text, view)
-        return JSONResponse(completion_body(chat.model, text, _finish_reason(stream, chat), stream.chunks, outputs))
+        return JSONResponse(completion_body(chat.model, text, _finish_reason(stream, chat), stream.chunks, outputs,
+                                            stream.notes))
 
     def _outputs(self, chat: ChatRequest, text: str, view: AppContext):
         """Worker thread: the reply parsed (a chart's table, grounded boxes, a markdown page), None for prose."""
@@ -264,7 +265,7 @@ class OpenAIApi:
         else:
             text = "".join(said).strip()
             outputs = await _worked(len(text), self._outputs, chat, text, view)
-            pending += writer.finish(_finish_reason(stream, chat), outputs)
+            pending += writer.finish(_finish_reason(stream, chat), outputs, stream.notes)
             if chat.include_usage:
                 pending += writer.usage(stream.chunks)
         yield pending + writer.done()

@@ -75,6 +75,7 @@ PDF_DATA_URL = re.compile(r"data:application/pdf;base64,(?P<data>.*)", re.S)
 PAGE_RANGE = re.compile(r"\s*\d+(\s*-\s*\d+)?(\s*,\s*\d+(\s*-\s*\d+)?)*\s*")
 SURROGATE = re.compile("[\ud800-\udfff]")  # a lone surrogate: text with no UTF-8 form
 OUTPUTS_FIELD = "outputs"  # extension on the reply's message (and the last streamed delta); OpenAI clients ignore it
+NOTES_FIELD = "notes"  # extension beside it: what the deployment did not apply of the request, and why
 OPENAI_DEFAULTS = {"temperature": 1.0, "top_p": 1.0}
 _MB = 1024 * 1024
 
@@ -377,10 +378,10 @@ class ChunkWriter:
     def text(self, delta: str) -> str:
         return self._text_head + json.dumps(delta) + self._text_tail
 
-    def finish(self, reason: str, outputs: ReplyOutputs | None = None) -> str:
-        """The last choice chunk; its delta carries `outputs` (the extension field) when the reply was parsed."""
-        fields = as_fields(outputs)
-        return self._event({OUTPUTS_FIELD: fields} if fields else {}, reason)
+    def finish(self, reason: str, outputs: ReplyOutputs | None = None, notes: tuple[str, ...] = ()) -> str:
+        """The last choice chunk; its delta carries `outputs` when the reply was parsed and `notes` when the
+        deployment did not apply part of the request (the extension fields)."""
+        return self._event(_extensions(outputs, notes), reason)
 
     def usage(self, completion_tokens: int) -> str:
         """The last chunk when the caller asked for stream_options.include_usage (no choices)."""
@@ -403,14 +404,17 @@ def usage_body(completion_tokens: int) -> dict:
     return {"completion_tokens": completion_tokens}
 
 
-def completion_body(model: str, text: str, reason: str, completion_tokens: int,
-                    outputs: ReplyOutputs | None = None) -> dict:
-    """A whole (non-streamed) chat.completion; the message carries `outputs` (the extension field: a chart's
-    table, grounded boxes, a markdown page) when the reply was parsed into one."""
-    message = {"role": "assistant", "content": text}
+def _extensions(outputs: ReplyOutputs | None, notes: tuple[str, ...]) -> dict:
     fields = as_fields(outputs)
-    if fields:
-        message[OUTPUTS_FIELD] = fields
+    return {**({OUTPUTS_FIELD: fields} if fields else {}), **({NOTES_FIELD: list(notes)} if notes else {})}
+
+
+def completion_body(model: str, text: str, reason: str, completion_tokens: int,
+                    outputs: ReplyOutputs | None = None, notes: tuple[str, ...] = ()) -> dict:
+    """A whole (non-streamed) chat.completion; the message carries `outputs` (the extension field: a chart's
+    table, grounded boxes, a markdown page) when the reply was parsed into one, and `notes` when the deployment did
+    not apply part of the request (an encoder-decoder family's sampling: the reply is greedy)."""
+    message = {"role": "assistant", "content": text, **_extensions(outputs, notes)}
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time()),
         "model": model,

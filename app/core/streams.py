@@ -17,6 +17,7 @@ class StreamDefaults:
     adapter: str | None = None  # the request carried no adapter the stream knows of
     whole_reply: bool = False  # the reply streams (not sent at once)
     image_report: Callable[[], list[dict] | None] | None = None  # no encoder findings to show
+    notes: tuple[str, ...] = ()  # the request was sent as asked
 
     def details_line(self) -> str:
         """The kind's own figures line; none by default."""
@@ -68,6 +69,10 @@ class ForwardedStream:
     @property
     def image_report(self) -> Callable[[], list[dict] | None] | None:
         return self._inner().image_report
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return self._inner().notes
 
     def details_line(self) -> str:
         return self._inner().details_line()

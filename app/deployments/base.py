@@ -114,6 +114,7 @@ class ReplyStream(Protocol):
     adapter: str | None  # the adapter the request carried, where the stream knows it (the model's own one too)
     whole_reply: bool  # the server sent the reply at once (the runner topology): no token count to show
     image_report: Callable[[], list[dict] | None] | None  # what the image encoder found ("What the model saw")
+    notes: tuple[str, ...]  # what the request sent differently from what was asked, and why (() when nothing)
 
     def details_line(self) -> str:
         """The kind's own figures line (the runner's finish and reply mode, llmapi's KV cache); "" when none."""

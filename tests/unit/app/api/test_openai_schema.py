@@ -233,3 +233,14 @@ def test_parsed_outputs_ride_on_the_message_and_the_last_delta():
     last = json.loads(ChunkWriter(SERVED).finish("stop", parse_reply(text))[len("data: "):])
     assert last["choices"][0]["delta"]["outputs"]["table"]["rows"] == [["2021", "12"]]
     assert json.loads(ChunkWriter(SERVED).finish("stop")[len("data: "):])["choices"][0]["delta"] == {}
+
+
+def test_what_the_deployment_did_not_apply_is_said_in_the_notes_field():
+    """An encoder-decoder family on the runner topology takes no sampling: the reply says so beside its text (the
+    chat shows the same note in "What the model saw"), in the whole reply and in the last streamed delta."""
+    note = "temperature 0.7 not applied: BLIP-2 T5's LLM is encoder-decoder, so the reply is greedy"
+    message = completion_body(SERVED, "a cat", "stop", 2, None, (note,))["choices"][0]["message"]
+    assert message["notes"] == [note] and message["content"] == "a cat"
+    last = json.loads(ChunkWriter(SERVED).finish("stop", None, (note,))[len("data: "):])
+    assert last["choices"][0]["delta"] == {"notes": [note]}
+    assert "notes" not in completion_body(SERVED, "a cat", "stop", 2)["choices"][0]["message"]
