@@ -72,7 +72,7 @@ def panel_sampling(mode: str, max_tokens: object, temperature: object, top_k: ob
     return replace(params, top_k=top_k, top_p=params.top_p or WHOLE_DISTRIBUTION)
 
 
-SAME_ADAPTER = "same adapter"  # the history mode that sends each adapter only the turns it answered
+SAME_ADAPTER = "same adapter"  # the context mode that sends each adapter only the turns it answered
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ class ChatSampling:
     presence_penalty: object = SAMPLING_LIMITS["presence_penalty"][0]
     frequency_penalty: object = SAMPLING_LIMITS["frequency_penalty"][0]
     system_prompt: str = ""
-    history_mode: str = SAME_ADAPTER
+    context_mode: str = SAME_ADAPTER
     keep_pictures: bool = False
 
     @classmethod
@@ -105,4 +105,4 @@ class ChatSampling:
 
     def policy(self) -> ContextPolicy:
         """Which earlier turns the model is sent."""
-        return ContextPolicy(same_adapter=self.history_mode == SAME_ADAPTER, keep_pictures=bool(self.keep_pictures))
+        return ContextPolicy(same_adapter=self.context_mode == SAME_ADAPTER, keep_pictures=bool(self.keep_pictures))

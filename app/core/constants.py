@@ -16,7 +16,8 @@ MAX_CONVERSATION_MESSAGES = 1_000
 MAX_UPLOAD = "20mb"
 
 
-HISTORY_MODES = {
+# Which earlier turns each reply is sent (ContextPolicy); "history" is the saved conversations only
+CONTEXT_MODES = {
     "same adapter": "Each adapter sees only the turns it answered (plus your new message), so styles do not leak "
                     "between adapters through the conversation.",
     "whole conversation": "Every reply sees the whole conversation, whichever adapter wrote the earlier replies.",

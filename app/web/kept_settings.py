@@ -9,7 +9,7 @@ from collections.abc import Mapping
 import gradio as gr
 
 from app.chat.sampling import GREEDY
-from app.core.constants import HISTORY_MODES, MAX_PROMPT_CHARS
+from app.core.constants import CONTEXT_MODES, MAX_PROMPT_CHARS
 from app.core.sampling import SAMPLING_LIMITS
 
 STORAGE_KEY = "triton-vlm-lora-settings"
@@ -27,8 +27,8 @@ def checked(name: str, value: object) -> object | None:
         return value if ok else None
     if name == "decoding":
         return value if value in DECODINGS else None
-    if name == "history_mode":
-        return value if value in HISTORY_MODES else None
+    if name == "context_mode":
+        return value if value in CONTEXT_MODES else None
     if name == "keep_pictures":
         return value if isinstance(value, bool) else None
     if name in TEXT_LIMITS:
@@ -39,6 +39,8 @@ def checked(name: str, value: object) -> object | None:
 def restored(stored: object, names: list[str]) -> list:
     """Updates for the widgets `names`, in order, from what the browser kept (gr.skip() where nothing usable)."""
     kept = stored if isinstance(stored, Mapping) else {}
+    if "context_mode" not in kept and "history_mode" in kept:  # the name pages before 29 November kept it under
+        kept = {**kept, "context_mode": kept["history_mode"]}
     values = [checked(name, kept.get(name)) for name in names]
     return [gr.skip() if value is None else value for value in values]
 

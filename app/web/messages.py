@@ -59,8 +59,8 @@ MSG_SERVE_LOGIC_RUNNING = "A trtllm-serve started from this page is already runn
 MSG_SENT_ALL = "Sent to the model: your message{s} {numbers} (the whole conversation)."
 MSG_SENT_SOME = "Sent to the model: your message{s} {numbers} of {count}; {reason}."
 MSG_LEFT_OUT_PICTURE = "a new picture starts what the model sees"
-MSG_LEFT_OUT_ADAPTER = ("the earlier ones were answered with another adapter (Sampling → History sent with each "
-                        "message: same adapter)")
+MSG_LEFT_OUT_ADAPTER = ("the earlier ones were answered with another adapter (Sampling → Earlier turns sent with "
+                        "each message: same adapter)")
 # Conversations older apps wrote (legacy_chats.py): what is wrong with a file
 MSG_NOT_A_MESSAGE = 'message {number} is not {{"role": "user" or "assistant", "content": text}}'
 MSG_DAMAGED_REPLY = "reply {number} is damaged ({detail})"

@@ -20,7 +20,7 @@ from app.chat.reply_run import ReplySettings
 from app.chat.sampling import GREEDY, ChatSampling
 from app.chat.server_choice import session_status
 from app.chat.turns import check_new_turn, without_last_reply
-from app.core.constants import CPU_DEMO_NOTE, CPU_OCR_NOTE, HISTORY_MODES, STATUS_REFRESH_SECONDS
+from app.core.constants import CONTEXT_MODES, CPU_DEMO_NOTE, CPU_OCR_NOTE, STATUS_REFRESH_SECONDS
 from app.core.conversation import Conversation
 from app.core.errors import ChatError
 from app.core.sampling import SAMPLING_LIMITS
@@ -218,8 +218,8 @@ def build(ctx: AppContext, app: gr.Blocks | None = None, tab: gr.Tab | None = No
                                elem_id="pdf-pages", max_lines=1)
         system_prompt = gr.Textbox(value=ctx.config.system_prompt, label="System prompt", lines=2,
                                    elem_id="system-prompt")
-        history_mode = gr.Radio(list(HISTORY_MODES), value="same adapter", label="History sent with each message",
-                                info=" / ".join(f"{k}: {v}" for k, v in HISTORY_MODES.items()), elem_id="history-mode")
+        context_mode = gr.Radio(list(CONTEXT_MODES), value="same adapter", label="Earlier turns sent with each message",
+                                info=" / ".join(f"{k}: {v}" for k, v in CONTEXT_MODES.items()), elem_id="context-mode")
         keep_pictures = gr.Checkbox(value=False, label=KEEP_PICTURES_LABEL, info=KEEP_PICTURES_INFO,
                                     elem_id="keep-pictures")
     address, add_server, server_note = server_picker.build_add_form(ctx)
@@ -227,7 +227,7 @@ def build(ctx: AppContext, app: gr.Blocks | None = None, tab: gr.Tab | None = No
     conversation = gr.State(Conversation())
     widgets = dict(decoding=decoding, max_tokens=max_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
                    repetition_penalty=repetition_penalty, seed=seed, presence_penalty=presence_penalty,
-                   frequency_penalty=frequency_penalty, system_prompt=system_prompt, history_mode=history_mode,
+                   frequency_penalty=frequency_penalty, system_prompt=system_prompt, context_mode=context_mode,
                    keep_pictures=keep_pictures)
     sampling = [widgets[f.name] for f in fields(ChatSampling)]  # ChatSampling.from_values takes them in this order
 

@@ -11,6 +11,14 @@ def test_only_values_a_widget_can_hold_come_back():
     assert checked("decoding", "sample") == "sample" and checked("decoding", "beam") is None
     assert checked("system_prompt", "Be brief.") == "Be brief." and checked("system_prompt", "x" * 10**6) is None
     assert checked("keep_pictures", 1) is None and checked("unknown", 1) is None
-    names = ["temperature", "decoding", "history_mode"]
+    names = ["temperature", "decoding", "context_mode"]
     assert restored({"temperature": 0.2, "decoding": "x"}, names) == [0.2, gr.skip(), gr.skip()]
     assert restored("not a dict", names) == [gr.skip()] * 3
+
+
+def test_the_setting_kept_under_its_old_name_comes_back():
+    """Pages before the rename kept which earlier turns are sent as "history_mode" ("history" is now the saved
+    conversations only): a reload after the update finds it all the same."""
+    assert restored({"history_mode": "whole conversation"}, ["context_mode"]) == ["whole conversation"]
+    assert restored({"history_mode": "whole conversation", "context_mode": "same adapter"}, ["context_mode"]) == [
+        "same adapter"]
