@@ -8,7 +8,7 @@ from app.deployments.runner.deployment import RunnerDeployment
 from app.web.build_logic import family_choices
 from app.web.pages.build import twin_of
 from app.web.ui import build_app
-from tests.browser.chat_helpers import ask_about_image, set_number, status_line
+from tests.browser.chat_helpers import ask_about_image, set_number, status_line, wait_until
 from tests.browser_tabs import grant_access
 from tests.pictures import chelsea_picture
 from tests.servers import free_port, free_ports
@@ -62,7 +62,9 @@ def test_launch_the_chosen_familys_twin_from_the_build_page_then_chat(browser_co
         page.wait_for_selector("#chat-input textarea", state="visible")
         twin = ctx.servers.get("build").deployment  # listed, and this browser session's choice
         assert isinstance(twin, RunnerDeployment) and twin.family == "kosmos-2" and twin.url == f"127.0.0.1:{grpc}"
-        assert "Build page: CPU twin of kosmos-2" in page.input_value("#server input")
+        # the picker follows once the page has the new list (a round trip after the tab switch)
+        wait_until(lambda: "Build page: CPU twin of kosmos-2" in page.input_value("#server input"), timeout=60,
+                   what="this session's server picker on the twin")
         reply = ask_about_image(page, picture, "What animal is this?", timeout=400)
         assert "cat" in reply.lower(), reply
         page.get_by_role("tab", name="Build").click()
