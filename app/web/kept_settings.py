@@ -45,6 +45,15 @@ def restored(stored: object, names: list[str]) -> list:
     return [gr.skip() if value is None else value for value in values]
 
 
+def sample_only_state(stored: object, count: int) -> list:
+    """The Sample-only widgets' state after a restore: following the kept decoding, and left alone when none was
+    kept (the page's load can end after the person already picked Sample: it must not turn the controls off)."""
+    decoding = checked("decoding", stored.get("decoding") if isinstance(stored, Mapping) else None)
+    if decoding is None:
+        return [gr.skip()] * count
+    return [gr.update(interactive=decoding != GREEDY) for _ in range(count)]
+
+
 def wire(app: gr.Blocks, widgets: Mapping[str, gr.components.Component], sample_only: list) -> None:
     """Keep `widgets` (name -> widget) in the browser: saved when one changes, restored on page load;
     `sample_only`: the widgets Greedy decoding turns off (their state follows the restored decoding)."""
@@ -55,10 +64,7 @@ def wire(app: gr.Blocks, widgets: Mapping[str, gr.components.Component], sample_
         return {name: value for name, value in zip(names, values, strict=True) if checked(name, value) is not None}
 
     def restore(stored):
-        updates = restored(stored, names)
-        decoding = stored.get("decoding") if isinstance(stored, Mapping) else None
-        on = checked("decoding", decoding) not in (None, GREEDY)
-        return [*updates, *[gr.update(interactive=on) for _ in sample_only]]
+        return [*restored(stored, names), *sample_only_state(stored, len(sample_only))]
 
     for widget in widgets.values():  # .change: typed, dragged or restored (a restore saves what it restored)
         widget.change(save, list(widgets.values()), store, trigger_mode="always_last", **PRIVATE)

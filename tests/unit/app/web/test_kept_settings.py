@@ -22,3 +22,13 @@ def test_the_setting_kept_under_its_old_name_comes_back():
     assert restored({"history_mode": "whole conversation"}, ["context_mode"]) == ["whole conversation"]
     assert restored({"history_mode": "whole conversation", "context_mode": "same adapter"}, ["context_mode"]) == [
         "same adapter"]
+
+
+def test_a_restore_with_no_kept_decoding_leaves_the_sample_controls_alone():
+    """The page's load can end after the person picked Sample (a busy server): with no decoding kept, the restore
+    must not turn temperature, top-k, top-p and seed off again."""
+    from app.web.kept_settings import sample_only_state
+
+    assert sample_only_state({}, 4) == [gr.skip()] * 4 and sample_only_state("not a dict", 2) == [gr.skip()] * 2
+    assert sample_only_state({"decoding": "sample"}, 1) == [gr.update(interactive=True)]
+    assert sample_only_state({"decoding": "greedy"}, 1) == [gr.update(interactive=False)]
