@@ -170,8 +170,9 @@ class HistoryPanel:
                            chatbot.clear(trashed, [self.store, conversation], [*shown, *asked, *undone], **private),
                            self.undo.click(on_undo, self.before, [*shown, *undone], **private)]
         self.delete.click(partial(on_ask, "delete"), conversation, asked, **private)
-        self.rename.click(on_rename_open, self.store, [self.rename_row, self.title], **private)
-        self.title.submit(on_rename, [self.store, self.title], [self.store, self.chats, self.rename_row], **private)
+        self.rename.click(on_rename_open, [self.store, conversation], [self.rename_row, self.title], **private)
+        self.title.submit(on_rename, [self.store, conversation, self.title], [self.store, self.chats, self.rename_row],
+                          **private)
         if clear is not None:
             clear.click(partial(on_ask, "clear"), conversation, asked, **private)
         self.keep.click(lambda: (gr.Row(visible=False), "", None), None, asked, **private)
@@ -205,16 +206,17 @@ def showing(kept: dict) -> tuple:
     return kept, current, chat_messages(current), listed(kept)
 
 
-def on_rename_open(stored) -> tuple:
-    """The title box, shown with the current conversation's title."""
-    kept = kept_store(stored)
+def on_rename_open(stored, current: Conversation) -> tuple:
+    """The title box, shown with the shown conversation's title. The conversation is saved into the store first: the
+    save that follows a reply may not have landed yet when Rename is pressed right after it."""
+    kept = chats.save_current(kept_store(stored), current, image_kept)
     title = next(c for c in kept["chats"] if c["id"] == kept["current"])["title"]
     return gr.Row(visible=True), title
 
 
-def on_rename(stored, title: str) -> tuple:
-    """The current conversation named `title`: (store, list, title box hidden)."""
-    kept = kept_store(stored)
+def on_rename(stored, current: Conversation, title: str) -> tuple:
+    """The shown conversation named `title`: (store, list, title box hidden)."""
+    kept = chats.save_current(kept_store(stored), current, image_kept)
     kept = chats.rename(kept, kept["current"], title or "")
     return kept, listed(kept), gr.Row(visible=False)
 

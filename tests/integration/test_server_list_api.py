@@ -50,7 +50,7 @@ def test_servers_are_listed_added_behind_the_token_and_picked_per_call(two_serve
     model = ctx.deployment.model
     assert models[0] == model and f"{added['id']}/{model}" in models
     assert f"{added['id']}/pirate" in models  # its adapters too, under the same prefix
-    body = {"model": f"{added['id']}/{model}", "max_tokens": 24,
+    body = {"model": f"{added['id']}/{model}", "max_tokens": 24, "temperature": 0,
             "messages": [{"role": "user", "content": "What is the capital of France?"}]}
     answer = httpx.post(url + "v1/chat/completions", json=body, timeout=240).json()
     assert answer["model"] == f"{added['id']}/{model}" and "Paris" in answer["choices"][0]["message"]["content"]

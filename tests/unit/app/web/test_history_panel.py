@@ -196,3 +196,13 @@ def test_switching_away_from_an_empty_new_chat_does_not_keep_it():
     assert len(store["chats"]) == 2
     store = chats.switch(store, written)
     assert [c["id"] for c in store["chats"]] == [written]
+
+
+def test_rename_names_the_shown_conversation_before_its_save_has_landed():
+    store = chats.empty_store()  # nothing saved yet: the save after the reply is pending
+    shown = answered("Name a fruit.", "Apple.")
+    _, title = panel.on_rename_open(store, shown)
+    assert title == "Name a fruit."
+    kept, _, _ = panel.on_rename(store, shown, "Groceries")
+    (chat,) = [c for c in kept["chats"] if c["id"] == kept["current"]]
+    assert chat["title"] == "Groceries" and chats.current_conversation(kept) == shown
