@@ -14,7 +14,7 @@ from pathlib import Path
 import gradio as gr
 from gradio.data_classes import FileData
 
-from app.api.gradio_api import access_refused, is_uploaded, server_view, uploaded_paths
+from app.api.gradio_api import is_uploaded, require_access, server_view, uploaded_paths
 from app.arena.cli import board_dict
 from app.arena.messages import MSG_SET_NO_FILE, MSG_SET_UPLOAD
 from app.arena.service import LOCAL_VOTER, Arena, SetStep
@@ -60,11 +60,6 @@ def step_dict(step: SetStep) -> dict:
 def register_arena(app_ctx: AppContext, arena: Arena) -> None:
     """Add the Arena's endpoints to the current Blocks."""
 
-    def check(request: gr.Request | None) -> None:
-        reason = access_refused(app_ctx, request)
-        if reason:
-            raise gr.Error(reason, print_exception=False)
-
     def follow(battle: str) -> Iterator[dict]:
         last = ["", ""]
         for last in arena.answers(battle):
@@ -78,7 +73,7 @@ def register_arena(app_ctx: AppContext, arena: Arena) -> None:
         """Start a blind battle: two of `contestants` ("base model" and adapter names as the chat's dropdown names
         them; empty for all) answer `prompt` (and `images`) with the same settings and seed. Each update is
         {battle, a, b, done}: the battle's id and the two anonymous answers so far. Needs the token or a login."""
-        check(request)
+        require_access(app_ctx, request)
         try:
             ctx = server_view(app_ctx, deployment)
             params = arena_sampling(max_tokens, temperature, seed, bool(greedy))
@@ -92,7 +87,7 @@ def register_arena(app_ctx: AppContext, arena: Arena) -> None:
                   request: gr.Request = None) -> Iterator[dict]:
         """A follow-up turn of an unvoted battle: both sides answer, each with its own earlier answers; updates as
         arena_start's."""
-        check(request)
+        require_access(app_ctx, request)
         try:
             arena.ask(require_text(battle), require_text(prompt), uploaded_paths(images) or None)
             yield from follow(battle)
@@ -102,7 +97,7 @@ def register_arena(app_ctx: AppContext, arena: Arena) -> None:
     def arena_vote(battle: str, vote: str, request: gr.Request = None) -> dict:
         """Vote on a battle once: `vote` is A, B, tie or both_bad. Returns {battle, model_a, model_b, vote}: the
         names, now that the vote is in."""
-        check(request)
+        require_access(app_ctx, request)
         try:
             record = arena.vote(require_text(battle), vote, voter(request))
         except ChatError as exc:
@@ -120,7 +115,7 @@ def register_arena(app_ctx: AppContext, arena: Arena) -> None:
 
     def arena_export(format: str = "jsonl", request: gr.Request = None) -> str:  # noqa: A002 - the API's word
         """Every voted battle as JSONL (FastChat's arena-log fields) or CSV text. Needs the token or a login."""
-        check(request)
+        require_access(app_ctx, request)
         try:
             return arena.export(format)
         except ChatError as exc:
@@ -132,7 +127,7 @@ def register_arena(app_ctx: AppContext, arena: Arena) -> None:
         the pictures they name, `name` the set's name (default: the JSONL file's name without .jsonl; a set uploaded
         again under its name is replaced). Returns {prompt_set, prompts, pictures}; a malformed line is refused with
         its number. Needs the token or a login."""
-        check(request)
+        require_access(app_ctx, request)
         try:
             path = one_upload(jsonl, "JSONL file")
             if path is None:
@@ -149,7 +144,7 @@ def register_arena(app_ctx: AppContext, arena: Arena) -> None:
         resumes there, as the tab's Next prompt of the set), with its pictures. Updates as arena_start's, plus
         {prompt_set, number, count, voted, prompt} (number counts from 1); vote with arena_vote. Once every prompt
         is voted on: one update with battle and number None and done true. Needs the token or a login."""
-        check(request)
+        require_access(app_ctx, request)
         try:
             step = arena.set_step(prompt_set, voter(request))
             where = step_dict(step)

@@ -61,6 +61,14 @@ def access_refused(ctx: AppContext, request: gr.Request | None) -> str | None:
     return ctx.access.refusal(request.username, dict(request.headers or {}), dict(request.cookies or {}))
 
 
+def require_access(ctx: AppContext, request: gr.Request | None) -> None:
+    """The guard of every endpoint that makes the app run programs, write files or connect somewhere: a Gradio error
+    with access_refused's reason (nothing run) unless the caller may."""
+    reason = access_refused(ctx, request)
+    if reason:
+        raise gr.Error(reason, print_exception=False)
+
+
 def server_view(ctx: AppContext, server_id: str | None) -> AppContext:
     """The context of the listed server `server_id` (empty: the app's own); InvalidRequest naming the listed ones
     when it is not listed or cannot be used now."""
@@ -205,9 +213,7 @@ def register(app_ctx: AppContext) -> None:
         """List the server at `address` (an OpenAI-compatible http(s) URL, or a Triton gRPC HOST:PORT) once it
         answers and its model is ready, as the chat's "Add a server" does; its entry as `list_servers` gives it.
         Needs the launch token or a login, as the Build page does (the app connects to the address)."""
-        reason = access_refused(app_ctx, request)
-        if reason:
-            raise gr.Error(reason, print_exception=False)
+        require_access(app_ctx, request)
         try:
             server = add_listed_server(app_ctx, address)
         except ChatError as exc:
