@@ -7,26 +7,9 @@ import pytest
 from app.chat import chat_files, conversation_json
 from app.chat import history as chats
 from app.core.constants import MAX_CONVERSATION_MESSAGES
-from app.core.conversation import Conversation, Media, ReplyVersion, Turn
+from app.core.conversation import Conversation, Media, Turn
 from app.core.errors import InvalidRequest
-from app.core.sampling import SamplingParams
-
-
-def keep_all(_path) -> bool:  # the server still has every image
-    return True
-
-
-def keep_none(_path) -> bool:
-    return False
-
-
-TALK = Conversation((Turn.user("What is the capital of France?"),
-                     Turn.reply(ReplyVersion("Paris.", figures="2 tokens · base model · K"))))
-CUT = ReplyVersion(text="Arr, the capital be", adapter="pirate", figures="4 tokens · pirate · K", cut_at=4,
-                   sampling=SamplingParams(max_tokens=4, top_k=1), context=(0,))
-WHOLE = ReplyVersion(text="Paris.", figures="2 tokens · base model · K", saw=(("Labels: tabby cat 91%", "Text: none found"),))
-TWO = Turn("assistant", versions=(CUT, WHOLE), shown=0)
-PICTURE = Turn.user("What is it?", (Media.of("/tmp/gradio/x/sign.png"),))
+from tests.unit.app.chat.conversation_samples import CUT, PICTURE, TALK, TWO, WHOLE, keep_none
 
 
 def test_json_export_imports_back_with_its_version_and_every_field():

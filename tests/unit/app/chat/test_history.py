@@ -7,24 +7,7 @@ from app.chat import history as chats
 from app.chat.conversation_json import conversation_dict
 from app.core.conversation import Conversation, Media, ReplyVersion, Turn
 from app.core.errors import InvalidRequest
-from app.core.sampling import SamplingParams
-
-
-def keep_all(_path) -> bool:  # the server still has every image
-    return True
-
-
-def keep_none(_path) -> bool:
-    return False
-
-
-TALK = Conversation((Turn.user("What is the capital of France?"),
-                     Turn.reply(ReplyVersion("Paris.", figures="2 tokens · base model · K"))))
-CUT = ReplyVersion(text="Arr, the capital be", adapter="pirate", figures="4 tokens · pirate · K", cut_at=4,
-                   sampling=SamplingParams(max_tokens=4, top_k=1), context=(0,))
-WHOLE = ReplyVersion(text="Paris.", figures="2 tokens · base model · K", saw=(("Labels: tabby cat 91%", "Text: none found"),))
-TWO = Turn("assistant", versions=(CUT, WHOLE), shown=0)
-PICTURE = Turn.user("What is it?", (Media.of("/tmp/gradio/x/sign.png"),))
+from tests.unit.app.chat.conversation_samples import PICTURE, TALK, keep_all, keep_none
 
 
 def test_save_switch_new_delete():
