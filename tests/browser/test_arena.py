@@ -10,10 +10,10 @@ import json
 
 import pytest
 
+from tests.arena_app import launch_app
 from tests.browser.chat_helpers import open_accordion, set_number, toasts, wait_until
 from tests.browser_tabs import app_tab
 from tests.pictures import shape_picture
-from tests.servers import free_port
 
 CONTESTANTS = ("base model", "french")  # words the demo's answers to these prompts do not use
 RECORD_NETWORK_JS = """(() => {
@@ -36,15 +36,6 @@ RECORD_NETWORK_JS = """(() => {
         return source;
     };
 })();"""
-
-
-def launch_app(triton, db_url: str):
-    from app.chat.context import AppConfig, AppContext
-    from app.web.ui import launch
-
-    port = free_port()
-    ctx = AppContext(AppConfig(triton_url=triton.grpc_url, port=port, demo=True, arena_db=db_url))
-    return ctx, launch(ctx, prevent_thread_lock=True), f"http://127.0.0.1:{port}/"
 
 
 @pytest.fixture(scope="module")

@@ -11,19 +11,10 @@ import threading
 import pytest
 from gradio_client import Client, handle_file
 
-from tests.servers import free_port
+from tests.arena_app import launch_app
 
 VOTES_EACH = 25
 NAMES = ("base model", "pirate", "french")
-
-
-def launch_app(triton, db_url: str):
-    from app.chat.context import AppConfig, AppContext
-    from app.web.ui import launch
-
-    port = free_port()
-    ctx = AppContext(AppConfig(triton_url=triton.grpc_url, port=port, demo=True, arena_db=db_url))
-    return ctx, launch(ctx, prevent_thread_lock=True), f"http://127.0.0.1:{port}/"
 
 
 @pytest.fixture(scope="module")

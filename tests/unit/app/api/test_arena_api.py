@@ -20,15 +20,6 @@ from tests.compare_fakes import RecordingDeployment
 
 
 @pytest.fixture
-def uploads(tmp_path, monkeypatch):
-    """Gradio's upload folder, where the endpoints take files from."""
-    folder = tmp_path / "gradio"
-    folder.mkdir()
-    monkeypatch.setenv("GRADIO_TEMP_DIR", str(folder))
-    return folder
-
-
-@pytest.fixture
 def api(tmp_path, uploads):
     """The Arena's endpoints by name, on a fake deployment with two adapters and logins for ann and bob."""
     deployment = RecordingDeployment(known=("pirate", "french"))

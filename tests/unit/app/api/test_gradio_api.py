@@ -16,15 +16,6 @@ from app.core.constants import MAX_COMPARE_ADAPTERS
 from tests.compare_fakes import RecordingDeployment
 
 
-@pytest.fixture
-def uploads(tmp_path, monkeypatch):
-    """Gradio's upload folder, where the endpoint takes images from."""
-    folder = tmp_path / "gradio"
-    folder.mkdir()
-    monkeypatch.setenv("GRADIO_TEMP_DIR", str(folder))
-    return folder
-
-
 def endpoint(tmp_path, deployment, name: str = "compare"):
     ctx = AppContext(AppConfig(adapters_dir=str(tmp_path / "adapters")), deployment=deployment)
     with gr.Blocks() as blocks:
