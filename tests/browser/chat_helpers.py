@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 import time
 
-# the line under a finished reply: its token count, or its time when the server sent the reply whole (the runner)
-FIGURES = re.compile(r"^(?:(?P<tokens>\d+) tokens?|\d+\.\d\d s) · ")
+# the line under a finished reply: its token count (after Continue: of the whole reply, "7 tokens (2 after Continue)"),
+# or its time when the server sent the reply whole (the runner)
+FIGURES = re.compile(r"^(?:(?P<tokens>\d+) tokens?(?: \(\d+ after Continue\))?|\d+\.\d\d s) · ")
 NARROW = {"width": 400, "height": 860}  # a phone held upright
 WIDTHS = {"desktop": {"width": 1200, "height": 1000}, "400px": NARROW}
 
@@ -66,15 +67,25 @@ def settled_reply(page, quiet: float = 5.0, timeout: float = 240) -> str:
     raise AssertionError(f"reply did not settle: {last!r}")
 
 
-def wait_until(condition, timeout: float = 90, step: float = 0.05, what: str = "condition"):
-    """Poll `condition()` until it returns something truthy; that value, else AssertionError after `timeout`."""
+def wait_until(condition, timeout: float = 90, step: float = 0.05, what: str = "condition", explain=None):
+    """Poll `condition()` until it returns something truthy; that value, else AssertionError after `timeout`
+    (with what `explain()` says, when given: the page's state, to tell a slow reply from a lost one)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = condition()
         if value:
             return value
         time.sleep(step)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+    said = f"; {explain()}" if explain is not None else ""
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}{said}")
+
+
+def chat_state(page) -> str:
+    """What the chat page shows, for a failure message: the last reply, the buttons' states, the toasts."""
+    texts = bot_texts(page)
+    buttons = {name: page.locator(f"#{name}").is_enabled() for name in ("stop", "regenerate", "continue")
+               if page.locator(f"#{name}").count()}
+    return f"last reply {texts[-1] if texts else None!r}, enabled {buttons}, toasts {toasts(page)}"
 
 
 def open_accordion(page, elem_id: str, tries: int = 4) -> None:
@@ -156,7 +167,8 @@ def figures_line(text: str) -> str:
 def named_adapter(text: str) -> str:
     """The model or adapter a finished reply's figures line names ("base model" or an adapter)."""
     parts = figures_line(text).split(" · ")
-    return next((p for p in parts if not re.match(r"^[\d.]+ tokens?(/s)?$|^\d+\.\d\d s$|^first token |^LoRA ", p)), "")
+    counts = r"^[\d.]+ tokens?(/s)?( \(\d+ after Continue\))?$|^\d+\.\d\d s$|^first token |^LoRA "
+    return next((p for p in parts if not re.match(counts, p)), "")
 
 
 def reply_body(text: str) -> str:

@@ -1,8 +1,11 @@
 """A reply's versions, Continue after the token limit, and the conversation's height, in the browser."""
 
+import re
+
 from tests.browser.chat_helpers import (
     ask,
     bot_texts,
+    chat_state,
     figures_line,
     named_adapter,
     open_sampling,
@@ -59,10 +62,12 @@ def test_a_cut_reply_says_so_and_continue_goes_on_with_it(page):
     set_number(page, "max-tokens", 40)
     page.click("#continue")
     wait_until(lambda: CUT_MARK.format(limit=5) not in bot_texts(page)[-1] and figures_line(bot_texts(page)[-1]),
-               timeout=240, what="the continued reply")  # 40 tokens: beside busy_machine they took over 90 s
+               timeout=240, what="the continued reply", explain=lambda: chat_state(page))  # 40 tokens: beside busy_machine they took over 90 s
     whole = settled_reply(page)
     assert len(bot_texts(page)) == 1 and words(whole).startswith(words(cut)) and len(words(whole)) > len(words(cut))
     assert "Paris" in whole and not page.locator("#continue").is_enabled()
+    counted = re.match(r"(\d+) tokens \((\d+) after Continue\) · ", figures_line(whole))  # the whole reply counted
+    assert counted and int(counted[1]) == 5 + int(counted[2]), figures_line(whole)
 
 
 def test_the_adapter_is_named_once_under_a_reply(page):
