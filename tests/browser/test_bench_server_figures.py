@@ -210,10 +210,14 @@ def test_a_server_tab_opened_later_charts_the_requests_before_it(browser_context
             assert "data: [DONE]" in _chat_through_the_api(url, words=10)
         with app_tab(browser_context, (ctx, url)) as page:
             page.get_by_role("tab", name="Server").click()
+            def shown() -> str:  # what the tab showed, should the wait run out (a known load-only failure)
+                return (f"summary {page.locator('#server-summary').inner_text()!r}, requests/s "
+                        f"{_chart_values(page, 'server-rate', 'requests/s', 'requests/s')}, app readings "
+                        f"{len(ctx.live.readings)}")
             wait_until(lambda: any(v > 0 for v in _chart_values(page, "server-rate", "requests/s", "requests/s")),
-                       what="the earlier requests in the requests/s chart")
+                       what="the earlier requests in the requests/s chart", explain=shown)
             wait_until(lambda: any(v > 0 for v in _chart_values(page, "server-user-tokens", "output tokens/s",
                                                                   "tokens/s")),
-                       what="the earlier replies in the users' tokens/s chart")
+                       what="the earlier replies in the users' tokens/s chart", explain=shown)
     finally:
         blocks.close()
