@@ -36,6 +36,15 @@ def write_engine_config(folder: Path, shape: dict = SMOL, max_rank: int = 64, mo
     return folder
 
 
+def write_model_config(folder: Path, shape: dict = SMOL, nested: str | None = None, vocab: int = 49152) -> Path:
+    """A Hugging Face config.json of the given shape (`nested`: under that key, as a VLM keeps its language model's)."""
+    text = {"hidden_size": shape["hidden"], "intermediate_size": shape["inter"], "num_hidden_layers": shape["layers"],
+            "num_attention_heads": shape["heads"], "num_key_value_heads": shape["kv"], "vocab_size": vocab}
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps({nested: text, "model_type": "vlm"} if nested else text))
+    return folder
+
+
 def write_peft(folder: Path, rank: int = 4, alpha: float = 8, modules=("q_proj", "v_proj"), layers=(0, 1),
                shape: dict = SMOL, seed: int = 0, config_extra: dict | None = None, fmt: str = "safetensors",
                dims: dict | None = None) -> Path:

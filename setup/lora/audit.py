@@ -2,8 +2,9 @@
 (with the share of the adapter's parameters each way), and the reasons it refuses one.
 
 The target (`LoraTarget`) is what the deployment applies: a TensorRT-LLM engine or the CPU engine the modules
-of its build_config.lora_config.lora_target_modules up to max_lora_rank; vLLM every language-model module (it
-drops the modules of a VLM's vision tower, vllm#23796). Every server here applies LoRA to the language model
+of its build_config.lora_config.lora_target_modules up to max_lora_rank; the llmapi model's PyTorch backend and
+vLLM every language-model module (vLLM drops the modules of a VLM's vision tower, vllm#23796), with the shapes of a
+model folder's config.json where the app has one. Every server here applies LoRA to the language model
 only, so a tower's modules (vision_model.*, visual.*) and embedding LoRA are dropped and modules_to_save are
 flagged (not applied). Refused: a PEFT type other than LORA, DoRA, a rank above max_lora_rank, and weights whose
 shapes do not fit the served model (another base model).
@@ -77,6 +78,31 @@ def engine_target(engine_dir: Path, server: str | None = None, model: str = "") 
     return LoraTarget(server=server, model=name, trt_modules=spec.target_modules, max_rank=spec.max_rank,
                       num_layers=spec.num_layers, vocab_size=pretrained.get("vocab_size"), dtype=spec.dtype,
                       shapes=shapes)
+
+
+def model_target(model_dir: Path, server: str, model: str = "") -> LoraTarget:
+    """The target of a server that applies LoRA to every language-model module of a Hugging Face model folder (the
+    llmapi model's PyTorch backend, vLLM): the shapes, layers and vocabulary from its config.json (a VLM's from
+    its text_config); no rank limit known. LoraConvertError when the folder has no readable model config."""
+    path = Path(model_dir) / "config.json"
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+        text = config.get("text_config") or config.get("llm_config") or config
+        hidden, heads = int(text["hidden_size"]), int(text["num_attention_heads"])
+        head = int(text.get("head_dim") or hidden // heads)
+        q, kv = heads * head, int(text.get("num_key_value_heads") or heads) * head
+        inter = int(text["intermediate_size"])
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise LoraConvertError(f"{path} cannot be read as a model config: {exc}") from None
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise LoraConvertError(f"{path} is not a language model's config (missing or bad field {exc}).") from None
+    shapes = {"attn_q": (hidden, q), "attn_k": (hidden, kv), "attn_v": (hidden, kv), "attn_dense": (q, hidden),
+              "mlp_h_to_4h": (hidden, inter), "mlp_gate": (hidden, inter), "mlp_4h_to_h": (inter, hidden),
+              "attn_qkv": (hidden, q + 2 * kv), "mlp_gate_up": (hidden, 2 * inter)}
+    vocab = text.get("vocab_size") or config.get("vocab_size")
+    return LoraTarget(server=server, model=model or Path(model_dir).name, num_layers=int(text["num_hidden_layers"]),
+                      vocab_size=int(vocab) if vocab else None,
+                      shapes=shapes)  # the dtype: these servers cast an adapter to their own when they load it
 
 
 def target_or_none(engine_dir: Path | None, server: str | None = None) -> LoraTarget | None:

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+from app.adapters.audit import LoraTarget
 from app.adapters.registry import AdapterRegistry
 from app.core.errors import InvalidRequest, TextOnlyDeployment
 from app.core.messages import MSG_TEXT_ONLY
@@ -31,6 +32,8 @@ from app.deployments.prompts import PromptBuilder
 from app.deployments.triton_served import TritonServed
 from app.triton.client import TritonChatClient
 from app.triton.declared_inputs import build_inputs
+from setup.lora.audit import model_target
+from setup.lora.convert import LoraConvertError
 
 LORA_INPUTS = ("lora_id", "lora_name", "lora_path")
 
@@ -50,6 +53,7 @@ class LlmApiDeployment(TritonServed):
         self.server_adapters_dir = Path(server_adapters_dir) if server_adapters_dir else None
         self._metrics = metrics
         self._prompts: PromptBuilder | None = None
+        self._target: LoraTarget | None = None
         self._lock = threading.Lock()
 
     def for_model(self, model: str) -> LlmApiDeployment:
@@ -110,6 +114,19 @@ class LlmApiDeployment(TritonServed):
 
     def adapter_names(self) -> list[str]:
         return [a.name for a in self.registry.list() if a.kind == "peft"]
+
+    def lora_target(self) -> LoraTarget:
+        """Every language-model module (the PyTorch backend applies LoRA to the language model), checked against
+        the shapes, layers and vocabulary of the model folder the app was given (the demo's: the model's own);
+        without one readable, any language-model module of any shape."""
+        if self._target is None:
+            try:
+                self._target = model_target(Path(self.tokenizer_dir), self.kind) if self.tokenizer_dir else None
+            except LoraConvertError:
+                self._target = None
+            if self._target is None:
+                return super().lora_target()
+        return self._target
 
     def adapters(self) -> list[AdapterState]:
         return [AdapterState(name=a.name, held_by_server=None, rank=a.rank, target_modules=a.target_modules,

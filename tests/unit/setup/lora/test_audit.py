@@ -10,9 +10,9 @@ import pytest
 from safetensors.numpy import save_file
 
 from setup.lora.adapter_facts import read_adapter
-from setup.lora.audit import LoraTarget, audit, engine_target
+from setup.lora.audit import LoraTarget, audit, engine_target, model_target
 from setup.lora.convert import convert_peft, save_converted
-from tests.lora_helpers import SMOL, TRT_ALL, module_dims, write_engine_config, write_peft
+from tests.lora_helpers import SMOL, TRT_ALL, module_dims, write_engine_config, write_model_config, write_peft
 
 VOCAB = 49152  # SmolLM2's vocabulary
 ATTENTION = ("q_proj", "k_proj", "v_proj", "o_proj")
@@ -157,3 +157,27 @@ def test_a_bad_safetensors_header_is_one_sentence(tmp_path):
     (folder / "adapter_model.safetensors").write_bytes(b"\xff" * 16)
     with pytest.raises(ValueError, match="could not be read as plain tensors"):
         read_adapter(folder)
+
+
+@pytest.mark.parametrize("nested", [None, "text_config"])
+def test_a_model_folders_config_is_a_target_that_refuses_another_base_model(tmp_path, nested):
+    target = model_target(write_model_config(tmp_path / "smollm2-135m-instruct", nested=nested), "Triton llmapi")
+    assert target.num_layers == 30 and target.vocab_size == VOCAB and target.max_rank is None
+    fits = write_peft(tmp_path / "fits", rank=8, modules=ATTENTION + ("gate_proj", "down_proj"), layers=(0, 29))
+    result = audit(read_adapter(fits), target)
+    assert not result.refused and result.applied_percent == 100 and result.served_model == "smollm2-135m-instruct"
+    other = {"hidden": 2048, "inter": 8192, "heads": 32, "kv": 8, "head": 64, "layers": 16}
+    llama = write_peft(tmp_path / "llama", rank=8, shape=other,
+                       config_extra={"base_model_name_or_path": "meta-llama/Llama-3.2-1B"})
+    (reason,) = audit(read_adapter(llama), target).refusals
+    assert "meta-llama/Llama-3.2-1B" in reason and "smollm2-135m-instruct" in reason and "2048 -> 2048" in reason
+
+
+def test_a_folder_without_a_language_models_config_is_one_sentence(tmp_path):
+    from setup.lora.convert import LoraConvertError
+
+    with pytest.raises(LoraConvertError, match="has no|cannot be read"):
+        model_target(tmp_path, "vLLM")
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "clip"}))
+    with pytest.raises(LoraConvertError, match="not a language model's config"):
+        model_target(tmp_path, "vLLM")
