@@ -47,6 +47,11 @@ def test_model_list_and_status(ctx):
     assert {"pirate", "french"} <= set(ctx.deployment.adapter_names())
 
 
+def test_the_audit_knows_the_shapes_of_the_model_vllm_loaded(ctx):
+    target = ctx.deployment.lora_target()  # vLLM lists the folder it loaded as the base model's root
+    assert target.num_layers == 30 and target.vocab_size == 49152 and target.module_shape("q_proj") == (576, 576)
+
+
 def test_the_server_sized_its_kv_cache_as_told(vllm):
     """The peer starts the same way on any machine: its KV cache is the explicit size, not a share of free memory."""
     from benchmarks.peer_vllm import KV_CACHE_BYTES

@@ -13,9 +13,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 
+from app.adapters.audit import LoraTarget
 from app.adapters.registry import AdapterRegistry
 from app.core.constants import STREAM_STALL_SECONDS
 from app.core.conversation import Conversation
@@ -45,6 +47,10 @@ from app.deployments.messages import (
 from app.deployments.openai_compat.stream import OpenAIStream
 from app.deployments.openai_compat.wire import http_error, messages_body, sampling_fields
 from app.vision.images import load_image
+from setup.lora.audit import model_target
+from setup.lora.convert import LoraConvertError
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 ADAPTERS_AS = ("model", "lora_request")
 LIST_SECONDS = 5.0  # the model list is read again after this long
@@ -83,6 +89,7 @@ class OpenAICompatDeployment(PlainAdapters, DeploymentDefaults):
         self.http = httpx.Client(headers=headers, timeout=httpx.Timeout(10.0),
                                  limits=httpx.Limits(max_connections=None, max_keepalive_connections=64))
         self._listing: Listing | None = None
+        self._target: tuple[str, LoraTarget | None] = ("", None)  # (the base's root, its target)
         self._lock = threading.Lock()
 
     # ---- the model list ----------------------------------------------------------------------------
@@ -121,6 +128,24 @@ class OpenAICompatDeployment(PlainAdapters, DeploymentDefaults):
             return self.listing().base
         except ChatError:
             return ""
+
+    def lora_target(self) -> LoraTarget:
+        """Every language-model module (vLLM drops a VLM's tower), checked against the served model's shapes when
+        the server runs on this machine and lists the folder it loaded (vLLM's `root`) with a config.json."""
+        try:
+            listing = self.listing()
+        except ChatError:
+            return super().lora_target()
+        root = str(listing.entries[listing.base].get("root") or "")
+        if root != self._target[0]:
+            target = None
+            if urlsplit(self.url).hostname in LOOPBACK and Path(root).is_absolute():
+                try:
+                    target = model_target(Path(root), self.kind, model=listing.base)
+                except LoraConvertError:
+                    target = None
+            self._target = (root, target)
+        return self._target[1] or super().lora_target()
 
     def adapters_as(self) -> str:
         """'model' or 'lora_request': the flag, else trtllm-serve (lists itself as tensorrt_llm) gets lora_request."""

@@ -24,6 +24,7 @@ from app.deployments.base import ReplyRequest
 from app.deployments.messages import CONTINUE_TURN
 from app.deployments.openai_compat.deployment import OpenAICompatDeployment
 from setup.paths import PROJECT_ROOT
+from tests.lora_helpers import SMOL, write_model_config
 
 FACTS = yaml.safe_load((PROJECT_ROOT / "tests/data/upstream/trtllm-serve/chat_request.yaml").read_text())
 TYPES = {"str": str, "int": int}
@@ -51,6 +52,7 @@ class TrtllmServeStandIn(BaseHTTPRequestHandler):
     checked against the contract, then three streamed chunks (or, unstreamed, one token with log-probabilities)."""
 
     bodies: list[dict] = []
+    root: str | None = None  # the folder the base model was loaded from, as vLLM lists it
 
     def log_message(self, *args) -> None:
         pass
@@ -64,8 +66,8 @@ class TrtllmServeStandIn(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def do_GET(self) -> None:
-        self._send(200, {"object": "list", "data": [{"id": "tensorrt_llm", "object": "model",
-                                                     "owned_by": "tensorrt_llm"}]})
+        base = {"id": "tensorrt_llm", "object": "model", "owned_by": "tensorrt_llm"}
+        self._send(200, {"object": "list", "data": [{**base, "root": self.root} if self.root else base]})
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -93,7 +95,7 @@ class TrtllmServeStandIn(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server():
-    TrtllmServeStandIn.bodies = []
+    TrtllmServeStandIn.bodies, TrtllmServeStandIn.root = [], None
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), TrtllmServeStandIn)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
@@ -166,3 +168,14 @@ def test_an_unknown_adapter_is_refused_before_sending(deployment):
     with pytest.raises(InvalidRequest, match="There is no adapter named 'nope'"):
         deployment.open_reply(ReplyRequest(Conversation.asking("Hi"), SamplingParams(max_tokens=4), "nope"))
     assert TrtllmServeStandIn.bodies == []
+
+
+def test_the_audit_reads_the_shapes_of_the_folder_a_local_server_loaded(deployment, tmp_path):
+    assert not deployment.adapter_audit("pirate").refused  # no root listed: any language-model module
+    TrtllmServeStandIn.root = str(write_model_config(tmp_path / "wide", {**SMOL, "hidden": 1024}))
+    deployment.listing(refresh=True)
+    refused = deployment.adapter_audit("pirate")
+    assert refused.refused and "1024" in refused.refusals[0] and refused.served_model == "tensorrt_llm"
+    TrtllmServeStandIn.root = str(write_model_config(tmp_path / "smollm2-135m-instruct"))
+    deployment.listing(refresh=True)
+    assert deployment.adapter_audit("pirate").applied_percent == 100
