@@ -1,6 +1,7 @@
 """Command line of the app.
 
     python -m app --demo [--port 7860] [--triton-http-port 8000 ...]   embedded CPU Triton + UI
+    python -m app --demo --twin FAMILY                                   a family's CPU twin (e.g. kosmos-2) + UI
     python -m app --triton HOST:GRPC_PORT [--port 7860]                  UI against a running server
     python -m app --openai URL [--api-key-file FILE] [--model NAME]      UI against an OpenAI-compatible server
         (vLLM, SGLang, NIM, trtllm-serve, a Dynamo frontend, or this app's own /v1)
@@ -16,6 +17,12 @@ import signal
 import sys
 
 from app.chat.context import AppConfig, AppContext
+from app.cli.messages import (
+    MSG_DEMO_RUNNER_NEEDS_TWIN,
+    MSG_TWIN_IS_NOT_A_KIND,
+    MSG_TWIN_KIND_CONFLICT,
+    MSG_TWIN_WITHOUT_DEMO,
+)
 from app.core.constants import LLMAPI_MODEL, SUPPORTED_MODELS
 from app.core.errors import ChatError
 from app.deployments.connect import DEPLOYMENTS, read_api_key
@@ -35,12 +42,28 @@ from setup.cpu.runner_demo import runner_families
 from setup.workspace import WorkspaceError, check_root
 
 HELP = AppConfig.help()
-XCOMPOSER2_DEMO = "xcomposer2"  # --demo --deployment: the InternLM-XComposer2 twin (the engine kind serves it)
-# --demo --deployment <family>: the runner twin of a family only TensorRT-LLM's run.py served (the runner kind)
+# --demo --twin NAME picks the CPU demo repository; the server kind is --deployment's (DEPLOYMENTS), never a twin
+DEFAULT_TWIN = "engine"  # --demo alone: the CPU engine topology (SmolLM2-135M with the OCR encoder)
+XCOMPOSER2_DEMO = "xcomposer2"  # --demo --twin xcomposer2: the InternLM-XComposer2 twin (the engine kind serves it)
+# --demo --twin <family>: the runner twin of a family only TensorRT-LLM's run.py served (the runner kind)
 RUNNER_TWINS = runner_families()  # from the family files (triton.topology: runner)
 RUNNER_MODEL = "multimodal_runner"
-# --demo --deployment <family>: the twin of a family the backend's own templates serve (the engine kind)
+# --demo --twin <family>: the twin of a family the backend's own templates serve (the engine kind)
 TEMPLATE_TWINS = template_twins()  # from the family files (triton.template: multimodal or inflight_batcher_llm)
+TWINS = (DEFAULT_TWIN, XCOMPOSER2_DEMO, *RUNNER_TWINS, *TEMPLATE_TWINS)
+
+
+def twin_kind(twin: str) -> str:
+    """The server kind a CPU twin is served as: runner for the runner twins, engine for the others."""
+    return "runner" if twin in RUNNER_TWINS else "engine"
+
+
+def _deployment_kind(text: str) -> str:
+    """A server kind for --deployment; a twin's name is refused with the sentence naming --twin."""
+    if text in TWINS and text not in DEPLOYMENTS:
+        raise argparse.ArgumentTypeError(MSG_TWIN_IS_NOT_A_KIND.format(
+            twin=text, kinds=", ".join(DEPLOYMENTS[:-1]) + f" or {DEPLOYMENTS[-1]}"))
+    return text
 
 
 def _workspace_root(text: str) -> str:
@@ -90,13 +113,16 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--openai", type=http_url, metavar="URL", help=HELP["openai_url"])
     parser.add_argument("--api-key-file", type=_readable_file, metavar="FILE", help=HELP["api_key_file"])
     parser.add_argument("--adapters-as", choices=ADAPTERS_AS, help=HELP["adapters_as"])
-    parser.add_argument("--deployment", choices=(*DEPLOYMENTS, XCOMPOSER2_DEMO, *RUNNER_TWINS, *TEMPLATE_TWINS),
-                        default=AppConfig.deployment,
-                        help=HELP["deployment"] + " With --demo: which CPU demo repository to serve (default engine; "
-                        f"{XCOMPOSER2_DEMO}: the InternLM-XComposer2 topology's CPU twin, served as the engine kind; "
-                        "a family name such as kosmos-2: that family's runner twin, served as the runner kind; "
-                        "such as llava-1.5 or llama: that family's twin in its own template, served as the engine "
-                        "kind).")
+    parser.add_argument("--deployment", type=_deployment_kind, choices=DEPLOYMENTS, default=None,
+                        help=HELP["deployment"] + " Or 'runner' (TensorRT-LLM's run.py in one Python model). Default "
+                        "engine; with --demo --twin NAME, the twin's kind; --demo --deployment llmapi serves the CPU "
+                        "demo of Triton's llmapi model. A CPU twin is picked with --twin, not here.")
+    parser.add_argument("--twin", choices=TWINS, default=None, metavar="NAME",
+                        help=f"--demo: which CPU demo repository to serve (default {DEFAULT_TWIN}: the CPU engine "
+                        f"topology; {XCOMPOSER2_DEMO}: the InternLM-XComposer2 topology's CPU twin, served as the "
+                        "engine kind; a family name such as kosmos-2: that family's runner twin, served as the "
+                        "runner kind; such as llava-1.5 or llama: that family's twin in its own template, served as "
+                        f"the engine kind). One of: {', '.join(TWINS)}.")
     parser.add_argument("--model-adapter", metavar="NAME", help=HELP["model_adapter"])
     parser.add_argument("--server-adapters-dir", metavar="FOLDER", help=HELP["server_adapters_dir"])
     parser.add_argument("--port", type=port_number, default=AppConfig.port, help=HELP["port"] + " (default 7860)")
@@ -133,21 +159,29 @@ def refuse_contradictions(parser: argparse.ArgumentParser, args: argparse.Namesp
         parser.error("--pacing-rate adds the pacing model to the demo's own server; use it with --demo")
     if (args.api_key_file or args.adapters_as) and not args.openai:
         parser.error("--api-key-file and --adapters-as are for an OpenAI-compatible server; use them with --openai")
-    if args.openai and (args.deployment != AppConfig.deployment or args.server_adapters_dir):
+    if args.openai and (args.deployment not in (None, AppConfig.deployment) or args.server_adapters_dir):
         parser.error("--deployment and --server-adapters-dir are for a Triton server; leave them out with --openai")
     if args.model_adapter and (args.openai or args.deployment == "llmapi"):
         parser.error("--model-adapter is for the Triton engine topology (e.g. InternLM-XComposer2's Partial LoRA); "
                      "leave it out with --openai and --deployment llmapi")
-    if args.deployment == XCOMPOSER2_DEMO and not args.demo:
-        parser.error("--deployment xcomposer2 is the CPU twin; against a server use --deployment engine (it reads the "
-                     "served family) with --model-adapter NAME")
-    if args.deployment in RUNNER_TWINS and not args.demo:
-        parser.error(f"--deployment {args.deployment} is a CPU twin; against a server use --deployment runner")
-    if args.deployment in TEMPLATE_TWINS and not args.demo:
-        parser.error(f"--deployment {args.deployment} is a CPU twin; against a server use --deployment engine (it "
-                     "reads the served family)")
+    if args.twin is not None and not args.demo:
+        parser.error(MSG_TWIN_WITHOUT_DEMO.format(twin=args.twin, kind=twin_kind(args.twin)))
+    if args.twin is not None and args.deployment not in (None, twin_kind(args.twin)):
+        parser.error(MSG_TWIN_KIND_CONFLICT.format(twin=args.twin, kind=twin_kind(args.twin)))
+    if args.demo and args.twin is None and args.deployment == "runner":
+        parser.error(MSG_DEMO_RUNNER_NEEDS_TWIN.format(families=", ".join(RUNNER_TWINS)))
     if args.server_adapters_dir and args.deployment != "llmapi":
         parser.error("--server-adapters-dir is where an llmapi model reads adapters; use it with --deployment llmapi")
+
+
+def served_kind(args: argparse.Namespace) -> str:
+    """The server kind the app talks to: --deployment, else the twin's kind, else engine."""
+    return args.deployment or (twin_kind(args.twin) if args.twin else AppConfig.deployment)
+
+
+def demo_repository(args: argparse.Namespace) -> str:
+    """Which CPU demo repository --demo writes (start_demo_triton's `deployment`): the twin, else the kind's demo."""
+    return args.twin or ("llmapi" if served_kind(args) == "llmapi" else DEFAULT_TWIN)
 
 
 def config_from_args(args: argparse.Namespace, url: str, metrics_url: str | None) -> AppConfig:
@@ -156,17 +190,17 @@ def config_from_args(args: argparse.Namespace, url: str, metrics_url: str | None
                   adapters_as=args.adapters_as) if args.openai else {}
     model = AppConfig.model if args.openai or args.model is None else args.model
     tokenizer_dir = args.tokenizer_dir
-    twin_runner = args.deployment in RUNNER_TWINS
-    if (twin_runner or args.deployment == "runner") and not args.openai:
+    kind = served_kind(args)
+    if kind == "runner" and not args.openai:
         model = args.model or RUNNER_MODEL
-    if args.deployment == "llmapi" and not args.openai:
+    if kind == "llmapi" and not args.openai:
         model = args.model or LLMAPI_MODEL
         if args.demo and not tokenizer_dir:  # the demo's model: the app reads its chat template
             from setup.cpu.model import model_dir
 
             tokenizer_dir = str(model_dir())
     twin = {}
-    if args.deployment == XCOMPOSER2_DEMO:  # the twin's own adapters folder, holding the model's Partial LoRA
+    if args.twin == XCOMPOSER2_DEMO:  # the twin's own adapters folder, holding the model's Partial LoRA
         from setup.cpu.xcomposer2_demo import twin_settings
 
         settings = twin_settings()
@@ -178,8 +212,7 @@ def config_from_args(args: argparse.Namespace, url: str, metrics_url: str | None
                      system_prompt=args.system_prompt, max_file_size=args.max_file_size, demo=args.demo,
                      auth=args.auth_file, metrics_url=metrics_url, workspace=tuple(args.workspace or ()),
                      allowed_hosts=args.allowed_hosts,
-                     deployment="engine" if args.deployment in (XCOMPOSER2_DEMO, *TEMPLATE_TWINS) else
-                     "runner" if twin_runner else args.deployment,
+                     deployment=kind,
                      server_adapters_dir=args.server_adapters_dir, arena_db=args.arena_db, **openai, **twin)
 
 
@@ -213,7 +246,8 @@ def main(argv: list[str] | None = None) -> int:
             from setup.cpu.demo import start_demo_triton
 
             triton = start_demo_triton(args.triton_http_port, args.triton_grpc_port, args.triton_metrics_port,
-                                       pacing_rate=args.pacing_rate, deployment=args.deployment)
+                                       pacing_rate=args.pacing_rate,
+                                       deployment=demo_repository(args))
             url = f"127.0.0.1:{args.triton_grpc_port}"
             metrics_url = f"http://127.0.0.1:{args.triton_metrics_port}/metrics"
         else:

@@ -266,7 +266,7 @@ def llmapi_app_served(llmapi_triton, cpu_model_dir):
 
 @pytest.fixture(scope="session")
 def xcomposer2_triton(tmp_path_factory) -> TritonEndpoints:
-    """A real tritonserver with the InternLM-XComposer2 twin (`--demo --deployment xcomposer2`)."""
+    """A real tritonserver with the InternLM-XComposer2 twin (`--demo --twin xcomposer2`)."""
     endpoints = triton_or_fail(lambda: start_xcomposer2_triton(tmp_path_factory.mktemp("xcomposer2-triton")))
     yield endpoints
     stop_in_background(endpoints.process.stop, "the XComposer2 tritonserver")
@@ -274,7 +274,7 @@ def xcomposer2_triton(tmp_path_factory) -> TritonEndpoints:
 
 @pytest.fixture(scope="session")
 def xcomposer2_app_served(xcomposer2_triton, tmp_path_factory, cpu_model_dir):
-    """The web app against the twin, as `python -m app --demo --deployment xcomposer2` runs it (its own adapters
+    """The web app against the twin, as `python -m app --demo --twin xcomposer2` runs it (its own adapters
     folder, copied so task ids and held state start fresh): (context, URL)."""
     from app.chat.context import AppConfig, AppContext
     from app.web.ui import launch

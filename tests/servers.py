@@ -75,7 +75,7 @@ def triton_or_fail(start):
 
 
 FAMILY_OUTPUT_TWINS = ("nougat", "deplot", "kosmos-2", "video-neva")  # the families whose own output the chat renders
-DEMO_KINDS = ("engine", "llmapi")  # `python -m app --demo --deployment ...`: the CPU demo's two topologies
+DEMO_KINDS = ("engine", "llmapi")  # `python -m app --demo --deployment KIND`: the CPU demo's two kinds
 
 
 def start_llmapi_triton(tmp: Path, overrides: dict | None = None) -> TritonEndpoints:

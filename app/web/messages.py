@@ -14,7 +14,7 @@ MSG_BUILD_SERVER_RUNNING = "A server started from this page is already running; 
 MSG_BUILD_NO_SERVER = "No server started from this page is ready."
 MSG_TWIN_SERVING = (" Serving the CPU twin of {family}; it is listed in the chat's Server picker, and \"Chat with this "
                     "server\" picks it for this browser (from the command line: "
-                    "`python -m app --demo --deployment {demo}`).")
+                    "`python -m app --demo --twin {demo}`).")
 MSG_TWIN_LABEL = "Build page: CPU twin of {family}"
 MSG_BUILT_SERVER_LABEL = "Build page: {family}"
 MSG_TWIN_STARTING = " (the CPU twin of {family})"

@@ -37,7 +37,8 @@ from setup.repo.writer import DeploymentConfig, write_repository
 DEMO_CONFIG = DATA_DIR / "demo_deployment.yaml"
 DEMO_EXIT_TIMEOUT = ("--exit-timeout-secs=5",)
 DEMO_PORT_FLAG = "--triton-{kind}-port"  # `python -m app --demo` flags
-# `python -m app --demo --deployment`: engine topology, Triton llmapi, or the InternLM-XComposer2 twin
+# the demo repositories start_demo_triton writes without a family: the engine topology (`python -m app --demo`),
+# Triton llmapi (`--demo --deployment llmapi`: a server kind) or the InternLM-XComposer2 twin (`--demo --twin xcomposer2`)
 DEPLOYMENTS = ("engine", "llmapi", "xcomposer2")
 
 
@@ -107,8 +108,9 @@ def start_demo_triton(http_port: int = 8000, grpc_port: int = 8001, metrics_port
 
     The ports are checked first (LaunchError naming a taken one; `port_flag` is the advice). Without
     `repo`, the demo repository (with the pacing model when `pacing_rate` is given) is written into
-    this instance's own folder, which stop() removes. `deployment` picks the demo kind (DEPLOYMENTS) or names a
-    family (its runner twin, or its template twin: setup/cpu/family_twins.py).
+    this instance's own folder, which stop() removes. `deployment` picks the demo repository (DEPLOYMENTS) or names a
+    family (its runner twin, or its template twin: setup/cpu/family_twins.py); `python -m app --demo` passes its
+    --twin here, or llmapi for --deployment llmapi.
     """
     options = LaunchOptions(model_repo=Path(repo or "."), http_port=http_port, grpc_port=grpc_port,
                             metrics_port=metrics_port, cpu_only=True, extra_args=DEMO_EXIT_TIMEOUT)

@@ -1,4 +1,4 @@
-"""CPU twins of the families the backend's own templates serve (`python -m app --demo --deployment <family>` for
+"""CPU twins of the families the backend's own templates serve (`python -m app --demo --twin <family>` for
 blip2-opt, llava-1.5, vila, gpt, llama): the family's own repository (its template, defaults and Triton parameters,
 as `repo --family` writes it) on a real tritonserver, with the CPU engine in the tensorrt_llm slot and, for image
 families, the CPU image encoder in multimodal_encoders.

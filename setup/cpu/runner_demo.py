@@ -1,4 +1,4 @@
-"""CPU twins of the runner topology (python -m app --demo --deployment <family>, for the families only
+"""CPU twins of the runner topology (python -m app --demo --twin <family>, for the families only
 TensorRT-LLM's run.py served): the multimodal_runner repository on a real tritonserver with cpu_runtime's runner
 stand-in in place of MultimodalModelRunner, the CPU engine as its LLM and the CPU image encoder as its vision step.
 

@@ -1,7 +1,7 @@
 """Which families have a CPU twin, and how each is served: the demo repository start_demo_triton writes for it
 (`demo`), the app's deployment kind and model that talk to it. From the data: the cpu-ocr demo, the
 InternLM-XComposer2 twin (setup/data/xcomposer2_demo.yaml), the runner families (triton.topology: runner in
-their family files) and the template twins (setup/cpu/family_twins.py: families the backend's templates serve). The Build page's CPU demo button, its build_demo API and `python -m app --demo --deployment`
+their family files) and the template twins (setup/cpu/family_twins.py: families the backend's templates serve). The Build page's CPU demo button, its build_demo API and `python -m app --demo --twin NAME`
 start them."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ CPU_OCR, XCOMPOSER2 = "cpu-ocr", "internlm-xcomposer2"
 @dataclass(frozen=True)
 class CpuTwin:
     family: str                     # the family id (the Build form's)
-    demo: str                       # start_demo_triton's `deployment`: engine, xcomposer2 or the family itself
+    demo: str                       # `--demo --twin` and start_demo_triton's `deployment`: engine, xcomposer2 or the family
     kind: str                       # the app's deployment kind for it: engine or runner
     model: str | None = None        # the model the chat talks to (None: the app's default)
     adapters_dir: str | None = None  # the twin's own adapters folder (XComposer2's Partial LoRA)

@@ -121,7 +121,7 @@ def test_table_boxes_and_markdown_replies_render(page, tmp_path):
     shutil.rmtree(folder, ignore_errors=True)
 
 
-# ---- through the families' CPU twins (`python -m app --demo --deployment <family>`: the runner kind) ------------
+# ---- through the families' CPU twins (`python -m app --demo --twin <family>`: the runner kind) ------------
 TWIN_REPLY_SECONDS = 300  # a twin's reply on a loaded 2-core machine (whole at once for Nougat and Deplot)
 
 

@@ -1,4 +1,4 @@
-"""The InternLM-XComposer2 CPU twin in Chromium (`python -m app --demo --deployment xcomposer2`, issue #22): a person
+"""The InternLM-XComposer2 CPU twin in Chromium (`python -m app --demo --twin xcomposer2`, issue #22): a person
 uploads a picture and asks about it; the twin's Partial LoRA is registered with the first request (its weights go
 with it) and later requests carry only its 8-byte task id, as each reply's figures line says."""
 

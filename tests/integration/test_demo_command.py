@@ -1,4 +1,4 @@
-"""`python -m app --demo [--deployment llmapi|xcomposer2]` as a person runs it: it serves the page, answers (the CPU
+"""`python -m app --demo [--deployment llmapi | --twin xcomposer2]` as a person runs it: it serves the page, answers (the CPU
 demo: "Paris", adapters per message, a sign read in an image; the XComposer2 twin: image questions only, through the
 app's /v1 API), and Ctrl-C stops the UI and Triton."""
 
@@ -57,14 +57,18 @@ def answers_about_an_image_only(ui: int) -> None:
 
 
 CHECKS = {"engine": answers_text_adapters_and_a_sign, "llmapi": answers_text_adapters_and_a_sign,
-          "xcomposer2": answers_about_an_image_only}  # --deployment xcomposer2: the InternLM-XComposer2 twin
+          "xcomposer2": answers_about_an_image_only}  # --twin xcomposer2: the InternLM-XComposer2 twin
+
+
+# the command line of each: a kind of the CPU demo is --deployment, the twin is --twin
+DEMO_FLAGS = {**{kind: ("--deployment", kind) for kind in DEMO_KINDS}, "xcomposer2": ("--twin", "xcomposer2")}
 
 
 @pytest.mark.parametrize("kind", [*DEMO_KINDS, "xcomposer2"])
 def test_demo_serves_and_ctrl_c_stops_everything(kind):
     ui, http, grpc, metrics = free_ports(4)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "app", "--demo", "--deployment", kind, "--port", str(ui), "--triton-http-port",
+        [sys.executable, "-m", "app", "--demo", *DEMO_FLAGS[kind], "--port", str(ui), "--triton-http-port",
          str(http), "--triton-grpc-port", str(grpc), "--triton-metrics-port", str(metrics)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )

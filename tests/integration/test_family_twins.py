@@ -1,4 +1,4 @@
-"""The template twins end to end (`python -m app --demo --deployment <family>` for blip2-opt, llava-1.5, vila, gpt
+"""The template twins end to end (`python -m app --demo --twin <family>` for blip2-opt, llava-1.5, vila, gpt
 and llama): each family's own repository (the multimodal template, or inflight_batcher_llm for the text families)
 on a real tritonserver with the CPU engine and, for image families, the CPU image encoder; the app's engine kind
 talks to it over gRPC. Each template's models have fixed names, so one tritonserver serves one family at a time

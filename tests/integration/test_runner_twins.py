@@ -1,4 +1,4 @@
-"""The runner twins end to end (`python -m app --demo --deployment <family>` for the families the runner topology
+"""The runner twins end to end (`python -m app --demo --twin <family>` for the families the runner topology
 serves: the ten only TensorRT-LLM's run.py served, and Qwen2-VL, Mllama, LLaVA-OneVision): a real tritonserver with the multimodal_runner model, cpu_runtime's runner stand-in in place of
 MultimodalModelRunner (the CPU engine, the CPU image encoder), and the app's runner kind talking to it over gRPC.
 Families are grouped so one tritonserver serves several at once (one model per family, runner-<family>)."""

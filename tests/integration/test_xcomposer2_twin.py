@@ -1,4 +1,4 @@
-"""The InternLM-XComposer2 CPU twin end to end (`python -m app --demo --deployment xcomposer2`): a real tritonserver
+"""The InternLM-XComposer2 CPU twin end to end (`python -m app --demo --twin xcomposer2`): a real tritonserver
 with the community topology (preprocessing runs the CPU perception encoder, one <ImageHere>, Partial LoRA on every
 request, the CPU engine with has_partial_lora_mask), and the app's engine kind talking to it."""
 

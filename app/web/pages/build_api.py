@@ -87,7 +87,7 @@ class BuildApi:
 
     def build_demo(self, family: str, http_port: int = 8000, grpc_port: int = 8001, wait_seconds: float = 0,
                    request: gr.Request = None) -> dict:
-        """Start the CPU twin of `family` (the page's "CPU demo" button; `python -m app --demo --deployment F` from
+        """Start the CPU twin of `family` (the page's "CPU demo" button; `python -m app --demo --twin F` from
         the command line) on these ports, metrics on gRPC + 1 (free ports instead when one is taken); with
         `wait_seconds`, wait up to that long for it to be ready. Its state (starting, ready, failed), the page's
         message and its gRPC address; once ready it is listed as server "build" (`list_servers`), which `generate`

@@ -47,8 +47,8 @@ def test_docs_table_has_one_row_per_family_with_honest_columns():
         check_repository(family_id, repository)
         assert twin.startswith("yes") == (family_id in twins), family_id  # setup/cpu/twins.py: what the app starts
         if family_id in twins and family_id != "cpu-ocr":
-            assert f"--deployment {twins[family_id].demo}" in twin, family_id
-    assert "--deployment xcomposer2" in table["internlm-xcomposer2"][2]  # the CPU twin (setup/cpu/xcomposer2_demo.py)
+            assert f"--twin {twins[family_id].demo}" in twin, family_id
+    assert "--twin xcomposer2" in table["internlm-xcomposer2"][2]  # the CPU twin (setup/cpu/xcomposer2_demo.py)
 
 
 def test_readme_table_agrees_with_the_catalogue_and_the_docs_table():
@@ -60,7 +60,7 @@ def test_readme_table_agrees_with_the_catalogue_and_the_docs_table():
         check_repository(family_id, repository)
         assert repository.startswith("yes") == full[family_id][1].startswith("yes"), family_id
         assert twin.startswith("yes") == full[family_id][2].startswith("yes"), family_id
-    assert "--deployment xcomposer2" in table["internlm-xcomposer2"][1]
+    assert "--twin xcomposer2" in table["internlm-xcomposer2"][1]
 
 
 def test_readme_says_every_family_but_the_cpu_one_gets_a_plan():

@@ -66,11 +66,12 @@ def test_the_families_with_a_twin_come_from_the_data():
 
 
 def test_every_twin_is_one_the_command_line_starts():
-    from app.__main__ import build_parser
+    from app.__main__ import build_parser, config_from_args, demo_repository
 
     for twin in cpu_twins().values():
-        args = build_parser().parse_args(["--demo", "--deployment", twin.demo])
-        assert args.demo and args.deployment == twin.demo
+        args = build_parser().parse_args(["--demo", "--twin", twin.demo])
+        assert args.demo and args.twin == twin.demo and demo_repository(args) == twin.demo
+        assert config_from_args(args, "127.0.0.1:1", None).deployment == twin.kind
 
 
 def test_a_family_without_a_twin_gets_a_sentence_naming_those_with_one(tmp_path):
@@ -88,7 +89,7 @@ def test_the_chosen_familys_twin_is_started_and_the_page_says_which(tmp_path, ta
     assert message == f"Starting Triton{MSG_TWIN_STARTING.format(family='kosmos-2')}..."
     server = handlers.service.deployment
     assert server.serving == MSG_TWIN_SERVING.format(family="kosmos-2", demo="kosmos-2")
-    assert "python -m app --demo --deployment kosmos-2" in server.serving
+    assert "python -m app --demo --twin kosmos-2" in server.serving
     assert server.chat["deployment"] == "runner" and server.chat["model"] == "multimodal_runner"
     assert server.wait(60) == "failed" and "stand-in: not started" in server.message
     (ports, deployment), = starts
@@ -119,7 +120,7 @@ def test_the_cpu_ocr_and_xcomposer2_twins_keep_the_engine_kind(tmp_path, taken_p
     twin = cpu_twins()["internlm-xcomposer2"]
     assert server.chat["deployment"] == "engine" and server.chat["model_adapter"] == twin.model_adapter
     assert server.chat["adapters_dir"] == twin.adapters_dir
-    assert "--deployment xcomposer2" in server.serving  # the command line's name for this twin
+    assert "--twin xcomposer2" in server.serving  # the command line's name for this twin
 
 
 def test_a_second_start_while_one_runs_is_refused(tmp_path, taken_port):
