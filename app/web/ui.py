@@ -62,8 +62,8 @@ def _assemble(ctx: AppContext) -> tuple[gr.Blocks, Sampler]:
                 compare.build(ctx)
             with gr.Tab(arena.TITLE, id="arena") as arena_tab:
                 arena.build(ctx, battles, arena_tab)
-            with gr.Tab(adapters.TITLE, id="adapters"):
-                adapters.build(ctx)
+            with gr.Tab(adapters.TITLE, id="adapters") as adapters_tab:
+                adapters.build(ctx, blocks, adapters_tab)
             with gr.Tab(build.TITLE, id="build"):
                 build.build(ctx, tabs=tabs, chat_tab="chat")
             with gr.Tab(benchmark.TITLE, id="benchmark"):

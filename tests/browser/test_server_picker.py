@@ -171,3 +171,44 @@ def test_an_adapter_removed_while_the_chat_has_it_picked_is_unpicked(browser_con
         assert "no adapter named" not in reply and "Paris" in reply, reply
     finally:
         page.close()
+
+
+def open_adapters(page) -> None:
+    page.get_by_role("tab", name="Adapters").click()
+    page.wait_for_selector("#adapters-header", state="visible")
+
+
+def adapters_header(page) -> str:
+    return page.inner_text("#adapters-header")
+
+
+def test_the_adapters_tab_shows_the_server_the_session_chose(browser_context, demo_app_with_build, triton):
+    """The demo added by another address (localhost) is one session's server: its Adapters tab names that server
+    while a second session's names the app's own; picked back in the chat, the first one's names the app's own."""
+    ctx, url = demo_app_with_build
+    grant_access(browser_context, ctx, url)
+    other = "localhost:" + triton.grpc_url.rsplit(":", 1)[1]
+    switches, keeps = open_chat(browser_context, url), open_chat(browser_context, url)
+    try:
+        switches.get_by_text("Add a server").click()
+        switches.fill("#server-address input, #server-address textarea", other)
+        switches.click("#server-add")
+        wait_until(lambda: f"Triton at {other}" in picked_server(switches), what="the added server picked")
+        kind = ctx.deployment.kind
+        open_adapters(switches)
+        wait_until(lambda: f"LoRA adapters of the {kind} at {other};" in adapters_header(switches),
+                   what="the Adapters tab naming the added server")
+        open_adapters(keeps)
+        assert f"at {triton.grpc_url};" in adapters_header(keeps)  # the other session: the app's own
+        assert "pirate" in keeps.inner_text("#adapter-table")
+
+        switches.get_by_role("tab", name="Chat").click()
+        switches.click("#server input")
+        switches.get_by_role("option", name=ctx.servers.own.label).click()
+        wait_until(lambda: "This app's server" in picked_server(switches), what="the app's own picked back")
+        open_adapters(switches)
+        wait_until(lambda: f"at {triton.grpc_url};" in adapters_header(switches),
+                   what="the Adapters tab naming the app's own again")
+    finally:
+        keeps.close()
+        switches.close()

@@ -1,4 +1,8 @@
-"""Adapters tab: the LoRA adapters the chat can use, with task ids and cache state; add and remove."""
+"""Adapters tab: the LoRA adapters the chat can use, with task ids and cache state; add and remove.
+
+Each browser session sees the server it chose in the chat (`AppContext.for_session`): its deployment, its adapters
+folder and its checks, read again on page load, when the tab is selected and on Refresh. An API caller's session is
+the app's own server unless it picked one."""
 
 from __future__ import annotations
 
@@ -35,8 +39,8 @@ def _known(value, shown=str) -> object:
     return "-" if value is None else shown(value)
 
 
-def table_rows(ctx: AppContext) -> list[list]:
-    deployment = ctx.deployment
+def table_rows(view: AppContext) -> list[list]:
+    deployment = view.deployment
     rows = []
     for a in deployment.adapters():
         audit = deployment.adapter_audit(a.name) if a.path is not None else None
@@ -48,6 +52,13 @@ def table_rows(ctx: AppContext) -> list[list]:
     return rows
 
 
+def header(view: AppContext) -> str:
+    """The tab's first line: whose adapters these are and where added ones go."""
+    return (f"LoRA adapters of the {view.deployment.kind} at `{view.deployment.url}`; adapters added here go "
+            f"to `{view.adapters.folder}` and are made known to the server as it allows (Triton: weights on "
+            "first use, re-sent after eviction; vLLM: registered at run time).")
+
+
 def unknown(name: str, action: str, known: list[str]) -> str | None:
     """The sentence for a name that is not among `known` (the list read now), else None."""
     if name in known:
@@ -55,22 +66,100 @@ def unknown(name: str, action: str, known: list[str]) -> str | None:
     return MSG_NO_ADAPTER.format(name=name, action=action, names=", ".join(known) or NO_ADAPTERS)
 
 
-def added(ctx: AppContext, name: str, detail: str) -> str:
+def added(view: AppContext, name: str, detail: str) -> str:
     """The message after adding an adapter to the folder, once the deployment has been told, with its audit."""
     try:
-        note = ctx.deployment.register_adapter(name, ctx.adapters.folder / name)
+        note = view.deployment.register_adapter(name, view.adapters.folder / name)
     except ChatError as exc:
         note = f"⚠️ {exc}"
-    audit = ctx.deployment.adapter_audit(name)
+    audit = view.deployment.adapter_audit(name)
     lines = "".join(f"\n- {line}" for line in audit_lines(audit)) if audit else ""
     return f"Added **{name}** ({detail}). {note}{lines}"
 
 
-def build(ctx: AppContext) -> None:
-    gr.Markdown(f"LoRA adapters of the {ctx.deployment.kind} at `{ctx.deployment.url}`; adapters added here go "
-                f"to `{ctx.adapters.folder}` and are made known to the server as it allows (Triton: weights on "
-                "first use, re-sent after eviction; vLLM: registered at run time).")
-    table = gr.Dataframe(value=lambda: table_rows(ctx), headers=COLUMNS, interactive=False, elem_id="adapter-table")
+def remove_choices(view: AppContext, value: str | None = None) -> gr.Dropdown:
+    """The Remove list: the adapters in the view's folder; `value` kept when it is among them, else nothing picked."""
+    names = view.adapters.names()
+    return gr.Dropdown(choices=names, value=value if value in names else None)
+
+
+def check_choices(view: AppContext, value: str | None = None) -> gr.Dropdown:
+    """The Check list: the adapters the view's deployment knows; `value` kept when it is among them."""
+    names = view.deployment.adapter_names()
+    return gr.Dropdown(choices=names, value=value if value in names else None)
+
+
+def outcome(view: AppContext, text: str) -> tuple:
+    """(table, message, Remove list) after an action or a Refresh: the API's outputs."""
+    return table_rows(view), text, remove_choices(view)
+
+
+def shown(view: AppContext, removing: str | None = None, checking: str | None = None) -> tuple:
+    """(header, table, Remove list, Check list) as the view sees them, the names picked kept while listed."""
+    return header(view), table_rows(view), remove_choices(view, removing), check_choices(view, checking)
+
+
+def on_add_folder(view: AppContext, path: str, name: str) -> tuple:
+    try:
+        folder = view.access.workspace.resolve(path or "", what="adapter folder")
+        info = view.adapters.add_folder(folder, (name or "").strip() or None, shown_name=(path or "").strip(),
+                                        target=view.deployment.lora_target())
+    except (ChatError, OSError, WorkspaceError) as exc:
+        return outcome(view, f"⚠️ {exc}")
+    return outcome(view, added(view, info.name, f"task id {info.task_id}, rank {info.rank}"))
+
+
+def on_add_zip(view: AppContext, path: str | None, name: str) -> tuple:
+    if not path:
+        return outcome(view, "⚠️ Choose a .zip file first.")
+    try:
+        info = view.adapters.add_zip(Path(path), (name or "").strip() or None, target=view.deployment.lora_target())
+    except (ChatError, OSError) as exc:
+        return outcome(view, f"⚠️ {exc}")
+    return outcome(view, added(view, info.name, f"task id {info.task_id}, rank {info.rank}"))
+
+
+def on_ask_remove(view: AppContext, name: str | None) -> tuple:
+    """(confirm row, question, message): the question names the adapter and the folder it goes from."""
+    name = (name or "").strip()
+    if not name:
+        return gr.Row(visible=False), "", MSG_PICK_TO_REMOVE
+    problem = unknown(name, "remove", view.adapters.names())
+    if problem:
+        return gr.Row(visible=False), "", problem
+    return gr.Row(visible=True), MSG_CONFIRM_REMOVE.format(name=name, folder=view.adapters.folder / name), gr.skip()
+
+
+def on_remove(view: AppContext, name: str | None) -> tuple:
+    name = (name or "").strip()
+    if not name:
+        return outcome(view, MSG_PICK_TO_REMOVE)
+    problem = unknown(name, "remove", view.adapters.names())
+    if problem:
+        return outcome(view, problem)
+    try:
+        view.adapters.remove(name)
+    except (ChatError, OSError) as exc:
+        return outcome(view, f"⚠️ {exc}")
+    return outcome(view, f"Removed **{name}**.")
+
+
+def on_check(view: AppContext, name: str | None) -> str:
+    name = (name or "").strip()
+    if not name:
+        return MSG_PICK_TO_CHECK
+    own = view.deployment.built_in_adapter()  # not in the list, but its check says why it cannot tell
+    problem = unknown(name, "check", [*view.deployment.adapter_names(), *([own] if own else [])])
+    return problem or view.adapter_checks.run_now(view.deployment, name).message
+
+
+def build(ctx: AppContext, app: gr.Blocks | None = None, tab: gr.Tab | None = None) -> None:
+    """Lay out the tab and wire its events (`app`: the Blocks whose load shows each session its server's adapters;
+    `tab`: this tab, whose selection reads them again, as the session may have picked another server meanwhile)."""
+    intro = gr.Markdown(header(ctx), elem_id="adapters-header")
+    # a callable value is read on each page load; with `app` the load below reads the session's server instead
+    table = gr.Dataframe(value=table_rows(ctx) if app is not None else (lambda: table_rows(ctx)), headers=COLUMNS,
+                         interactive=False, elem_id="adapter-table")
     message = gr.Markdown("", elem_id="adapter-message")
     with gr.Row():
         with gr.Column():
@@ -86,7 +175,8 @@ def build(ctx: AppContext) -> None:
             add_zip = gr.Button("Add zip", elem_id="add-adapter-zip")
     # value=None: a Dropdown would otherwise preselect its first adapter. Removing asks first (the confirm row).
     # allow_custom_value: Gradio would check API input against the start-up choices; the handlers check the names
-    # the app knows when the call comes (an adapter trained or added since is taken, an unknown one named).
+    # the session's server knows when the call comes (an adapter trained or added since is taken, an unknown one
+    # named).
     with gr.Row():
         to_remove = gr.Dropdown(ctx.adapters.names(), value=None, label="Remove adapter", allow_custom_value=True,
                                 elem_id="remove-adapter-name")
@@ -104,91 +194,81 @@ def build(ctx: AppContext) -> None:
     refresh = gr.Button("Refresh", size="sm")
     trained = adapter_training.build(ctx)
 
-    def outcome(text: str):
-        return table_rows(ctx), text, gr.Dropdown(choices=ctx.adapters.names(), value=None)
+    def view_of(request: gr.Request) -> AppContext:
+        return ctx.for_session(request.session_hash if request is not None else None)
 
-    def on_add_folder(path: str, name: str, request: gr.Request):
+    def add_folder_clicked(path: str, name: str, request: gr.Request):
         require_access(ctx, request)
-        try:
-            folder = ctx.access.workspace.resolve(path or "", what="adapter folder")
-            info = ctx.adapters.add_folder(folder, (name or "").strip() or None, shown_name=path.strip(),
-                                           target=ctx.deployment.lora_target())
-        except (ChatError, OSError, WorkspaceError) as exc:
-            return outcome(f"⚠️ {exc}")
-        return outcome(added(ctx, info.name, f"task id {info.task_id}, rank {info.rank}"))
+        return on_add_folder(view_of(request), path, name)
 
-    def on_add_zip(path: str | None, name: str, request: gr.Request):
+    def add_zip_clicked(path: str | None, name: str, request: gr.Request):
         require_access(ctx, request)
-        if not path:
-            return outcome("⚠️ Choose a .zip file first.")
-        try:
-            info = ctx.adapters.add_zip(Path(path), name.strip() or None, target=ctx.deployment.lora_target())
-        except (ChatError, OSError) as exc:
-            return outcome(f"⚠️ {exc}")
-        return outcome(added(ctx, info.name, f"task id {info.task_id}, rank {info.rank}"))
+        return on_add_zip(view_of(request), path, name)
 
-    def on_ask_remove(name: str | None):
-        name = (name or "").strip()
-        if not name:
-            return gr.Row(visible=False), "", MSG_PICK_TO_REMOVE
-        problem = unknown(name, "remove", ctx.adapters.names())
-        if problem:
-            return gr.Row(visible=False), "", problem
-        return (gr.Row(visible=True), MSG_CONFIRM_REMOVE.format(name=name, folder=ctx.adapters.folder / name),
-                gr.skip())
+    def remove_asked(name: str | None, request: gr.Request):
+        return on_ask_remove(view_of(request), name)
 
-    def on_remove(name: str | None, request: gr.Request):
+    def remove_confirmed(name: str | None, request: gr.Request):
         require_access(ctx, request)
-        name = (name or "").strip()
-        if not name:
-            return outcome(MSG_PICK_TO_REMOVE)
-        problem = unknown(name, "remove", ctx.adapters.names())
-        if problem:
-            return outcome(problem)
-        try:
-            ctx.adapters.remove(name)
-        except (ChatError, OSError) as exc:
-            return outcome(f"⚠️ {exc}")
-        return outcome(f"Removed **{name}**.")
+        return on_remove(view_of(request), name)
 
-    def on_check(name: str | None):
-        name = (name or "").strip()
-        if not name:
-            return MSG_PICK_TO_CHECK
-        own = ctx.deployment.built_in_adapter()  # not in the list, but its check says why it cannot tell
-        problem = unknown(name, "check", [*ctx.deployment.adapter_names(), *([own] if own else [])])
-        return problem or ctx.adapter_checks.run_now(ctx.deployment, name).message
+    def check_clicked(name: str | None, request: gr.Request):
+        return on_check(view_of(request), name)
 
-    outputs = [table, message, to_remove]
-    quiet = {"api_visibility": "private", "show_progress": "hidden"}
+    def refreshed(request: gr.Request):
+        return outcome(view_of(request), "")
 
-    def check_choices():  # the check list follows every change to the folder, nothing picked
-        return gr.Dropdown(choices=ctx.deployment.adapter_names(), value=None)
+    def checks_again(request: gr.Request):  # the check list follows every change to the folder, nothing picked
+        return check_choices(view_of(request))
 
     def hide_question():
         return gr.Row(visible=False)
 
-    check.click(on_check, to_check, message, api_name="check_adapter")
+    def removed(request: gr.Request):
+        return hide_question(), checks_again(request)
+
+    def check_opened(request: gr.Request):  # the choices read now, the name picked kept
+        return gr.Dropdown(choices=view_of(request).deployment.adapter_names())
+
+    def remove_opened(request: gr.Request):
+        return gr.Dropdown(choices=view_of(request).adapters.names())
+
+    def after_training(request: gr.Request):
+        view = view_of(request)
+        return table_rows(view), remove_choices(view)
+
+    def after_refresh(request: gr.Request):  # the line above the table too: Refresh reads the session's server
+        return header(view_of(request)), checks_again(request)
+
+    outputs = [table, message, to_remove]
+    quiet = {"api_visibility": "private", "show_progress": "hidden"}
+    check.click(check_clicked, to_check, message, api_name="check_adapter")
     # Lists are read again when opened: another tab, the API or a second browser may have changed the folder.
-    to_check.focus(lambda: gr.Dropdown(choices=ctx.deployment.adapter_names()), None, to_check, **quiet)
-    to_remove.focus(lambda: gr.Dropdown(choices=ctx.adapters.names()), None, to_remove, **quiet)
+    to_check.focus(check_opened, None, to_check, **quiet)
+    to_remove.focus(remove_opened, None, to_remove, **quiet)
     to_remove.change(hide_question, None, confirm_row, **quiet)  # a question always names the chosen adapter
-    add_folder.click(on_add_folder, [folder, folder_name], outputs, api_name="add_adapter_folder").then(
-        check_choices, None, to_check, **quiet)
-    add_zip.click(on_add_zip, [upload, upload_name], outputs, api_name="add_adapter_zip").then(
-        check_choices, None, to_check, **quiet)
-    remove.click(on_ask_remove, to_remove, [confirm_row, question, message], **quiet)
-    confirm.click(on_remove, to_remove, outputs, api_name="remove_adapter").then(
-        lambda: (hide_question(), check_choices()), None, [confirm_row, to_check], **quiet)
+    add_folder.click(add_folder_clicked, [folder, folder_name], outputs, api_name="add_adapter_folder").then(
+        checks_again, None, to_check, **quiet)
+    add_zip.click(add_zip_clicked, [upload, upload_name], outputs, api_name="add_adapter_zip").then(
+        checks_again, None, to_check, **quiet)
+    remove.click(remove_asked, to_remove, [confirm_row, question, message], **quiet)
+    confirm.click(remove_confirmed, to_remove, outputs, api_name="remove_adapter").then(
+        removed, None, [confirm_row, to_check], **quiet)
     keep.click(lambda: (hide_question(), MSG_REMOVE_KEPT), None, [confirm_row, message], **quiet)
     # after a training: the table and both lists show the new adapter (the message keeps what it said)
-    trained.then(lambda: (table_rows(ctx), gr.Dropdown(choices=ctx.adapters.names(), value=None)), None,
-                 [table, to_remove], **quiet).then(check_choices, None, to_check, **quiet)
-    refresh.click(lambda: outcome(""), None, outputs, api_name="list_adapters").then(
-        check_choices, None, to_check, **quiet)
+    trained.then(after_training, None, [table, to_remove], **quiet).then(checks_again, None, to_check, **quiet)
+    refresh.click(refreshed, None, outputs, api_name="list_adapters").then(
+        after_refresh, None, [intro, to_check], **quiet)
+
+    def shown_now(removing: str | None, checking: str | None, request: gr.Request):
+        return shown(view_of(request), removing, checking)
+
+    # each session's server: on page load and whenever the tab is selected (it may have picked another meanwhile)
+    for event in ([tab.select] if tab is not None else []) + ([app.load] if app is not None else []):
+        event(shown_now, [to_remove, to_check], [intro, table, to_remove, to_check], **quiet)
 
 
 if __name__ == "__main__":
     with gr.Blocks(title=TITLE) as page:
-        build(AppContext(AppConfig()))
+        build(AppContext(AppConfig()), page)
     page.queue().launch(server_name="127.0.0.1")
