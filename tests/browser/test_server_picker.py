@@ -173,6 +173,26 @@ def test_an_adapter_removed_while_the_chat_has_it_picked_is_unpicked(browser_con
         page.close()
 
 
+def test_a_remove_question_left_open_is_withdrawn_when_the_tab_is_shown_again(browser_context, app_with_own_adapters):
+    """Asked on the Adapters tab, left open while the chat picks another server: back on the tab the question is gone
+    (it named the folder of the server shown before) and nothing was removed."""
+    ctx, url = app_with_own_adapters
+    grant_access(browser_context, ctx, url)
+    page = open_chat(browser_context, url)
+    try:
+        page.get_by_role("tab", name="Adapters").click()
+        page.click("#remove-adapter-name input")
+        page.locator('li[role=option][aria-label="pirate"]:visible').click()
+        page.click("#remove-adapter")
+        page.wait_for_selector("#remove-adapter-confirm", state="visible")
+        page.get_by_role("tab", name="Chat").click()
+        page.get_by_role("tab", name="Adapters").click()
+        page.wait_for_selector("#remove-adapter-confirm", state="hidden", timeout=30_000)
+        assert "pirate" in ctx.adapters.names()
+    finally:
+        page.close()
+
+
 def open_adapters(page) -> None:
     page.get_by_role("tab", name="Adapters").click()
     page.wait_for_selector("#adapters-header", state="visible")

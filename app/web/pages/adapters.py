@@ -265,7 +265,9 @@ def build(ctx: AppContext, app: gr.Blocks | None = None, tab: gr.Tab | None = No
 
     # each session's server: on page load and whenever the tab is selected (it may have picked another meanwhile)
     for event in ([tab.select] if tab is not None else []) + ([app.load] if app is not None else []):
-        event(shown_now, [to_remove, to_check], [intro, table, to_remove, to_check], **quiet)
+        # a Remove question still open was asked of the server shown before: it is asked again, not confirmed
+        event(shown_now, [to_remove, to_check], [intro, table, to_remove, to_check], **quiet).then(
+            hide_question, None, confirm_row, **quiet)
 
 
 if __name__ == "__main__":
