@@ -1,5 +1,6 @@
-"""The chat tab's conversations, kept in the browser's local storage: a list to switch between them, New,
-Delete, export as JSON or Markdown (made in memory, downloaded by the browser) and import from JSON.
+"""The chat tab's conversations, kept in the browser's local storage: a list to switch between them (a search box
+narrows it to the conversations that mention some words), New, Delete, Rename, export as JSON or Markdown (made in
+memory, downloaded by the browser) and import from JSON.
 The server stores none of it; an imported file is deleted as soon as it is read."""
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import re
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -36,6 +38,9 @@ from app.web.labels import (
     IMPORT_JSON,
     NEW_CHAT,
     RENAME_CHAT,
+    SEARCH_CHATS,
+    SEARCH_CHATS_INFO,
+    SEARCH_NONE,
     UNDO,
 )
 from app.web.legacy_chats import conversation_of_file, conversation_of_messages
@@ -55,6 +60,12 @@ STORAGE_SECRET = "triton-vlm-lora-conversations-v1"
 MAX_IMPORT_BYTES = 12 * 1024 * 1024  # a conversation file with its pictures embedded (8 MB as base64, and text)
 IMPORTED_FOLDER = "imported"  # under the upload folder: the pictures of imported conversations
 DATA_URL_PREFIX = "data:"
+# On a phone the list and New, Delete, Rename fill two lines and the message box has about 8 px to spare at 400x860
+# (tests/browser/test_layout.py): a line for the search box would push the box out of view, so it is not shown there.
+# (Its place is app/web/style.py; put here because this change could not touch that file.)
+NARROW_STYLE = ("<style>#chat-search-style { display: none !important; }"  # the style's own block takes no room
+                "@media (max-width: 600px) { #chat-search-column { display: none !important; } }</style>")
+MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!<>|~])")  # a query shown in a note as typed, not as Markdown
 
 
 def image_kept(path: str) -> bool:
@@ -104,9 +115,16 @@ class HistoryPanel:
         with gr.Row(elem_id="conversations"):
             self.chats = gr.Dropdown(choices=[], label=CONVERSATIONS, info=CONVERSATIONS_INFO, elem_id="conversation-list", scale=4,
                                      min_width=160)
+            # its own column, so the list keeps its whole line at 400 px; there the column is hidden (NARROW_STYLE)
+            with gr.Column(scale=2, min_width=140, elem_id="chat-search-column"):
+                gr.HTML(head=NARROW_STYLE, elem_id="chat-search-style")
+                self.search = gr.Textbox(label=SEARCH_CHATS, placeholder=SEARCH_CHATS, info=SEARCH_CHATS_INFO,
+                                         elem_id="chat-search", max_lines=1, show_label=False)
             self.new = gr.Button(NEW_CHAT, elem_id="new-chat", size="md", scale=0, min_width=80)
             self.delete = gr.Button(DELETE_CHAT, elem_id="delete-chat", size="md", scale=0, min_width=70)
             self.rename = gr.Button(RENAME_CHAT, elem_id="rename-chat", size="md", scale=0, min_width=80)
+        # what a search that found nothing says (a line of its own: the list's info is hidden at 400 px)
+        self.search_note = gr.Markdown(visible=False, elem_id="chat-search-note")
         with gr.Row(visible=False, elem_id="rename-row") as self.rename_row:
             self.title = gr.Textbox(label=CHAT_TITLE, elem_id="chat-title", max_lines=1)
         # Clear and Delete ask first; what they removed can be brought back with Undo until the next change
@@ -139,7 +157,7 @@ class HistoryPanel:
         undone = [self.undo, self.before]
 
         def switch(request: gr.Request, stored, chosen):
-            return on_switch(stored, chosen, busy(request.session_hash))
+            return on_pick(stored, chosen, busy(request.session_hash))
 
         def change(action):
             def handler(request: gr.Request, stored):
@@ -162,7 +180,12 @@ class HistoryPanel:
             stop_session(request.session_hash)
             return on_confirmed("clear", stored, current, False)
 
-        switched = self.chats.input(switch, [self.store, self.chats], shown, **private)
+        switched = self.chats.input(switch, [self.store, self.chats], [*shown, self.search], **private)
+        # The search narrows the list's choices; picking one of them is the switch above (which empties the box,
+        # whose change then hides the note). On `.change`, not `.input`: Gradio's Textbox sends `.input` for typed
+        # keys only, not for text set otherwise (a browser test's fill: the list did not follow the query).
+        self.search.change(on_search, [self.store, self.search], [self.chats, self.search_note],
+                           trigger_mode="always_last", **private)
         made_new = self.new.click(change(chats.new_chat), self.store, shown, **private)
         showing_events += [switched, made_new,
                            self.yes.click(confirmed, [self.pending, self.store, conversation],
@@ -201,6 +224,22 @@ def listed(store: dict) -> gr.Dropdown:
     return gr.Dropdown(choices=chats.choices(store), value=store["current"])
 
 
+def on_search(stored, query: str | None) -> tuple[gr.Dropdown, gr.Markdown]:
+    """(the list, the note under it): the list narrowed to the conversations whose title or any text holds every word
+    of `query` (all of them for an empty query), the shown conversation still chosen when it is found, else the first
+    found; nothing found: an empty list, and the note says so. The choices and the value change together, so the
+    value is always one of the choices (the list would refuse a value it does not offer)."""
+    kept = kept_store(stored)
+    words = " ".join((query or "").split())
+    hits = chats.found(kept, words)
+    if not hits:
+        said = SEARCH_NONE.format(query=MARKDOWN_SPECIAL.sub(r"\\\1", words))
+        return gr.Dropdown(choices=[], value=None), gr.Markdown(said, visible=True)
+    ids = [chat_id for _, chat_id in hits]
+    chosen = kept["current"] if kept["current"] in ids else ids[0]
+    return gr.Dropdown(choices=hits, value=chosen), gr.Markdown(visible=False)
+
+
 def showing(kept: dict) -> tuple:
     current = chats.current_conversation(kept)
     return kept, current, chat_messages(current), listed(kept)
@@ -230,7 +269,11 @@ def on_save(stored, current: Conversation) -> tuple:
     return kept, listed(kept)
 
 
-def on_switch(stored, chosen: str, busy: bool) -> tuple:
+def on_switch(stored, chosen: str | None, busy: bool) -> tuple:
+    """The chosen conversation shown, refused while a reply streams. Nothing chosen (the list emptied by a search
+    that found nothing, then left) changes nothing."""
+    if not chosen:
+        return UNCHANGED
     kept = kept_store(stored)
     if busy:
         gr.Warning(MSG_BUSY_SWITCH)
@@ -240,6 +283,13 @@ def on_switch(stored, chosen: str, busy: bool) -> tuple:
     except ChatError as exc:
         gr.Warning(str(exc))
         return gr.skip(), gr.skip(), gr.skip(), listed(kept)
+
+
+def on_pick(stored, chosen: str | None, busy: bool) -> tuple:
+    """A pick in the list (the whole list or a search's): on_switch, and the search box emptied in the same update,
+    since the list it shows holds every conversation again; nothing chosen leaves the query as it is."""
+    done = on_switch(stored, chosen, busy)
+    return (*done, gr.skip() if done is UNCHANGED else "")
 
 
 def on_change(stored, action: Callable[[dict], dict], busy: bool) -> tuple:

@@ -74,6 +74,9 @@ CONVERSATIONS_INFO = "Kept in this browser only."
 NEW_CHAT, DELETE_CHAT = "New chat", "Delete"
 CONFIRM_YES, CONFIRM_KEEP, UNDO = "Yes", "Keep it", "Undo"
 RENAME_CHAT, CHAT_TITLE = "Rename", "Title (Enter keeps it; empty: the first message)"
+SEARCH_CHATS = "Search conversations"  # the search box's label (read by screen readers) and placeholder
+SEARCH_CHATS_INFO = "Words in titles, messages and replies."
+SEARCH_NONE = "No conversation mentions '{query}'."  # the note under the list when a search finds nothing
 EXPORT_JSON, EXPORT_MARKDOWN, IMPORT_JSON = "Export JSON", "Export Markdown", "Import JSON"
 
 # Compare tab

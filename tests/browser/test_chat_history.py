@@ -188,3 +188,80 @@ def test_rename_a_conversation(page):
     wait_until(lambda: listed(page).startswith("Groceries · 1 turn"), what="the new name in the list")
     page.reload()  # the name is kept with the conversation
     wait_until(lambda: listed(page).startswith("Groceries · 1 turn"), what="the name after a reload")
+
+
+def offered(page) -> list[str]:
+    """The titles the conversation list offers when opened (it stays open)."""
+    page.click("#conversation-list input")
+    options = page.locator("li[role=option]:visible")
+    return [options.nth(i).inner_text().replace("✓", "").strip().split(" · ")[0] for i in range(options.count())]
+
+
+def search_box(page):
+    return page.locator("#chat-search").get_by_role("textbox")
+
+
+def search(page, query: str) -> None:
+    search_box(page).fill(query)
+
+
+def shown_after_switch(page, question: str) -> None:
+    """Wait for the conversation asking `question` to be shown and the search box emptied (a switch lists every
+    conversation again and empties the box in the same update)."""
+    wait_until(lambda: user_texts(page) == [question], what=f"{question!r} shown")
+    wait_until(lambda: search_box(page).input_value() == "", what="the search box emptied with the switch")
+
+
+def stored_texts(page) -> list[str]:
+    """Every text the shown conversation keeps (its JSON export: the messages and each reply version)."""
+    _, text = download(page, "#export-json")
+    return [t["text"] for t in json.loads(text)["turns"] if "text" in t] + [
+        v["text"] for t in json.loads(text)["turns"] for v in t.get("versions", [])]
+
+
+def test_search_finds_a_conversation_by_a_word_of_its_reply_and_opens_it(page):
+    """The search box narrows the list to the conversations that mention a word (of a reply, of a question);
+    picking one shows it as the full list does; a word no conversation has gives an empty list and a note."""
+    open_sampling(page)
+    set_number(page, "max-tokens", 3)
+    open_accordion(page, "export-import")
+    ask(page, "What is the capital of France?")
+    first = reply_body(settled_reply(page))
+    france = stored_texts(page)
+    page.click("#new-chat")
+    wait_until(lambda: page.locator("#chatbot .message").count() == 0, what="an empty chat")
+    ask(page, "Name a colour.")
+    settled_reply(page)
+    colour = stored_texts(page)
+    wait_until(lambda: listed(page).startswith("Name a colour. · 1 turn"), what="the second conversation listed")
+
+    search(page, "capital")  # a word of the first question only
+    wait_until(lambda: listed(page).startswith("What is the capital of France?"), what="the list narrowed")
+    assert offered(page) == ["What is the capital of France?"]
+    page.locator("li[role=option]:visible", has_text="What is the capital of France?").first.click()
+    shown_after_switch(page, "What is the capital of France?")
+    assert reply_body(bot_texts(page)[0]) == first
+
+    # a word of the first reply (as the conversation keeps it; 3 tokens may hold none): the list offers exactly the
+    # conversations that hold it, the first among them, and picking it from there shows it too
+    replied = [w.lower() for w in re.findall(r"[A-Za-z]{2,}", " ".join(france[1:]))]
+    if replied:
+        word = replied[0]
+        holding = [title for title, texts in (("What is the capital of France?", france), ("Name a colour.", colour))
+                   if any(word in text.lower() for text in texts)]
+        pick_conversation(page, "Name a colour.")
+        shown_after_switch(page, "Name a colour.")
+        search(page, word)
+        wait_until(lambda: sorted(offered(page)) == sorted(holding),
+                   what=f"the list narrowed to the conversations that say {word!r}",
+                   explain=lambda: f"offered {offered(page)}, expected {holding}")
+        page.locator("li[role=option]:visible", has_text="What is the capital of France?").first.click()
+        shown_after_switch(page, "What is the capital of France?")
+
+    search(page, "zebraquux")  # in no conversation
+    page.wait_for_selector("#chat-search-note:has-text(\"No conversation mentions 'zebraquux'.\")")
+    assert offered(page) == []
+    assert user_texts(page) == ["What is the capital of France?"]  # what is shown stays
+    search(page, "")  # every conversation again
+    wait_until(lambda: len(offered(page)) == 2, what="the whole list again")
+    assert not page.locator("#chat-search-note").is_visible()

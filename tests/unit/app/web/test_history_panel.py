@@ -206,3 +206,46 @@ def test_rename_names_the_shown_conversation_before_its_save_has_landed():
     kept, _, _ = panel.on_rename(store, shown, "Groceries")
     (chat,) = [c for c in kept["chats"] if c["id"] == kept["current"]]
     assert chat["title"] == "Groceries" and chats.current_conversation(kept) == shown
+
+
+def two_conversations() -> tuple[dict, str, str]:
+    """A store holding a conversation about France, then one about a fruit (shown): (store, france, fruit)."""
+    store = saved_store(answered("What is the capital of France?", "Paris."))
+    france = store["current"]
+    store = panel.on_save(chats.new_chat(store), answered("Name a fruit.", "Apple."))[0]
+    return store, france, store["current"]
+
+
+def test_a_search_narrows_the_list_and_keeps_the_shown_conversation_chosen_when_it_is_found():
+    store, france, fruit = two_conversations()
+    narrowed, note = panel.on_search(store, "apple")  # a word of the shown conversation's reply
+    assert [chat_id for _, chat_id in narrowed.choices] == [fruit] and narrowed.value == fruit
+    assert note.visible is False
+    assert [chat_id for _, chat_id in panel.on_search(store, "  NAME   fruit ")[0].choices] == [fruit]
+
+
+def test_a_search_that_misses_the_shown_conversation_chooses_the_first_found_and_picking_it_switches():
+    store, france, fruit = two_conversations()
+    narrowed, _ = panel.on_search(store, "capital")
+    assert [label for label, _ in narrowed.choices] == ["What is the capital of France? · 1 turn"]
+    assert narrowed.value == france  # the value is always one of the choices
+    shown = panel.on_pick(store, narrowed.value, busy=False)  # picking it: the list's own switch
+    assert shown[0]["current"] == france and shown[1] == answered("What is the capital of France?", "Paris.")
+    assert [chat_id for _, chat_id in shown[3].choices] == [fruit, france]  # the whole list again
+    assert shown[4] == ""  # and the search box emptied to match it
+    with pytest.warns(UserWarning, match="press Stop before switching"):
+        refused = panel.on_pick(store, narrowed.value, busy=True)
+    assert refused[:3] == (gr.skip(),) * 3 and refused[3].value == fruit and refused[4] == ""
+
+
+def test_a_search_that_finds_nothing_says_so_and_an_empty_one_lists_every_conversation():
+    store, france, fruit = two_conversations()
+    nothing, note = panel.on_search(store, " xyz  ")
+    assert nothing.choices == [] and nothing.value is None
+    assert note.visible is True and note.value == "No conversation mentions 'xyz'."
+    assert panel.on_search(store, "a*b [c]")[1].value == r"No conversation mentions 'a\*b \[c\]'."  # as typed
+    assert panel.on_pick(store, nothing.value, busy=False) == (gr.skip(),) * 5  # the emptied list left: no switch
+    for query in ("", "   ", None):
+        every, note = panel.on_search(store, query)
+        assert [chat_id for _, chat_id in every.choices] == [fruit, france] and every.value == fruit
+        assert note.visible is False
