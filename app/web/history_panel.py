@@ -60,11 +60,6 @@ STORAGE_SECRET = "triton-vlm-lora-conversations-v1"
 MAX_IMPORT_BYTES = 12 * 1024 * 1024  # a conversation file with its pictures embedded (8 MB as base64, and text)
 IMPORTED_FOLDER = "imported"  # under the upload folder: the pictures of imported conversations
 DATA_URL_PREFIX = "data:"
-# On a phone the list and New, Delete, Rename fill two lines and the message box has about 8 px to spare at 400x860
-# (tests/browser/test_layout.py): a line for the search box would push the box out of view, so it is not shown there.
-# (Its place is app/web/style.py; put here because this change could not touch that file.)
-NARROW_STYLE = ("<style>#chat-search-style { display: none !important; }"  # the style's own block takes no room
-                "@media (max-width: 600px) { #chat-search-column { display: none !important; } }</style>")
 MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!<>|~])")  # a query shown in a note as typed, not as Markdown
 
 
@@ -115,9 +110,8 @@ class HistoryPanel:
         with gr.Row(elem_id="conversations"):
             self.chats = gr.Dropdown(choices=[], label=CONVERSATIONS, info=CONVERSATIONS_INFO, elem_id="conversation-list", scale=4,
                                      min_width=160)
-            # its own column, so the list keeps its whole line at 400 px; there the column is hidden (NARROW_STYLE)
+            # its own column, so the list keeps its whole line at 400 px; there the column is hidden (app/web/style.py)
             with gr.Column(scale=2, min_width=140, elem_id="chat-search-column"):
-                gr.HTML(head=NARROW_STYLE, elem_id="chat-search-style")
                 self.search = gr.Textbox(label=SEARCH_CHATS, placeholder=SEARCH_CHATS, info=SEARCH_CHATS_INFO,
                                          elem_id="chat-search", max_lines=1, show_label=False)
             self.new = gr.Button(NEW_CHAT, elem_id="new-chat", size="md", scale=0, min_width=80)

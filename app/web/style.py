@@ -57,6 +57,9 @@ APP_CSS = """
     #conversations > .form { flex: 1 1 100% !important; }
     #conversations > button { flex: 1 1 28% !important; }  /* New, Delete, Rename on one line */
     #conversations .info-text { display: none; }
+    /* the list and New, Delete, Rename fill two lines and the message box has about 8 px to spare at 400x860
+       (tests/browser/test_layout.py): a line for the search box would push the box out of view */
+    #chat-search-column { display: none !important; }
     /* the list's label stays for screen readers; the list itself says "New chat" or the conversation's title */
     #conversation-list [data-testid="block-info"] {
         position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap;
