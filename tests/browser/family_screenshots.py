@@ -14,7 +14,6 @@ from PIL import Image
 from skimage import data as skimage_data
 
 from app.chat.context import AppConfig, AppContext
-from app.web.ui import launch
 from benchmarks.scratch import scratch_folder
 from benchmarks.server_process import free_port, on_free_ports
 from setup.cpu.demo import start_demo_triton
@@ -48,6 +47,7 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
 
     with scratch_folder("family-screenshots-") as folder:  # removed after, with Triton's and the browser's files
+        from app.web.ui import launch  # Gradio, imported here: it makes its folder under TMPDIR as it loads
         repo = write_runner_demo_repository(folder / "repo", TWINS, log=lambda *_: None)
         ports, triton = on_free_ports(lambda *ports: start_demo_triton(*ports, repo=repo, log=lambda *_: None,
                                                                       ready_timeout=300.0))

@@ -10,7 +10,6 @@ import argparse
 from pathlib import Path
 
 from app.chat.context import AppConfig, AppContext
-from app.web.ui import launch
 from benchmarks.harness import demo_server
 from benchmarks.scratch import scratch_folder
 from benchmarks.server_process import free_port
@@ -65,6 +64,7 @@ def main() -> None:
 
     # the repository, Triton's scratch files and the browser's profile in one folder, removed after (nothing in /tmp)
     with scratch_folder("screenshots-") as scratch, demo_server(scratch) as triton:
+        from app.web.ui import launch  # Gradio, imported here: it makes its folder under TMPDIR as it loads
         port = free_port()
         ctx = AppContext(AppConfig(triton_url=triton.grpc_url, port=port, demo=True,
                                    metrics_url=f"http://127.0.0.1:{triton.process.opts.metrics_port}/metrics",
