@@ -220,9 +220,9 @@ def listed(store: dict) -> gr.Dropdown:
 
 def on_search(stored, query: str | None) -> tuple[gr.Dropdown, gr.Markdown]:
     """(the list, the note under it): the list narrowed to the conversations whose title or any text holds every word
-    of `query` (all of them for an empty query), the shown conversation still chosen when it is found, else the first
-    found; nothing found: an empty list, and the note says so. The choices and the value change together, so the
-    value is always one of the choices (the list would refuse a value it does not offer)."""
+    of `query` (all of them for an empty query), the shown conversation still chosen when it is found, else none (the
+    chat still shows it: choosing another would say the list shows what the chat does not); nothing found: an empty
+    list, and the note says so. The value is one of the choices or none (the list refuses a value it does not offer)."""
     kept = kept_store(stored)
     words = " ".join((query or "").split())
     hits = chats.found(kept, words)
@@ -230,7 +230,7 @@ def on_search(stored, query: str | None) -> tuple[gr.Dropdown, gr.Markdown]:
         said = SEARCH_NONE.format(query=MARKDOWN_SPECIAL.sub(r"\\\1", words))
         return gr.Dropdown(choices=[], value=None), gr.Markdown(said, visible=True)
     ids = [chat_id for _, chat_id in hits]
-    chosen = kept["current"] if kept["current"] in ids else ids[0]
+    chosen = kept["current"] if kept["current"] in ids else None
     return gr.Dropdown(choices=hits, value=chosen), gr.Markdown(visible=False)
 
 

@@ -224,17 +224,18 @@ def test_a_search_narrows_the_list_and_keeps_the_shown_conversation_chosen_when_
     assert [chat_id for _, chat_id in panel.on_search(store, "  NAME   fruit ")[0].choices] == [fruit]
 
 
-def test_a_search_that_misses_the_shown_conversation_chooses_the_first_found_and_picking_it_switches():
+def test_a_search_that_misses_the_shown_conversation_chooses_none_and_picking_one_switches():
     store, france, fruit = two_conversations()
     narrowed, _ = panel.on_search(store, "capital")
     assert [label for label, _ in narrowed.choices] == ["What is the capital of France? · 1 turn"]
-    assert narrowed.value == france  # the value is always one of the choices
-    shown = panel.on_pick(store, narrowed.value, busy=False)  # picking it: the list's own switch
+    assert narrowed.value is None  # the chat still shows the other one: nothing chosen until the person picks
+    assert panel.on_pick(store, None, busy=False)[:4] == (gr.skip(),) * 4  # leaving the list unpicked changes nothing
+    shown = panel.on_pick(store, france, busy=False)  # picking it: the list's own switch
     assert shown[0]["current"] == france and shown[1] == answered("What is the capital of France?", "Paris.")
     assert [chat_id for _, chat_id in shown[3].choices] == [fruit, france]  # the whole list again
     assert shown[4] == ""  # and the search box emptied to match it
     with pytest.warns(UserWarning, match="press Stop before switching"):
-        refused = panel.on_pick(store, narrowed.value, busy=True)
+        refused = panel.on_pick(store, france, busy=True)
     assert refused[:3] == (gr.skip(),) * 3 and refused[3].value == fruit and refused[4] == ""
 
 
