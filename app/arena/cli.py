@@ -1,7 +1,9 @@
-"""python -m app arena leaderboard|export --db URL: the Arena's leaderboard or its battles from a terminal.
+"""python -m app arena leaderboard|export|prompt-set --db URL: the Arena's leaderboard, its battles, and its prompt
+sets from a terminal.
 
     python -m app arena leaderboard [--db URL] [--pictures text|pictures] [--prompt-set NAME] [--voter NAME] [--json]
     python -m app arena export [--db URL] [--format jsonl|csv] [--output FILE]
+    python -m app arena prompt-set FILE.jsonl [--pictures FILE.zip] [--name NAME] [--db URL]
 
 --db defaults to the SQLite file the app keeps in the current folder (the workspace's first folder)."""
 
@@ -13,7 +15,7 @@ import sys
 from pathlib import Path
 
 from app.arena.export import FORMATS, JSONL
-from app.arena.messages import MSG_CLI_NO_VOTES
+from app.arena.messages import MSG_CLI_NO_VOTES, MSG_CLI_SET_KEPT, MSG_CLI_UNREADABLE
 from app.arena.records import TEXT_ONLY, WITH_PICTURES, Leaderboard
 from app.arena.service import Arena
 from app.arena.store import shown_url
@@ -57,7 +59,11 @@ def build_parser() -> argparse.ArgumentParser:
     out = sub.add_parser("export", help="Print (or write) every voted battle.")
     out.add_argument("--format", choices=FORMATS, default=JSONL, help="jsonl (FastChat's arena-log fields) or csv.")
     out.add_argument("--output", type=Path, help="Write to this file instead of printing.")
-    for each in (board, out):
+    kept = sub.add_parser("prompt-set", help="Keep a prompt set (as the tab's upload and arena_prompt_set do).")
+    kept.add_argument("jsonl", type=Path, help='One {"prompt": "...", "images": ["a.png"]} object per line.')
+    kept.add_argument("--pictures", type=Path, help="A zip of the pictures the prompts name.")
+    kept.add_argument("--name", help="The set's name (default: the JSONL file's name; a set kept again is replaced).")
+    for each in (board, out, kept):
         each.add_argument("--db", help="The database's SQLAlchemy URL (default: sqlite in the current folder).")
     return parser
 
@@ -67,6 +73,11 @@ def main(argv: list[str]) -> int:
     roots = default_roots()
     arena = Arena(args.db, roots[0] if roots else Path.cwd())
     try:
+        if args.command == "prompt-set":
+            parsed = arena.add_prompt_set(args.name or args.jsonl.stem, args.jsonl, args.pictures)
+            print(MSG_CLI_SET_KEPT.format(name=parsed.name, prompts=len(parsed.prompts),
+                                          pictures=len(parsed.pictures), url=shown_url(arena.url)))
+            return 0
         if args.command == "export":
             text = arena.export(args.format)
             if args.output:
@@ -82,6 +93,9 @@ def main(argv: list[str]) -> int:
         return 0
     except ChatError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a file named on the command line that cannot be read
+        print(f"error: {MSG_CLI_UNREADABLE.format(path=exc.filename, detail=exc.strerror or exc)}", file=sys.stderr)
         return 2
     finally:
         arena.close()

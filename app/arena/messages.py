@@ -37,3 +37,5 @@ MSG_SET_NO_FILE = "Upload a JSONL file of prompts first (one {\"prompt\": ...} o
 MSG_SET_UPLOAD = "The prompt set's {what} must be uploaded with the request (gradio_client.handle_file(path))."
 
 MSG_CLI_NO_VOTES = "No votes yet in {url}."
+MSG_CLI_UNREADABLE = "Cannot read {path}: {detail}."
+MSG_CLI_SET_KEPT = "Kept prompt set {name!r}: {prompts} prompts, {pictures} pictures, in {url}."

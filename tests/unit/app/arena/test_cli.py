@@ -1,5 +1,5 @@
-"""python -m app arena leaderboard|export on a database filled here: the table, --json, filters, both exports,
-and one line for a database that cannot be opened."""
+"""python -m app arena leaderboard|export|prompt-set on a database filled here: the table, --json, filters, both
+exports, a prompt set kept, and one line for a database or a file that cannot be opened."""
 
 from __future__ import annotations
 
@@ -48,3 +48,29 @@ def test_a_database_that_cannot_be_opened_is_one_error_line(tmp_path, capsys):
     assert main(["leaderboard", "--db", f"sqlite:///{tmp_path / 'missing' / 'deeper' / 'a.sqlite3'}"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: The arena's database") and err.count("\n") == 1
+
+
+def test_a_prompt_set_is_kept_from_the_command_line_and_a_bad_file_is_one_line(tmp_path, capsys):
+    import zipfile
+
+    from app.arena.service import Arena
+
+    url = f"sqlite:///{tmp_path / 'arena.sqlite3'}"
+    prompts = tmp_path / "checks.jsonl"
+    prompts.write_text('{"prompt": "What is this?", "images": ["cat.png"]}\n{"prompt": "Say hi."}\n')
+    with zipfile.ZipFile(tmp_path / "pictures.zip", "w") as archive:
+        archive.writestr("cat.png", b"not looked at here")
+    assert main(["prompt-set", str(prompts), "--pictures", str(tmp_path / "pictures.zip"), "--db", url]) == 0
+    assert "Kept prompt set 'checks': 2 prompts, 1 pictures" in capsys.readouterr().out
+    arena = Arena(url, tmp_path)
+    try:
+        step = arena.set_step("checks", "local")
+        assert (step.number, step.count, step.text, step.pictures) == (0, 2, "What is this?", (b"not looked at here",))
+    finally:
+        arena.close()
+    assert main(["prompt-set", str(tmp_path / "missing.jsonl"), "--db", url]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: Cannot read ") and "missing.jsonl" in err and len(err.splitlines()) == 1
+    prompts.write_text("not json\n")
+    assert main(["prompt-set", str(prompts), "--name", "broken", "--db", url]) == 2
+    assert "line 1" in capsys.readouterr().err
