@@ -18,7 +18,7 @@ from pathlib import Path
 
 from setup.lora.adapter_facts import AdapterFacts, LoraPart
 from setup.lora.convert import HF_TO_TRT, LoraConvertError
-from setup.lora.engine import load_engine_spec
+from setup.lora.engine import load_engine_spec, module_shapes
 from setup.lora.messages import (
     MSG_AUDIT_BASE_NAME,
     MSG_AUDIT_DORA,
@@ -96,13 +96,19 @@ def model_target(model_dir: Path, server: str, model: str = "") -> LoraTarget:
         raise LoraConvertError(f"{path} cannot be read as a model config: {exc}") from None
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise LoraConvertError(f"{path} is not a language model's config (missing or bad field {exc}).") from None
-    shapes = {"attn_q": (hidden, q), "attn_k": (hidden, kv), "attn_v": (hidden, kv), "attn_dense": (q, hidden),
-              "mlp_h_to_4h": (hidden, inter), "mlp_gate": (hidden, inter), "mlp_4h_to_h": (inter, hidden),
-              "attn_qkv": (hidden, q + 2 * kv), "mlp_gate_up": (hidden, 2 * inter)}
+    shapes = module_shapes(hidden, inter, q, kv)
     vocab = text.get("vocab_size") or config.get("vocab_size")
     return LoraTarget(server=server, model=model or Path(model_dir).name, num_layers=int(text["num_hidden_layers"]),
                       vocab_size=int(vocab) if vocab else None,
                       shapes=shapes)  # the dtype: these servers cast an adapter to their own when they load it
+
+
+def model_target_or_none(model_dir: Path, server: str, model: str = "") -> LoraTarget | None:
+    """model_target, or None when the folder has no readable language model's config."""
+    try:
+        return model_target(model_dir, server, model)
+    except LoraConvertError:
+        return None
 
 
 def target_or_none(engine_dir: Path | None, server: str | None = None) -> LoraTarget | None:

@@ -35,12 +35,15 @@ class EngineLoraSpec:
     def module_shape(self, trt_module: str) -> tuple[int, int] | None:
         """(in, out) sizes of a module in the full (un-split) model; None when unknown."""
         q, kv = self.num_heads * self.head_size, self.num_kv_heads * self.head_size
-        h, inter = self.hidden_size, self.intermediate_size
-        return {
-            "attn_qkv": (h, q + 2 * kv), "attn_q": (h, q), "attn_k": (h, kv), "attn_v": (h, kv),
-            "attn_dense": (q, h), "mlp_h_to_4h": (h, inter), "mlp_gate": (h, inter), "mlp_4h_to_h": (inter, h),
-            "mlp_gate_up": (h, 2 * inter),
-        }.get(trt_module)
+        return module_shapes(self.hidden_size, self.intermediate_size, q, kv).get(trt_module)
+
+
+def module_shapes(hidden: int, intermediate: int, q: int, kv: int) -> dict[str, tuple[int, int]]:
+    """(in, out) sizes of each TensorRT-LLM LoRA module of a decoder with these widths (q, kv: the query's and each
+    of key's and value's projection widths, heads x head size)."""
+    h, inter = hidden, intermediate
+    return {"attn_qkv": (h, q + 2 * kv), "attn_q": (h, q), "attn_k": (h, kv), "attn_v": (h, kv), "attn_dense": (q, h),
+            "mlp_h_to_4h": (h, inter), "mlp_gate": (h, inter), "mlp_4h_to_h": (inter, h), "mlp_gate_up": (h, 2 * inter)}
 
 
 def load_engine_spec(engine_dir: Path) -> EngineLoraSpec:

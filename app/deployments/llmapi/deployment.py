@@ -32,8 +32,7 @@ from app.deployments.prompts import PromptBuilder
 from app.deployments.triton_served import TritonServed
 from app.triton.client import TritonChatClient
 from app.triton.declared_inputs import build_inputs
-from setup.lora.audit import model_target
-from setup.lora.convert import LoraConvertError
+from setup.lora.audit import model_target_or_none
 
 LORA_INPUTS = ("lora_id", "lora_name", "lora_path")
 
@@ -119,13 +118,9 @@ class LlmApiDeployment(TritonServed):
         """Every language-model module (the PyTorch backend applies LoRA to the language model), checked against
         the shapes, layers and vocabulary of the model folder the app was given (the demo's: the model's own);
         without one readable, any language-model module of any shape."""
-        if self._target is None:
-            try:
-                self._target = model_target(Path(self.tokenizer_dir), self.kind) if self.tokenizer_dir else None
-            except LoraConvertError:
-                self._target = None
-            if self._target is None:
-                return super().lora_target()
+        if self._target is None:  # read once: the folder is the app's setting
+            found = model_target_or_none(Path(self.tokenizer_dir), self.kind) if self.tokenizer_dir else None
+            self._target = found or super().lora_target()
         return self._target
 
     def adapters(self) -> list[AdapterState]:

@@ -47,8 +47,7 @@ from app.deployments.messages import (
 from app.deployments.openai_compat.stream import OpenAIStream
 from app.deployments.openai_compat.wire import http_error, messages_body, sampling_fields
 from app.vision.images import load_image
-from setup.lora.audit import model_target
-from setup.lora.convert import LoraConvertError
+from setup.lora.audit import model_target_or_none
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -138,13 +137,8 @@ class OpenAICompatDeployment(PlainAdapters, DeploymentDefaults):
             return super().lora_target()
         root = str(listing.entries[listing.base].get("root") or "")
         if root != self._target[0]:
-            target = None
-            if urlsplit(self.url).hostname in LOOPBACK and Path(root).is_absolute():
-                try:
-                    target = model_target(Path(root), self.kind, model=listing.base)
-                except LoraConvertError:
-                    target = None
-            self._target = (root, target)
+            local = urlsplit(self.url).hostname in LOOPBACK and Path(root).is_absolute()
+            self._target = (root, model_target_or_none(Path(root), self.kind, listing.base) if local else None)
         return self._target[1] or super().lora_target()
 
     def adapters_as(self) -> str:
