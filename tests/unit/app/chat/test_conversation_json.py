@@ -3,14 +3,8 @@
 import json
 
 from app.chat.conversation_json import conversation_dict, conversation_of, kept_pictures
-from app.core.conversation import Conversation, Media, ReplyVersion, Turn
-from app.core.sampling import SamplingParams
-
-CUT = ReplyVersion(text="Arr, the capital be", adapter="pirate", figures="4 tokens · pirate · K", cut_at=4,
-                   sampling=SamplingParams(max_tokens=4, top_k=1), context=(0,))
-WHOLE = ReplyVersion(text="Paris.", figures="2 tokens · base model · K", saw=(("Labels: tabby cat 91%", "Text: none found"),))
-TWO = Turn("assistant", versions=(CUT, WHOLE), shown=0)
-PICTURE = Turn.user("What is it?", (Media.of("/tmp/gradio/x/sign.png"),))
+from app.core.conversation import Conversation, Media, Turn
+from tests.unit.app.chat.conversation_samples import CUT, PICTURE, TWO, WHOLE
 
 
 def test_the_schema_round_trips_every_field():
