@@ -2,8 +2,9 @@
 progress kept for the page (and the API) to show, cancellable.
 
 The request is checked and the training slot taken before the thread starts (setup.lora.train.prepare_training),
-so every refusal is an exception from `start`. The finished PEFT folder lands in the registry's folder, where the
-chat dropdown, Compare and the Adapters table find it the next time they list adapters.
+so every refusal is an exception from `start`. The finished PEFT folder lands in the adapters folder `start` is
+given (the one of the server the browser session chose; the app's own by default), where the chat dropdown,
+Compare and the Adapters table find it the next time they list adapters.
 
 Imports: app.adapters.intake, setup.lora (no Gradio).
 """
@@ -51,6 +52,7 @@ class TrainingJob:
     steps: int
     pairs: int
     where: str
+    folder: Path | None = None  # the adapters folder it trains into
     losses: list[tuple[int, float]] = field(default_factory=list)  # (step, loss)
     state: str = "running"  # running, done, cancelled, failed
     message: str = ""
@@ -72,7 +74,8 @@ class TrainingJob:
 
 
 class Trainer:
-    """Starts trainings into `folder` (the adapters folder), one at a time, and remembers the last one."""
+    """Starts trainings into an adapters folder (`folder`, the app's own, unless `start` is given another), one
+    at a time whatever the folder, and remembers the last one."""
 
     def __init__(self, folder: Path, default_base: Path | None = None, engine_dir: Path | None = None):
         self.folder = Path(folder)
@@ -86,17 +89,20 @@ class Trainer:
         with self._lock:
             return self._job
 
-    def start(self, name: str, base: Path, examples: Sequence[Example], settings: TrainSettings) -> TrainingJob:
-        """Check the request, take the training slot and train in a thread; TrainError (or AdapterError for a bad
-        name) with one sentence for a refusal, before anything runs."""
+    def start(self, name: str, base: Path, examples: Sequence[Example], settings: TrainSettings,
+              folder: Path | None = None) -> TrainingJob:
+        """Check the request, take the training slot and train in a thread into `folder` (default: the app's own
+        adapters folder); TrainError (or AdapterError for a bad name) with one sentence for a refusal, before
+        anything runs."""
         name = check_name((name or "").strip())
-        if (self.folder / name).exists():
+        folder = Path(folder) if folder is not None else self.folder
+        if (folder / name).exists():
             raise TrainError(MSG_NAME_TAKEN.format(name=name))
         self.check_engine(settings)
-        run = prepare_training(base, examples, self.folder / name, settings,
+        run = prepare_training(base, examples, folder / name, settings,
                                description=f"Trained in the app's Adapters tab on {len(examples)} pairs.")
         job = TrainingJob(name=name, steps=run.settings.steps, pairs=len(examples),
-                          where=where_it_runs(run.settings.threads))
+                          where=where_it_runs(run.settings.threads), folder=folder)
         with self._lock:
             self._job = job
 

@@ -1,6 +1,11 @@
 """The Adapters tab's Train section: a LoRA adapter from a small dataset, with progress, a live loss plot and
 Cancel; afterwards the adapter-applied check runs on it. Its handlers are also the Gradio API's `train_adapter`
 and `cancel_training` endpoints; both check the launch token or login themselves (app.web.gate).
+
+A training follows the server the browser session chose in the chat (`AppContext.for_session`), as the tab's Add
+does: the adapter is written to that server's adapters folder and made known to that server, and the check runs
+there. An API caller that chose nothing trains for the app's own server. One training runs at a time, whoever
+asked for it.
 """
 
 from __future__ import annotations
@@ -107,18 +112,21 @@ def cancel_button(ctx: AppContext) -> gr.Button:
     return gr.Button(interactive=running, variant="stop" if running else "secondary")
 
 
-def finish(ctx: AppContext, job) -> str:
-    """The final sentence: how training went; when it worked, the server told and the adapter checked."""
+def finish(view: AppContext, job) -> str:
+    """The final sentence: how training went; when it worked, the session's server (`view`, the one it trained
+    for) told and the adapter checked there."""
     if job.state != "done":
         return f"{STATE_ICONS.get(job.state, '⚠️')} {job.message}"
+    folder = job.folder or view.adapters.folder
     try:
-        note = ctx.deployment.register_adapter(job.name, ctx.adapters.folder / job.name)
+        note = view.deployment.register_adapter(job.name, folder / job.name)
     except ChatError as exc:
         note = f"⚠️ {exc}"
-    check = ctx.adapter_checks.run_now(ctx.deployment, job.name).message
-    audit = ctx.deployment.adapter_audit(job.name)
+    check = view.adapter_checks.run_now(view.deployment, job.name).message
+    audit = view.deployment.adapter_audit(job.name)
     applied = f" {audit_lines(audit)[0].capitalize()}." if audit else ""
-    return f"✅ {MSG_REGISTERED.format(summary=job.message, note=note)}{applied} Check: {check}"
+    registered = MSG_REGISTERED.format(summary=job.message, folder=folder, server=view.server.label, note=note)
+    return f"✅ {registered}{applied} Check: {check}"
 
 
 def message_html(text: str) -> str:
@@ -136,11 +144,13 @@ def train_handlers(ctx: AppContext):
     def on_train(name_text, base_text, upload_path, table, rank_value, steps_value, rate_value, max_len_value,
                  target_list, request: gr.Request):
         require_access(ctx, request)
+        view = ctx.for_session(request.session_hash)  # the server this session chose, as Add uses it
         try:
             examples = read_examples(upload_path, table)
             settings = defaults.with_changes(rank=rank_value, steps=steps_value, learning_rate=rate_value,
                                              max_len=max_len_value, target_modules=tuple(target_list or ()))
-            job = ctx.training.start(name_text, resolve_base(ctx, base_text), examples, settings)
+            job = ctx.training.start(name_text, resolve_base(ctx, base_text), examples, settings,
+                                     folder=view.adapters.folder)
         except (TrainError, ChatError, WorkspaceError) as exc:
             yield message_html(f"⚠️ {exc}"), EMPTY_PLOT
             return
@@ -148,7 +158,7 @@ def train_handlers(ctx: AppContext):
         while not job.wait(POLL_SECONDS):
             yield progress_html(job), loss_plot(job)
         yield progress_html(job), loss_plot(job)  # every step shown (and Cancel off) while the check runs
-        yield progress_html(job) + "<br>" + message_html(finish(ctx, job)), loss_plot(job)
+        yield progress_html(job) + "<br>" + message_html(finish(view, job)), loss_plot(job)
 
     def on_cancel(request: gr.Request):
         require_access(ctx, request)
@@ -162,8 +172,7 @@ def build(ctx: AppContext):
     defaults, limits = default_settings(), default_limits()
     with gr.Accordion("Train an adapter", open=False, elem_id="train-section"):
         gr.Markdown(MSG_INTRO.format(where=where_it_runs(defaults.threads), pairs=limits.max_pairs,
-                                     steps=limits.max_steps, max_len=limits.max_len, rank=limits.max_rank,
-                                     folder=ctx.adapters.folder))
+                                     steps=limits.max_steps, max_len=limits.max_len, rank=limits.max_rank))
         with gr.Row():
             name = gr.Textbox(label="Name", placeholder="my-style", elem_id="train-name",
                               info="The adapter's folder name: letters, digits, '.', '_' or '-'.")

@@ -1,5 +1,6 @@
 """The Adapters tab's Train handlers (app/web/pages/adapter_training.py): access checked in the handler, refusals
-as one message, uploads only from Gradio's folder, a table of pairs trained with progress and a final check."""
+as one message, uploads only from Gradio's folder, a table of pairs trained with progress and a final check, for the
+server the browser session chose (its adapters folder and deployment), as the tab's Add does."""
 
 from __future__ import annotations
 
@@ -31,8 +32,9 @@ def ctx(tmp_path, tiny_base):
     return ctx
 
 
-def request(ctx, token: str | None = None):
-    return SimpleNamespace(headers={TOKEN_HEADER: token or ctx.access.token}, cookies={}, username=None)
+def request(ctx, token: str | None = None, session: str = "s"):
+    return SimpleNamespace(headers={TOKEN_HEADER: token or ctx.access.token}, cookies={}, username=None,
+                           session_hash=session)
 
 
 def pairs(count=3):
@@ -64,6 +66,25 @@ def test_trains_the_table_with_progress_and_checks_the_adapter(ctx, tmp_path):
     assert isinstance(updates[0][1], pd.DataFrame)  # a training's first plot update is its value alone
     assert (tmp_path / "adapters" / "mine" / "adapter_config.json").is_file()
     assert "mine" in ctx.deployment.adapter_names()  # the chat dropdown and Compare list it now
+
+
+def test_a_session_on_another_server_trains_into_that_servers_folder(ctx, tmp_path):
+    """A Build-listed server with an adapters folder of its own, chosen by session 'a': the adapter lands in that
+    folder, that server lists it and the message names it; the app's own folder and server stay without it."""
+    other = tmp_path / "other"
+    other.mkdir()
+    ctx.triton_server("build", "twin at 127.0.0.1:9", "127.0.0.1:9", adapters_dir=str(other))
+    ctx.servers.choose("a", "build")
+    on_train, _ = train_handlers(ctx)
+    status = html.unescape(list(on_train(*args(name="theirs"), request(ctx, session="a")))[-1][0])
+    assert "✅ Trained theirs in" in status and f"Written to {other}; server: twin at 127.0.0.1:9." in status
+    assert (other / "theirs" / "adapter_config.json").is_file() and not (tmp_path / "adapters" / "theirs").exists()
+    assert "theirs" in ctx.for_session("a").deployment.adapter_names()
+    assert "theirs" not in ctx.deployment.adapter_names()
+    assert "theirs" not in ctx.for_session("b").deployment.adapter_names()
+    # the name is taken in that folder, not in the app's own
+    updates = list(on_train(*args(name="theirs"), request(ctx, session="a")))
+    assert len(updates) == 1 and "An adapter named 'theirs' exists already" in html.unescape(updates[0][0])
 
 
 @pytest.mark.parametrize(("changes", "expected"), [
