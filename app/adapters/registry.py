@@ -165,6 +165,11 @@ class AdapterRegistry:
         path = self._folder_of(name)
         return self.audits.of(path, self._stamp(path), target)
 
+    def audit_at(self, folder: Path, target: LoraTarget) -> AdapterAudit:
+        """What `target` applies of an adapter folder outside the adapters folder (a runner engine's copy of a
+        built-in adapter), kept the same way."""
+        return self.audits.of(Path(folder), self._stamp(Path(folder)), target)
+
     def info(self, name: str) -> AdapterInfo:
         loaded = self._load(name)
         task_id = self.task_id(name)

@@ -424,14 +424,15 @@ def completion_body(model: str, text: str, reason: str, completion_tokens: int,
 
 
 def audit_fields(audit: AdapterAudit | None) -> dict:
-    """An adapter's audit as /v1/models fields: the modules applied and dropped with their share of the weights."""
+    """An adapter's audit as /v1/models fields: the modules applied and dropped with their share of the weights, and
+    whether the served model's shapes were checked (`notes` says why not)."""
     if audit is None:
         return {}
     return {"applied_modules": list(audit.applied.names), "applied_percent": audit.applied_percent,
             "partial": audit.partial,
             "dropped": [{"modules": list(d.names), "percent": audit.percent(d.params), "reason": d.reason}
                         for d in audit.dropped],
-            "notes": list(audit.flags), "rank": audit.rank}
+            "notes": list(audit.flags), "rank": audit.rank, "shapes_checked": audit.shapes_checked}
 
 
 def models_body(served_model: str, adapters: list[str], audit_of=lambda name: None) -> dict:

@@ -35,7 +35,8 @@ def connect(config, registry: AdapterRegistry, triton_url: str | None = None):
                                       system_prompt=config.system_prompt)
     client = TritonChatClient(triton_url or config.triton_url, model=config.model)
     if getattr(config, "deployment", "engine") == "runner":
-        return RunnerDeployment(client, registry, metrics=config.metrics_url if triton_url is None else None)
+        return RunnerDeployment(client, registry, metrics=config.metrics_url if triton_url is None else None,
+                                engine_dir=config.engine_dir, tokenizer_dir=config.tokenizer_dir)
     if getattr(config, "deployment", "engine") == "llmapi":
         return LlmApiDeployment(client, registry, template=config.template or DEFAULT_TEMPLATE,
                                 tokenizer_dir=config.tokenizer_dir,

@@ -75,3 +75,12 @@ MSG_RUNNER_ENCDEC_LORA = ("{family}'s LLM is encoder-decoder: TensorRT-LLM's Enc
 MSG_RUNNER_LORA_NOT_BAKED = ("Adapter '{adapter}' is not built into model '{model}': the runner serves only the "
                              "adapters its LLM engine was built with (trtllm-build --lora_dir), here {baked}.")
 MSG_RUNNER_NO_BAKED = "none"
+
+# Why a kind's adapter audit knows no model shapes (setup/lora/audit.py says "Shapes not checked: ..." with it)
+MSG_SHAPES_REMOTE = ("the server at {host} is not on this machine, and an OpenAI-compatible model list gives no "
+                     "hidden size, layers or vocabulary")
+MSG_SHAPES_NO_ROOT = "the server lists no model folder on this machine as its base model's root ({root})"
+MSG_SHAPES_NO_LISTING = "the server's model list could not be read ({detail})"
+MSG_SHAPES_LLMAPI = "no readable model folder was given (--tokenizer-dir: {folder})"
+MSG_SHAPES_RUNNER = ("neither the LLM engine's config.json ({engine}) nor the model folder's ({model}) could be read "
+                     "on this machine")

@@ -28,11 +28,13 @@ from setup.lora.messages import (
     MSG_AUDIT_DROP_TOWER,
     MSG_AUDIT_DTYPE,
     MSG_AUDIT_LAYERS,
+    MSG_AUDIT_NO_SHAPES,
     MSG_AUDIT_NOTHING_APPLIED,
     MSG_AUDIT_PEFT_TYPE,
     MSG_AUDIT_RANK,
     MSG_AUDIT_SAVED,
     MSG_AUDIT_SHAPE,
+    MSG_AUDIT_SHAPES_UNCHECKED,
     MSG_AUDIT_VOCAB,
 )
 from setup.lora.module_paths import EMBEDDING, LANGUAGE, TOWER
@@ -52,6 +54,12 @@ class LoraTarget:
     vocab_size: int | None = None
     dtype: str | None = None
     shapes: dict[str, tuple[int, int]] = field(default_factory=dict)  # TRT module -> (in, out)
+    unchecked: str = ""  # why the model's shapes are unknown here (the audit says so); "" : the generic reason
+
+    @property
+    def knows_shapes(self) -> bool:
+        """Whether an adapter for another base model can be told here (layers or module shapes known)."""
+        return self.num_layers is not None or bool(self.shapes)
 
     def applies(self, module: str) -> bool:
         """Whether a language-model module (HF name) is applied."""
@@ -144,6 +152,7 @@ class AdapterAudit:
     dropped: tuple[ModuleShare, ...] = ()
     flags: tuple[str, ...] = ()
     refusals: tuple[str, ...] = ()
+    shapes_checked: bool = True  # False: the target knew no shapes (a flag says why)
 
     @property
     def refused(self) -> bool:
@@ -226,15 +235,20 @@ def audit(facts: AdapterFacts, target: LoraTarget) -> AdapterAudit:
     saved = sorted({s.name for s in facts.saved} | set(facts.modules_to_save))
     if saved:
         flags.append(MSG_AUDIT_SAVED.format(names=", ".join(saved), server=target.server))
-    if facts.base_model and target.model and _short(facts.base_model) != _short(target.model) and not refusals:
+    if facts.base_model and target.model and _short(facts.base_model) != _short(target.model) and not refusals \
+            and target.knows_shapes:
         flags.append(MSG_AUDIT_BASE_NAME.format(base=facts.base_model, model=target.model))
     if target.dtype and facts.dtype != target.dtype:
         flags.append(MSG_AUDIT_DTYPE.format(dtype=facts.dtype, target=target.dtype))
+    if not target.knows_shapes:
+        flags.append(MSG_AUDIT_SHAPES_UNCHECKED.format(
+            why=target.unchecked or MSG_AUDIT_NO_SHAPES.format(server=target.server)))
     return AdapterAudit(server=target.server, base_model=base, served_model=target.model or "unknown", rank=rank,
                         dtype=facts.dtype, total_params=sum(p.params for p in parts),
                         applied=ModuleShare(names=_ordered({p.name for p in applied}),
                                             params=sum(p.params for p in applied)),
-                        dropped=tuple(_dropped(parts, target)), flags=tuple(flags), refusals=tuple(refusals))
+                        dropped=tuple(_dropped(parts, target)), flags=tuple(flags), refusals=tuple(refusals),
+                        shapes_checked=target.knows_shapes)
 
 
 def _short(name: str) -> str:

@@ -69,4 +69,7 @@ MSG_AUDIT_DROP_EMBEDDING = "embedding layers: not applied by these servers"
 MSG_AUDIT_DROP_MODULE = "the {server} applies LoRA to {modules} only"
 MSG_AUDIT_DROP_OTHER = "outside the language model's layers: not applied"
 MSG_AUDIT_ANY_SERVER = "server (language model only)"
+MSG_AUDIT_SHAPES_UNCHECKED = ("Shapes not checked (hidden size, layers, vocabulary): {why}. An adapter made for another "
+                              "base model is found out only by the server, at its first use.")
+MSG_AUDIT_NO_SHAPES = "the {server} does not say its model's shapes"
 MSG_AUDIT_NO_FOLDER = "{folder} is not a folder; give an adapter folder (adapter_config.json and its weights)."

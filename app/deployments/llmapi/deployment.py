@@ -27,6 +27,7 @@ from app.deployments.messages import (
     MSG_LLMAPI_NO_LORA,
     MSG_LLMAPI_NOT_PEFT,
     MSG_LLMAPI_SHARED,
+    MSG_SHAPES_LLMAPI,
 )
 from app.deployments.prompts import PromptBuilder
 from app.deployments.triton_served import TritonServed
@@ -120,7 +121,8 @@ class LlmApiDeployment(TritonServed):
         without one readable, any language-model module of any shape."""
         if self._target is None:  # read once: the folder is the app's setting
             found = model_target_or_none(Path(self.tokenizer_dir), self.kind) if self.tokenizer_dir else None
-            self._target = found or super().lora_target()
+            self._target = found or LoraTarget(server=self.kind, unchecked=MSG_SHAPES_LLMAPI.format(
+                folder=self.tokenizer_dir or "none"))
         return self._target
 
     def adapters(self) -> list[AdapterState]:

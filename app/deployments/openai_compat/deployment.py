@@ -42,6 +42,9 @@ from app.deployments.messages import (
     MSG_OPENAI_NOT_OPENAI,
     MSG_OPENAI_UNREACHABLE,
     MSG_SENT_AS_LORA_REQUEST,
+    MSG_SHAPES_NO_LISTING,
+    MSG_SHAPES_NO_ROOT,
+    MSG_SHAPES_REMOTE,
     OPENAI_KIND,
 )
 from app.deployments.openai_compat.stream import OpenAIStream
@@ -130,16 +133,21 @@ class OpenAICompatDeployment(PlainAdapters, DeploymentDefaults):
 
     def lora_target(self) -> LoraTarget:
         """Every language-model module (vLLM drops a VLM's tower), checked against the served model's shapes when
-        the server runs on this machine and lists the folder it loaded (vLLM's `root`) with a config.json."""
+        the server runs on this machine and lists the folder it loaded (vLLM's `root`) with a config.json; else
+        unchecked, and the target says why (a remote server, no model folder as the root, no model list)."""
         try:
             listing = self.listing()
-        except ChatError:
-            return super().lora_target()
+        except ChatError as exc:
+            return LoraTarget(server=self.kind, unchecked=MSG_SHAPES_NO_LISTING.format(detail=exc))
         root = str(listing.entries[listing.base].get("root") or "")
-        if root != self._target[0]:
-            local = urlsplit(self.url).hostname in LOOPBACK and Path(root).is_absolute()
-            self._target = (root, model_target_or_none(Path(root), self.kind, listing.base) if local else None)
-        return self._target[1] or super().lora_target()
+        if root != self._target[0] or self._target[1] is None:
+            host = urlsplit(self.url).hostname or self.url
+            local = host in LOOPBACK and Path(root).is_absolute()
+            found = model_target_or_none(Path(root), self.kind, listing.base) if local else None
+            why = "" if found else MSG_SHAPES_NO_ROOT.format(root=root or "none") if host in LOOPBACK else \
+                MSG_SHAPES_REMOTE.format(host=host)
+            self._target = (root, found or LoraTarget(server=self.kind, model=listing.base, unchecked=why))
+        return self._target[1]
 
     def adapters_as(self) -> str:
         """'model' or 'lora_request': the flag, else trtllm-serve (lists itself as tensorrt_llm) gets lora_request."""

@@ -14,6 +14,13 @@ LoRA: the runner's LLM engine holds the adapters it was built with (trtllm-build
 in that order; the repository records their names in load order (the lora_adapters parameter, written by setup).
 Exactly those are offered, a request names one and sends its place as lora_task_id, and any other name is refused
 in a sentence before anything is sent.
+
+The audit's target is the LLM engine's config.json (the app's --engine-dir, else the model's llm_engine_dir on this
+machine): its lora_target_modules, max_lora_rank and the model's shapes, as for the engine topology; without one, the
+model folder's config.json (--tokenizer-dir, else hf_model_dir). trtllm-build keeps a copy of each built-in adapter
+in the engine folder (lora/0, lora/1, ... in load order): those copies are what the Adapters table audits, and one
+the audit refuses (made for another base model) is not offered. An adapter added to the folder is refused with
+both names when the target refuses it.
 """
 
 from __future__ import annotations
@@ -21,10 +28,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from app.adapters.audit import AdapterAudit, LoraTarget
+from app.adapters.intake import AdapterError
 from app.adapters.registry import AdapterRegistry
 from app.core.constants import WHOLE_REPLY_STALL_SECONDS
 from app.core.conversation import VIDEO, Conversation
-from app.core.errors import InvalidRequest, TextOnlyDeployment
+from app.core.errors import ChatError, InvalidRequest, TextOnlyDeployment
 from app.core.messages import MSG_TEXT_ONLY
 from app.core.sampling import REPETITION_FOR_PENALTIES, SamplingParams
 from app.deployments.base import AdapterState, ReplyRequest
@@ -38,6 +47,7 @@ from app.deployments.messages import (
     MSG_RUNNER_NO_LORA,
     MSG_RUNNER_NO_QUESTION,
     MSG_RUNNER_PENALTIES,
+    MSG_SHAPES_RUNNER,
     RUNNER_KIND,
 )
 from app.deployments.runner.family import RunnerFamily, runner_family
@@ -45,6 +55,7 @@ from app.deployments.runner.stream import RunnerStream
 from app.deployments.triton_served import TritonServed
 from app.triton.client import TritonChatClient
 from app.triton.declared_inputs import build_inputs
+from setup.lora.audit import model_target_or_none, target_or_none
 
 VIDEO_SUFFIXES = (".mp4", ".webm", ".gif", ".mov", ".avi")
 
@@ -106,12 +117,15 @@ class RunnerDeployment(TritonServed):
     kind = RUNNER_KIND
     server_note = " (MultimodalModelRunner)"
 
-    def __init__(self, client: TritonChatClient, registry: AdapterRegistry, metrics: str | None = None):
+    def __init__(self, client: TritonChatClient, registry: AdapterRegistry, metrics: str | None = None,
+                 engine_dir: str | None = None, tokenizer_dir: str | None = None):
         self.client, self.registry, self._metrics = client, registry, metrics
+        self.engine_dir, self.tokenizer_dir = engine_dir, tokenizer_dir
+        self._target: LoraTarget | None = None
 
     def for_model(self, model: str) -> RunnerDeployment:
         client = TritonChatClient(self.client.url, model=model, stall_timeout=self.client.stall_timeout)
-        return RunnerDeployment(client, self.registry, self._metrics)
+        return RunnerDeployment(client, self.registry, self._metrics, self.engine_dir, self.tokenizer_dir)
 
     def _parameter(self, name: str, default: str = "") -> str:
         value = self.client.model_info().parameters.get(name, default)
@@ -149,11 +163,67 @@ class RunnerDeployment(TritonServed):
         return [name.strip() for name in self._parameter("lora_adapters").split(",") if name.strip()]
 
     def adapter_names(self) -> list[str]:
-        return self.baked_adapters() if self.takes_lora() else []
+        if not self.takes_lora():
+            return []
+        refused = self.audit_refusals()
+        return [name for name in self.baked_adapters() if name not in refused]
 
     def adapters(self) -> list[AdapterState]:
-        return [AdapterState(name=name, held_by_server=True, task_id=uid, kind="built into the engine")
-                for uid, name in enumerate(self.adapter_names())]
+        return [AdapterState(name=name, held_by_server=True, task_id=self.baked_adapters().index(name),
+                             kind="built into the engine", path=self.baked_folder(name))
+                for name in self.adapter_names()]
+
+    # ---- the audit: the LLM engine's LoRA build settings and shapes ------------------------------------------
+    def llm_engine_folder(self) -> str | None:
+        """The LLM engine folder: the app's --engine-dir, else the model's llm_engine_dir when it is on this host."""
+        if self.engine_dir:
+            return self.engine_dir
+        path = self._parameter("llm_engine_dir")
+        return path if path and Path(path).is_dir() else None
+
+    def lora_target(self) -> LoraTarget:
+        """The LLM engine's config.json (modules, max_lora_rank, shapes), else the model folder's config.json
+        (shapes), else any language-model module with the reason the shapes are unknown. Read once found."""
+        if self._target is not None:
+            return self._target
+        try:
+            engine, model, settled = self.llm_engine_folder(), self.tokenizer_dir or self.model_folder(), True
+        except ChatError:  # the server cannot say its parameters now: the app's own folders, asked again next time
+            engine, model, settled = self.engine_dir, self.tokenizer_dir, False
+        found = (target_or_none(Path(engine)) if engine else None) or \
+            (model_target_or_none(Path(model), self.kind) if model else None) or \
+            LoraTarget(server=self.kind, unchecked=MSG_SHAPES_RUNNER.format(engine=engine or "none",
+                                                                            model=model or "none"))
+        if settled:
+            self._target = found
+        return found
+
+    def baked_folder(self, name: str) -> Path | None:
+        """trtllm-build's copy of built-in adapter `name` in the engine folder (lora/<its place>), when present."""
+        baked = self.baked_adapters()
+        try:
+            engine = self.llm_engine_folder()
+        except ChatError:
+            engine = self.engine_dir
+        if not engine or name not in baked:
+            return None
+        folder = Path(engine) / "lora" / str(baked.index(name))
+        return folder if folder.is_dir() else None
+
+    def adapter_audit(self, name: str) -> AdapterAudit | None:
+        """A built-in adapter's engine copy against lora_target(); else the adapters folder's `name`."""
+        folder = self.baked_folder(name)
+        if folder is None:
+            return super().adapter_audit(name)
+        try:
+            return self.registry.audit_at(folder, self.lora_target())
+        except AdapterError:
+            return None
+
+    def audit_refusals(self) -> dict[str, str]:
+        """name -> why the engine cannot take a built-in adapter (its audit's refusals)."""
+        audits = {name: self.adapter_audit(name) for name in self.baked_adapters()}
+        return {name: " ".join(a.refusals) for name, a in audits.items() if a is not None and a.refused}
 
     def _adapter_task(self, adapter: str, model: str) -> int:
         """The runner's uid of `adapter` (its place in the engine's load order); InvalidRequest naming it else."""
@@ -166,10 +236,13 @@ class RunnerDeployment(TritonServed):
         if adapter not in baked:
             listed = ", ".join(f"'{name}'" for name in baked) or MSG_RUNNER_NO_BAKED
             raise InvalidRequest(MSG_RUNNER_LORA_NOT_BAKED.format(adapter=adapter, model=model, baked=listed))
+        refused = self.audit_refusals().get(adapter)
+        if refused:
+            raise InvalidRequest(refused)
         return baked.index(adapter)
 
     def adapter_problems(self) -> dict[str, str]:
-        return self.registry.problems()
+        return {**self.audit_refusals(), **self.registry.problems()}
 
     def register_adapter(self, name: str, path: Path) -> str:
         raise InvalidRequest(MSG_RUNNER_NO_LORA.format(model=self.client.model))

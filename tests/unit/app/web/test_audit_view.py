@@ -45,3 +45,16 @@ def test_the_chat_dropdown_marks_partial_adapters_and_models_list_the_fields(aud
 
 def test_any_server_applies_every_language_module():
     assert LoraTarget(server="vLLM").applies("gate_proj")
+
+
+def test_a_target_without_shapes_says_so_in_the_notes_and_the_fields(tmp_path):
+    """A remote server that says nothing of its model's shapes: applied, not silently: the notes cell and the
+    /v1/models fields say the shapes were not checked and why."""
+    remote = LoraTarget(server="OpenAI-compatible server", unchecked="the server at gpu-box is not on this machine")
+    unchecked = audit(read_adapter(write_peft(tmp_path / "style", rank=4)), remote)
+    assert not unchecked.refused and not unchecked.shapes_checked
+    assert "Shapes not checked" in notes_cell(unchecked) and "gpu-box is not on this machine" in notes_cell(unchecked)
+    [entry] = [e for e in models_body("m", ["style"], {"style": unchecked}.get)["data"] if e["id"] == "style"]
+    assert entry["shapes_checked"] is False and "gpu-box" in entry["notes"][-1]
+    generic = audit(read_adapter(tmp_path / "style"), LoraTarget(server="vLLM"))
+    assert "the vLLM does not say its model's shapes" in notes_cell(generic)

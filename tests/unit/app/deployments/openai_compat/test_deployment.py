@@ -8,8 +8,10 @@ refuses what trtllm-serve refuses, by the upstream facts in tests/data/upstream/
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -179,3 +181,20 @@ def test_the_audit_reads_the_shapes_of_the_folder_a_local_server_loaded(deployme
     TrtllmServeStandIn.root = str(write_model_config(tmp_path / "smollm2-135m-instruct"))
     deployment.listing(refresh=True)
     assert deployment.adapter_audit("pirate").applied_percent == 100
+
+
+def test_the_audit_says_when_and_why_the_shapes_were_not_checked(deployment, tmp_path):
+    """No root listed, or a server on another machine: applied, but the audit's notes and fields say the shapes were
+    not checked and why (an adapter for another base model is found out only by the server)."""
+    unchecked = deployment.adapter_audit("pirate")
+    assert not unchecked.refused and not unchecked.shapes_checked
+    assert any(f.startswith("Shapes not checked") and "root (none)" in f for f in unchecked.flags)
+    remote = OpenAICompatDeployment("http://gpu-box.example:8000", deployment.registry)
+    # what the remote server would list (kept fresh for the test: it is never asked)
+    remote._listing = dataclasses.replace(deployment.listing(), read_at=time.monotonic() + 3600)
+    why = remote.lora_target().unchecked
+    assert "gpu-box.example is not on this machine" in why
+    assert any("gpu-box.example" in f for f in remote.adapter_audit("pirate").flags)
+    TrtllmServeStandIn.root = str(write_model_config(tmp_path / "smollm2-135m-instruct"))
+    deployment.listing(refresh=True)
+    assert deployment.adapter_audit("pirate").shapes_checked

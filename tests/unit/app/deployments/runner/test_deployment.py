@@ -22,7 +22,7 @@ from app.deployments.messages import (
     MSG_RUNNER_PENALTIES,
 )
 from app.deployments.runner.deployment import RunnerDeployment, last_user_text
-from tests.lora_helpers import TINY, write_peft
+from tests.lora_helpers import TINY, write_engine_config, write_model_config, write_peft
 from tests.unit.app.deployments.runner.conftest import ServedClient, sent_values, served_info
 
 
@@ -222,3 +222,63 @@ def test_for_model_talks_to_another_model_on_the_same_server(tmp_path):
     other = served.for_model("runner-fuyu")
     assert isinstance(other, RunnerDeployment) and other.client.model == "runner-fuyu"
     assert other.client.url == served.client.url and other.registry is served.registry
+
+
+def engine_with_adapters(tmp_path, **adapters: dict):
+    """An LLM engine folder (SmolLM2's shapes, every module, max_lora_rank 64) holding trtllm-build's copies of the
+    built-in adapters (lora/0, lora/1, ... in the order given: name -> write_peft's arguments)."""
+    engine = write_engine_config(tmp_path / "smollm2-135m-instruct")
+    for place, arguments in enumerate(adapters.values()):
+        write_peft(engine / "lora" / str(place), **arguments)
+    return engine
+
+
+LLAMA = {"hidden": 2048, "inter": 8192, "heads": 32, "kv": 8, "head": 64, "layers": 16}
+
+
+def test_the_built_in_adapters_are_audited_against_the_llm_engine_and_one_for_another_model_is_refused(tmp_path,
+                                                                                                        opened):
+    engine = engine_with_adapters(tmp_path, poet={"rank": 8}, sailor={
+        "rank": 8, "shape": LLAMA, "config_extra": {"base_model_name_or_path": "meta-llama/Llama-3.2-1B"}})
+    served = deployment(tmp_path, takes_lora="", lora_adapters="poet,sailor", llm_engine_dir=str(engine))
+    target = served.lora_target()  # the model's llm_engine_dir, on this machine
+    assert target.num_layers == 30 and target.max_rank == 64 and target.model == "smollm2-135m-instruct"
+    assert served.adapter_names() == ["poet"]  # the one for another base model is not offered
+    [poet] = served.adapters()
+    assert poet.path == engine / "lora" / "0" and poet.task_id == 0
+    audit = served.adapter_audit("poet")
+    assert audit.applied_percent == 100 and audit.shapes_checked and not audit.refused
+    problem = served.adapter_problems()["sailor"]
+    assert "meta-llama/Llama-3.2-1B" in problem and "smollm2-135m-instruct" in problem
+    with pytest.raises(InvalidRequest, match="meta-llama/Llama-3.2-1B.*smollm2-135m-instruct"):
+        served.open_reply(ReplyRequest(Conversation.asking("Hello"), adapter="sailor"))
+    assert opened == []  # refused before anything was sent
+
+
+def test_an_adapter_for_another_base_model_is_refused_when_added(tmp_path):
+    """The Adapters tab adds with the deployment's lora_target(): the app's --engine-dir here."""
+    from app.adapters.intake import AdapterError
+
+    engine = engine_with_adapters(tmp_path)
+    served = RunnerDeployment(ServedClient(served_info(takes_lora="")), AdapterRegistry(tmp_path / "folder"),
+                              engine_dir=str(engine))
+    llama = write_peft(tmp_path / "llama-style", rank=8, shape=LLAMA,
+                       config_extra={"base_model_name_or_path": "meta-llama/Llama-3.2-1B"})
+    with pytest.raises(AdapterError, match="meta-llama/Llama-3.2-1B.*smollm2-135m-instruct"):
+        served.registry.add_folder(llama, target=served.lora_target())
+    assert served.registry.names() == []
+    fits = write_peft(tmp_path / "fits", rank=8)
+    assert served.registry.add_folder(fits, target=served.lora_target()).name == "fits"
+
+
+def test_without_an_engine_or_model_folder_the_audit_says_shapes_were_not_checked_and_why(tmp_path):
+    served = deployment(tmp_path, takes_lora="")  # llm_engine_dir "/l" is not on this machine, no hf_model_dir
+    target = served.lora_target()
+    assert not target.knows_shapes and "/l" not in target.unchecked
+    audit = served.adapter_audit("pirate")  # the adapters folder's, as no engine copy is there
+    assert not audit.shapes_checked and not audit.refused
+    assert any(flag.startswith("Shapes not checked") and "engine's config.json (none)" in flag for flag in audit.flags)
+    folder = write_model_config(tmp_path / "hf")  # --tokenizer-dir: the model folder's shapes
+    with_model = RunnerDeployment(ServedClient(served_info(takes_lora="")), served.registry, tokenizer_dir=str(folder))
+    assert with_model.lora_target().num_layers == 30
+    assert with_model.adapter_audit("pirate").refused  # the folder's pirate was made for a tiny test model
