@@ -39,6 +39,7 @@ from setup.cli_types import (
 )
 from setup.cpu.family_twins import template_twins
 from setup.cpu.runner_demo import runner_families
+from setup.paths import keep_scratch_in_cache
 from setup.workspace import WorkspaceError, check_root
 
 HELP = AppConfig.help()
@@ -233,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     refuse_contradictions(parser, args)
+    keep_scratch_in_cache()
     from setup.cpu.model import ModelPreparationError
     from setup.launcher import LaunchError
     from setup.repo.writer import RepoError

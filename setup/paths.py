@@ -20,3 +20,13 @@ def cache_dir() -> Path:
         return Path(explicit).expanduser().resolve()
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "triton-vlm-lora-demo"
+
+
+def keep_scratch_in_cache(environ=os.environ) -> None:
+    """With no TMPDIR of the user's, Gradio's uploads and PyTorch's compile cache go under the cache folder instead
+    of /tmp/gradio and /tmp/torchinductor_USER, which outlive the app. A TMPDIR, GRADIO_TEMP_DIR or
+    TORCHINDUCTOR_CACHE_DIR that is set wins. Call before Gradio is imported: it reads the variable then."""
+    if environ.get("TMPDIR"):
+        return
+    environ.setdefault("GRADIO_TEMP_DIR", str(cache_dir() / "uploads"))
+    environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache_dir() / "torchinductor"))

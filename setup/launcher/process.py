@@ -257,8 +257,8 @@ class TritonProcess:
         remove_empty_dirs(self._env_dirs if self._env_dirs is not None else python_env_dirs() - self._env_before)
 
     def _watch(self) -> None:
-        """When the server exits by itself (crash, kill -9), end the rest of its group (the stubs) and
-        remove its shared memory. The leader is waited for without reaping, so the group id stays ours."""
+        """When the server exits by itself (crash, kill -9), end the rest of its group (the stubs), remove its
+        shared memory and let its reaper go. The leader is waited for without reaping, so the group id stays ours."""
         proc = self._proc
         try:
             os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
@@ -268,6 +268,7 @@ class TritonProcess:
             proc.wait()
         with self._cleanup_lock:
             self._end_group(grace=0.0, leftover_grace=1.0)
+            self._release_reaper()  # the group is gone: the reaper would otherwise wait for our own exit
 
     def stop(self, grace: float = 15.0) -> int | None:
         """Stop the whole process group we started: SIGTERM, then SIGKILL after `grace` seconds.

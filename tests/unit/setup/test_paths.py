@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from setup.paths import DATA_DIR, PROJECT_ROOT, TEMPLATES_DIR, cache_dir
+from setup.paths import DATA_DIR, PROJECT_ROOT, TEMPLATES_DIR, cache_dir, keep_scratch_in_cache
 
 
 def test_the_named_folders_are_the_projects():
@@ -33,3 +33,17 @@ def test_without_it_the_xdg_cache_then_home(tmp_path, monkeypatch):
     assert cache_dir() == Path(tmp_path / "home" / ".cache" / "triton-vlm-lora-demo")
     monkeypatch.setenv("TRITON_DEMO_CACHE", "")  # empty counts as not set
     assert cache_dir() == tmp_path / "home" / ".cache" / "triton-vlm-lora-demo"
+
+
+def test_without_a_tmpdir_uploads_and_compile_cache_go_under_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_DEMO_CACHE", str(tmp_path / "cache"))
+    environ = {"HOME": "/home/u"}
+    keep_scratch_in_cache(environ)
+    assert environ == {"HOME": "/home/u", "GRADIO_TEMP_DIR": str(tmp_path / "cache" / "uploads"),
+                       "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "cache" / "torchinductor")}
+    chosen = {"GRADIO_TEMP_DIR": "/srv/uploads"}
+    keep_scratch_in_cache(chosen)
+    assert chosen["GRADIO_TEMP_DIR"] == "/srv/uploads"  # a folder the user set wins
+    with_tmpdir = {"TMPDIR": "/scratch"}
+    keep_scratch_in_cache(with_tmpdir)
+    assert with_tmpdir == {"TMPDIR": "/scratch"}  # Gradio and PyTorch use the user's TMPDIR as they always do

@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 from tests.stub_watch import STUB_BINARY, StubWatch, python_stubs
 
@@ -20,7 +21,11 @@ def test_a_dead_stub_is_named_by_its_model(tmp_path):
     alive, crashing = _fake_stub(tmp_path, "preprocessing"), _fake_stub(tmp_path, "tensorrt_llm_bls")
     try:
         watch = StubWatch()
-        assert python_stubs(os.getpid()) == {alive.pid: "preprocessing", crashing.pid: "tensorrt_llm_bls"}
+        expected = {alive.pid: "preprocessing", crashing.pid: "tensorrt_llm_bls"}
+        deadline = time.monotonic() + 10  # on a loaded machine a just-started process may show no command line yet
+        while python_stubs(os.getpid()) != expected and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert python_stubs(os.getpid()) == expected
         assert watch.dead_models(os.getpid()) == []  # the first check records them
         assert watch.dead_models(None) == []
         crashing.send_signal(signal.SIGSEGV)
