@@ -1,5 +1,5 @@
 """The Gradio UI: Blocks assembly and queue settings (ui), the access gate every acting handler calls,
-Build page logic, and one module per tab in pages/.
+and one module per tab in pages/ (the Build page's logic without Gradio is app.build).
 
-May import: app.api, app.bench, app.chat and below, setup, gradio.
+May import: app.api, app.bench, app.chat, app.build and below, setup, gradio.
 """

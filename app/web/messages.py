@@ -19,13 +19,9 @@ MSG_TWIN_LABEL = "Build page: CPU twin of {family}"
 MSG_BUILT_SERVER_LABEL = "Build page: {family}"
 MSG_TWIN_STARTING = " (the CPU twin of {family})"
 
-# build_logic.py
+# pages/build*.py
 MSG_DISABLED = ("The Build page is disabled: the app listens on {host}, not only on this machine, and no "
                 "login is configured. Start it with authentication, or on 127.0.0.1.")
-MSG_NO_JOB = "No build yet: check the plan, then press Run."
-MSG_DEPLOY_NOT_SERVED = "Triton does not serve this family with these templates; nothing to write or launch."
-MSG_STOPPING = "Stopping Triton…"
-MSG_STOPPED = "Triton stopped."
 MSG_BUSY_STOPPING = "The server started from this page is still stopping; try again in a moment."
 MSG_NOTHING_TO_RESUME = "Pick a build job that was cancelled, failed or interrupted to resume it."
 
@@ -45,16 +41,6 @@ MSG_IMPORTED = "Imported “{title}” ({count})."
 MSG_IMPORTED_AGAIN = "“{title}” ({count}) is in your list already; it is shown, not added twice."
 MSG_NOTHING_TO_EXPORT = "This conversation is empty; there is nothing to export."
 
-# llmapi_logic.py
-MSG_STARTING = "Wrote {out}. Starting Triton on it (gRPC 127.0.0.1:{port}); the app chats with it by: {app}"
-MSG_RUNNING = "A Triton server started from this page is already running or stopping; stop it first."
-
-# serve_logic.py
-MSG_NOT_INSTALLED = ("Wrote {files}. trtllm-serve is not installed on this machine, so nothing was started: run "
-                     "{script} where TensorRT-LLM {release} is installed, then point the app at {url}.")
-MSG_STARTED = "Wrote {files}. trtllm-serve started (pid {pid}); its OpenAI API will be at {url}."
-MSG_SERVE_LOGIC_RUNNING = "A trtllm-serve started from this page is already running; stop it first."
-
 # The chat's reply view (chat_view.py): which of the person's messages the model was sent
 MSG_SENT_ALL = "Sent to the model: your message{s} {numbers} (the whole conversation)."
 MSG_SENT_SOME = "Sent to the model: your message{s} {numbers} of {count}; {reason}."
@@ -69,7 +55,6 @@ MSG_DAMAGED_REPLY = "reply {number} is damaged ({detail})"
 MSG_BUILD_API_NO_FAMILY = "Give the model family as settings[\"family\"] (got {family!r}); one of: {choices}."
 MSG_BUILD_API_UNKNOWN_FIELDS = "Unknown Build settings: {names}. The settings are: {known}."
 MSG_BUILD_API_UNKNOWN_JOB = "There is no build job {job!r}; the Build page's job list names the jobs."
-MSG_FIELD_NOT_A_NUMBER = "{field} must be a number, not “{value}”."
 MSG_SERVER_ADDED = "Added {server}; this browser talks to it now (the Server picker switches back)."
 MSG_SERVER_BACK = "Back on this app's server"
 MSG_GREEDY_REGENERATE = ("Decoding is Greedy, so this reply has the same words as the one before (unless the "
@@ -79,4 +64,3 @@ MSG_MODEL_SOURCE_RULE = ("With a model id, an empty checkpoint box means models/
                          "wins over the model id.")
 MSG_ASK_CLEAR = "Clear this conversation? Undo brings it back until your next change."
 MSG_ASK_DELETE = "Delete “{title}” from this browser? Undo brings it back until your next change."
-MSG_NO_MODEL_ID = "No hub id for {family}: it builds from {example}. Give it as the checkpoint below."

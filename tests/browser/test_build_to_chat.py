@@ -3,9 +3,9 @@
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
+from app.build.engine import family_choices
 from app.chat.context import AppConfig, AppContext
 from app.deployments.runner.deployment import RunnerDeployment
-from app.web.build_logic import family_choices
 from app.web.pages.build import twin_of
 from app.web.ui import build_app
 from tests.browser.chat_helpers import ask_about_image, set_number, status_line, wait_until

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import gradio as gr
 
+from app.build import engine as logic
+from app.build import llmapi, serve
 from app.chat.context import AppConfig, AppContext
-from app.web import build_logic as logic
-from app.web import llmapi_logic, serve_logic
 from app.web.download import SAVE_PAYLOAD_JS
 from app.web.messages import MSG_DISABLED
 from app.web.page_timers import started_by
@@ -97,7 +97,7 @@ def build(ctx: AppContext, service: BuildService | None = None, tabs: gr.Tabs | 
     first = next(iter(logic.family_choices()))[1]
 
     # Deployment kind: the engine path (below) or TensorRT-LLM 1.x trtllm-serve (app/web/pages/build_serve.py).
-    kind = gr.Radio([*serve_logic.DEPLOYMENTS, llmapi_logic.DEPLOYMENT], value="engine", label="Deployment",
+    kind = gr.Radio([*serve.DEPLOYMENTS, llmapi.DEPLOYMENT], value="engine", label="Deployment",
                     elem_id="build-deployment")
     serve_column = build_serve(ctx, service.serve)
     llmapi_column = build_llmapi(ctx, service.llmapi)  # TensorRT-LLM 1.x behind Triton's llmapi model

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from app.web import build_logic as logic
+from app.build import engine as logic
 from app.web.gate import require_access
 from app.web.messages import MSG_BUILD_API_NO_FAMILY, MSG_BUILD_API_UNKNOWN_FIELDS, MSG_BUILD_API_UNKNOWN_JOB
 from app.web.pages.build_form import FORM_FIELDS, start_values

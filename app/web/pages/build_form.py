@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from app.web import build_logic as logic
+from app.build import engine as logic
 from app.web.messages import MSG_MODEL_SOURCE_RULE
 from setup.plan.config import PlanConfig
 

@@ -7,11 +7,11 @@ import os
 
 import gradio as gr
 
+from app.build import engine as logic
+from app.build import serve
+from app.build.folders import confine_folders, problems_markdown
 from app.chat.context import AppContext
 from app.chat.servers import BUILD
-from app.web import build_logic as logic
-from app.web import serve_logic
-from app.web.build_folders import confine_folders, problems_markdown
 from app.web.download import download_payload
 from app.web.gate import caller_may_act, require_access
 from app.web.messages import (
@@ -43,7 +43,7 @@ class BuildService:
         self.store = store or JobStore(registry=self.registry)
         self.plans: dict = {}
         self.deployment = logic.LaunchedTriton()
-        self.serve = serve_logic.ServeServer()  # trtllm-serve started from the page
+        self.serve = serve.ServeServer()  # trtllm-serve started from the page
         self.llmapi = logic.LaunchedTriton()  # Triton on an llmapi repository started from the page
 
     def newest(self) -> str | None:

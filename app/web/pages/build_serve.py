@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import gradio as gr
 
+from app.build import serve as logic
+from app.build.folders import confine_folders
 from app.chat.context import AppContext
-from app.web import serve_logic as logic
-from app.web.build_folders import confine_folders
 from app.web.gate import require_access
 from app.web.pages.plan_form import plan_box, plan_form_handlers
 

@@ -1,4 +1,5 @@
-"""Logic of the Build page without Gradio: form fields and help, form -> plan, status rendering, access rule."""
+"""The engine path of the Build page (TensorRT engines + Triton) without Gradio: form fields and help, form -> plan,
+status rendering, the engine registry, the server started from the page, access rule."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from app.build.messages import MSG_DEPLOY_NOT_SERVED, MSG_NO_JOB, MSG_NO_MODEL_ID, MSG_STOPPED, MSG_STOPPING
 from app.core.access import is_loopback
-from app.web.messages import MSG_DEPLOY_NOT_SERVED, MSG_NO_JOB, MSG_NO_MODEL_ID, MSG_STOPPED, MSG_STOPPING
 from setup.build.jobs import JobStore
 from setup.build.registry import EngineRegistry, installed_trtllm_version
 from setup.catalog.builds import families, get_family, resolve_version

@@ -6,7 +6,7 @@ import socket
 import threading
 import time
 
-from app.web import build_logic as logic
+from app.build import engine as logic
 from setup.launcher import LaunchError
 from tests.build_standins import make_checkpoint
 

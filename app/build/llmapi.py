@@ -5,8 +5,8 @@ from __future__ import annotations
 import html
 from dataclasses import replace
 
-from app.web.messages import MSG_RUNNING, MSG_STARTING
-from app.web.plan_view import PlanView, plan_view, problems_view, served_family_choices, typed_form
+from app.build.messages import MSG_RUNNING, MSG_STARTING
+from app.build.plan_view import PlanView, plan_view, problems_view, served_family_choices, typed_form
 from setup.catalog.llmapi_releases import LATEST, llmapi_releases
 from setup.launcher import LaunchOptions, check_ports_free, find_tritonserver, start_triton
 from setup.plan.llmapi import LlmApiPlan, LlmApiPlanConfig, make_llmapi_plan, write_llmapi_plan

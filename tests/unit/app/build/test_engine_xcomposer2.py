@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from app.web import build_logic as logic
+from app.build import engine as logic
 from setup.repo.writer import parse_model_config
 from tests.build_standins import make_checkpoint
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.web import llmapi_logic as logic
+from app.build import llmapi as logic
 
 
 def test_release_picker_says_what_each_release_serves():

@@ -6,7 +6,7 @@ import html
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from app.web.messages import MSG_FIELD_NOT_A_NUMBER
+from app.build.messages import MSG_FIELD_NOT_A_NUMBER
 from setup.plan.serve_catalog import served_families
 from setup.plan.types import PlanError
 

@@ -8,8 +8,8 @@ import subprocess
 import threading
 from pathlib import Path
 
-from app.web.messages import MSG_NOT_INSTALLED, MSG_SERVE_LOGIC_RUNNING, MSG_STARTED
-from app.web.plan_view import PlanView, plan_view, problems_view, served_family_choices, typed_form
+from app.build.messages import MSG_NOT_INSTALLED, MSG_SERVE_RUNNING, MSG_STARTED
+from app.build.plan_view import PlanView, plan_view, problems_view, served_family_choices, typed_form
 from setup.plan.serve import ServeConfig, ServePlan, make_serve_plan, write_serve_files
 from setup.plan.serve_catalog import family_note, releases
 from setup.plan.types import PlanError
@@ -61,7 +61,7 @@ class ServeServer:
         """Write the files; start trtllm-serve when it is installed. Returns the sentence to show."""
         with self._lock:
             if self.running():
-                raise RuntimeError(MSG_SERVE_LOGIC_RUNNING)
+                raise RuntimeError(MSG_SERVE_RUNNING)
             options, script = write_serve_files(plan)
             files = f"{options} and {script}"
             binary = self._which("trtllm-serve")

@@ -1,17 +1,13 @@
-"""Build page, trtllm-serve kind: form -> plan, write with one click, start only where trtllm-serve is installed."""
+"""Build page, trtllm-serve kind, without Gradio (app/build/serve.py): form -> plan, write with one click, start only
+where trtllm-serve is installed."""
 
 from __future__ import annotations
 
 import json
 
-import gradio as gr
 import yaml
 
-from app.chat.context import AppConfig, AppContext
-from app.web import serve_logic as logic
-from app.web.pages.build import BuildService, build
-from setup.build.jobs import JobStore
-from setup.build.registry import EngineRegistry
+from app.build import serve as logic
 
 
 def _form(tmp_path, **extra) -> dict:
@@ -78,13 +74,3 @@ def test_write_starts_trtllm_serve_when_installed(tmp_path):
     assert started[0][0] == "/opt/bin/trtllm-serve" and "--extra_llm_api_options" in started[0]
     assert server.running() and server.url == "http://127.0.0.1:8123/v1"
     assert server.stop() == "trtllm-serve stopped." and started[-1] == "terminated"
-
-
-def test_page_has_deployment_choice(tmp_path):
-    ctx = AppContext(AppConfig())
-    registry = EngineRegistry(tmp_path / "registry.json")
-    service = BuildService(JobStore(tmp_path / "jobs.json", registry=registry), registry)
-    with gr.Blocks() as page:
-        build(ctx, service)
-    ids = {getattr(b, "elem_id", None) for b in page.blocks.values()}
-    assert {"build-deployment", "serve-section", "serve-write", "serve-show-plan", "build-engine-path"} <= ids

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from app.web.plan_view import plan_view, problems_view
+from app.build.plan_view import plan_view, problems_view
 
 
 def test_problems_are_listed_escaped_and_kept():
@@ -23,7 +23,7 @@ def test_a_plan_shows_its_lines_then_its_notes():
 def test_form_numbers_are_typed_and_a_field_that_is_not_one_is_named():
     import pytest
 
-    from app.web.plan_view import typed_form
+    from app.build.plan_view import typed_form
     from setup.plan.types import PlanError
 
     assert typed_form({"tp": "2", "max_seq_len": None, "out": "", "kv_cache_fraction": "0.5", "family": "llama"},
@@ -34,7 +34,7 @@ def test_form_numbers_are_typed_and_a_field_that_is_not_one_is_named():
 
 
 def test_the_llmapi_plan_names_a_number_field_typed_as_words_instead_of_failing():
-    from app.web.llmapi_logic import llmapi_view
+    from app.build.llmapi import llmapi_view
 
     view = llmapi_view({"family": "llama", "max_batch_size": "lots"})
     assert view.plan is None and view.problems == ["max_batch_size must be a number, not “lots”."]
