@@ -8,16 +8,18 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from app.adapters.audit import AdapterAudit, LoraTarget
+from app.adapters.cache_watch import CacheView
 from app.adapters.intake import AdapterError
 from app.adapters.registry import AdapterRegistry
 from app.core.conversation import Conversation
 from app.core.errors import InvalidRequest
 from app.core.sampling import SamplingParams
 from app.core.streams import StreamDefaults
-from app.deployments.messages import MSG_UNKNOWN_ADAPTER
+from app.deployments.messages import MSG_NO_LORA_FIGURES, MSG_UNKNOWN_ADAPTER
 
-__all__ = ["AdapterState", "Deployment", "DeploymentDefaults", "DeploymentStatus", "PlainAdapters", "Probe", "ReplyRequest",
-           "ReplyStream", "SamplingParams", "StreamDefaults", "check_adapter_name"]
+__all__ = ["AdapterState", "Deployment", "DeploymentDefaults", "DeploymentStatus", "LoraCacheReport", "PlainAdapters",
+           "Probe", "ReplyRequest", "ReplyStream", "SamplingParams", "ServerLoraFigures", "StreamDefaults",
+           "check_adapter_name"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,35 @@ class ReplyRequest:
     continues: str = ""
 
 
+@dataclass(frozen=True)
+class ServerLoraFigures:
+    """What a server's own metrics say of its adapters (vLLM's vllm:lora_requests_info), as read now."""
+
+    source: str  # the metric and the release its name was read at, e.g. "vllm:lora_requests_info (vLLM 0.32.0)"
+    running: tuple[str, ...]  # adapters of the requests running in the newest state
+    waiting: tuple[str, ...]  # adapters of the requests waiting in it
+    recent: tuple[str, ...]  # adapters running or waiting in any state of the last `recent_seconds`
+    recent_seconds: float
+    max_loras: int | None  # adapters a batch may use at once (vLLM's --max-loras)
+    age_seconds: float | None  # how long ago the newest state was set, by the server's clock
+    states: int  # states the server keeps (one per running/waiting set seen since it started)
+
+    @property
+    def in_use(self) -> tuple[str, ...]:
+        """The adapters of the requests in flight now, running or waiting (vLLM 0.32 names the same in both)."""
+        return tuple(dict.fromkeys(self.running + self.waiting))
+
+
+@dataclass(frozen=True)
+class LoraCacheReport:
+    """The Server tab's adapter-cache section for a deployment: the app's own record of the server's cache (the
+    engine topology: weights sent and evictions seen), the server's own LoRA figures, or `note`: why there are none."""
+
+    seen: CacheView | None = None
+    figures: ServerLoraFigures | None = None
+    note: str = ""
+
+
 class DeploymentDefaults:
     """The defaults of what a deployment declares about its model, for the kinds that declare nothing (every
     deployment class inherits them; `Deployment` says what they mean)."""
@@ -56,6 +87,10 @@ class DeploymentDefaults:
         """What the deployment applies of an adapter: every server here applies LoRA to the language model only;
         a kind that knows its limits (the engine topology: its engine's config.json) says more."""
         return LoraTarget(server=self.kind)
+
+    def lora_cache(self) -> LoraCacheReport:
+        """What the Server tab can say of the server's adapter cache: here, that it says nothing."""
+        return LoraCacheReport(note=MSG_NO_LORA_FIGURES.format(server=self.kind))
 
     def adapter_audit(self, name: str) -> AdapterAudit | None:
         """What lora_target() applies of adapter `name` of the adapters folder (None: not there or unreadable)."""
@@ -180,6 +215,9 @@ class Deployment(Protocol):
         """What the deployment applies of an adapter (the audit's target, setup/lora/audit.py)."""
     def adapter_audit(self, name: str) -> AdapterAudit | None:
         """The audit of an adapter of the folder against lora_target(); None when it cannot be read."""
+    def lora_cache(self) -> LoraCacheReport:
+        """The server's adapter cache for the Server tab: as the app saw it, as the server's metrics say, or why
+        neither can be shown."""
 
     def status(self) -> DeploymentStatus: ...
     def open_reply(self, request: ReplyRequest) -> ReplyStream: ...

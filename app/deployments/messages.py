@@ -84,3 +84,13 @@ MSG_SHAPES_NO_LISTING = "the server's model list could not be read ({detail})"
 MSG_SHAPES_LLMAPI = "no readable model folder was given (--tokenizer-dir: {folder})"
 MSG_SHAPES_RUNNER = ("neither the LLM engine's config.json ({engine}) nor the model folder's ({model}) could be read "
                      "on this machine")
+
+# The Server tab's adapter-cache section (Deployment.lora_cache) for a server with no LoRA figures to show
+MSG_NO_LORA_FIGURES = ("The {server} publishes no figures of its adapter cache, and this app does not send it adapter "
+                       "weights whose evictions it could count.")
+MSG_LORA_METRICS_UNREACHABLE = "The server's metrics at {url} could not be read ({detail})."
+MSG_NO_LORA_METRIC = ("The server at {url} gives no LoRA figures on /metrics (no {metric}, the gauge vLLM {release} "
+                      "keeps when started with --enable-lora).")
+MSG_TRTLLM_SERVE_NO_LORA = ("trtllm-serve {release} reports no LoRA figures: its /metrics gives iteration statistics "
+                            "(GPU memory, in-flight batching, KV cache) and its /prometheus/metrics request and "
+                            "KV-cache figures, nothing of the adapters it holds.")

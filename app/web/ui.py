@@ -68,8 +68,8 @@ def _assemble(ctx: AppContext) -> tuple[gr.Blocks, Sampler]:
                 build.build(ctx, tabs=tabs, chat_tab="chat")
             with gr.Tab(benchmark.TITLE, id="benchmark"):
                 benchmark.build(ctx)
-            with gr.Tab(server.TITLE, id="server"):
-                sampler = server.build(ctx)
+            with gr.Tab(server.TITLE, id="server") as server_tab:
+                sampler = server.build(ctx, app=blocks, tab=server_tab)
         tick_while_shown(list(tabs.children))
         api.register(ctx)
         register_arena(ctx, battles)

@@ -152,3 +152,21 @@ def test_bench_cli_against_vllm(vllm, extra):
     assert result.returncode == 0, result.stderr[-2000:]
     summary = json.loads(result.stdout)
     assert summary["completed"] == 4 and summary["errors"] == 0
+
+
+def test_the_server_tabs_cache_section_shows_vllms_own_lora_figures(ctx, vllm):
+    """After a reply through pirate, vLLM's vllm:lora_requests_info (the name recorded for 0.32.0) names pirate
+    among the adapters in use lately, with max_loras 1 (the peer's default), and the Server tab's cache section and
+    its API fields (the session's server: this vLLM) say so."""
+    from app.web.pages import server
+
+    reply, _ = final_reply(ctx, "pirate", max_tokens=4)
+    assert reply
+    figures = ctx.deployment.lora_cache().figures
+    assert figures is not None and figures.source == "vllm:lora_requests_info (vLLM 0.32.0)"
+    assert "pirate" in figures.recent + figures.in_use and figures.max_loras == 1 and figures.states >= 1
+    fields = server.cache_api_fields(server.session_view(ctx, None))
+    assert fields["source"] == "server" and "pirate" in fields["recent"] + fields["in_use"]
+    assert fields["max_loras"] == 1
+    shown = server.cache_section(ctx)
+    assert "vllm:lora_requests_info (vLLM 0.32.0)" in shown and "pirate" in shown and "(max loras): 1" in shown

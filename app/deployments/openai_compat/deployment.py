@@ -27,6 +27,7 @@ from app.deployments.base import (
     AdapterState,
     DeploymentDefaults,
     DeploymentStatus,
+    LoraCacheReport,
     PlainAdapters,
     Probe,
     ReplyRequest,
@@ -36,6 +37,8 @@ from app.deployments.image_urls import check_image_count
 from app.deployments.messages import (
     CONTINUE_TURN,
     MSG_LOADED_AT_RUNTIME,
+    MSG_LORA_METRICS_UNREACHABLE,
+    MSG_NO_LORA_METRIC,
     MSG_NO_RUNTIME_LOADING,
     MSG_OPENAI_EMPTY,
     MSG_OPENAI_NO_MODEL,
@@ -45,17 +48,21 @@ from app.deployments.messages import (
     MSG_SHAPES_NO_LISTING,
     MSG_SHAPES_NO_ROOT,
     MSG_SHAPES_REMOTE,
+    MSG_TRTLLM_SERVE_NO_LORA,
     OPENAI_KIND,
 )
+from app.deployments.openai_compat.lora_metrics import parse_lora_info
 from app.deployments.openai_compat.stream import OpenAIStream
 from app.deployments.openai_compat.wire import http_error, messages_body, sampling_fields
 from app.vision.images import load_image
+from setup.catalog.server_metrics import trtllm_serve_metrics, vllm_lora_metric
 from setup.lora.audit import model_target_or_none
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 ADAPTERS_AS = ("model", "lora_request")
 LIST_SECONDS = 5.0  # the model list is read again after this long
+METRICS_TIMEOUT = 3.0  # the Server tab asks /metrics every few seconds: a slow answer is skipped, not waited for
 TOP_LOGPROBS = 5
 
 
@@ -177,6 +184,26 @@ class OpenAICompatDeployment(PlainAdapters, DeploymentDefaults):
 
     def metrics_url(self) -> str | None:
         return self.root + "/metrics"
+
+    def lora_cache(self) -> LoraCacheReport:
+        """The server's own LoRA figures from its /metrics (vLLM's vllm:lora_requests_info); trtllm-serve's metrics
+        have none (setup/data/server_lora_metrics.yaml says what that was read from), nor do the others here."""
+        try:
+            owner = str(self.listing().entries[self.listing().base].get("owned_by", "")).lower()
+        except ChatError:
+            owner = ""
+        if "tensorrt" in owner:
+            return LoraCacheReport(note=MSG_TRTLLM_SERVE_NO_LORA.format(release=trtllm_serve_metrics().release))
+        url, names = self.metrics_url(), vllm_lora_metric()
+        try:
+            reply = self.http.get(url, timeout=METRICS_TIMEOUT)
+            reply.raise_for_status()
+        except httpx.HTTPError as exc:
+            return LoraCacheReport(note=MSG_LORA_METRICS_UNREACHABLE.format(url=url, detail=exc))
+        figures = parse_lora_info(reply.text, names, now=time.time())
+        if figures is None:
+            return LoraCacheReport(note=MSG_NO_LORA_METRIC.format(url=url, metric=names.metric, release=names.release))
+        return LoraCacheReport(figures=figures)
 
     def for_model(self, model: str) -> OpenAICompatDeployment:
         return OpenAICompatDeployment(self.url, self.registry, model, self._api_key, self._adapters_as,

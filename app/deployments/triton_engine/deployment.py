@@ -14,7 +14,7 @@ from app.adapters.audit import LoraTarget
 from app.adapters.registry import AdapterRegistry
 from app.core.conversation import Conversation
 from app.core.errors import ChatError, InvalidRequest
-from app.deployments.base import AdapterState, ReplyRequest, check_adapter_name
+from app.deployments.base import AdapterState, LoraCacheReport, ReplyRequest, check_adapter_name
 from app.deployments.messages import (
     ENGINE_KIND,
     MSG_IMAGE_MARKERS,
@@ -239,6 +239,10 @@ class TritonEngineDeployment(TritonServed):
             if self._target is None:
                 return super().lora_target()
         return self._target
+
+    def lora_cache(self) -> LoraCacheReport:
+        """The server's LoRA cache as the app's requests saw it (weights sent and answered, evictions seen)."""
+        return LoraCacheReport(seen=self.registry.cache_watch.view())
 
     def takes_adapters(self) -> bool:
         """Whether the deployed model declares LoRA inputs (a family without LoRA is written without them); True

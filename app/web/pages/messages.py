@@ -11,3 +11,14 @@ MSG_NO_BASE = "Give the base model folder (a Hugging Face checkpoint with its to
 MSG_PROGRESS = "Step {step} of {steps} · loss {loss} · {seconds:.0f} s"
 MSG_STARTING = "Starting: loading the base model ({pairs} pairs, {steps} steps)…"
 MSG_REGISTERED = "{summary} Written to {folder}; server: {server}. {note}"
+
+# server.py: the adapter-cache section of the server the browser session chose
+MSG_CACHE_SERVER_FIGURES = (
+    "**Adapters on {server}**, as its own metrics say ({source}). In use now (requests running or waiting): "
+    "**{in_use}** · in use in the last {minutes} minutes: {recent} · adapters a batch may use at once (max loras): "
+    "{max_loras}.  \nNewest state {age} (the server keeps {states}, one per set of adapters seen). The server says "
+    "which adapters its requests use, not which it keeps loaded.")
+MSG_CACHE_NO_FIGURES = "**Adapters in the cache of {server}**: {note}"
+MSG_CACHE_NONE = "none"
+MSG_CACHE_AGE = "{seconds:.0f} s ago"
+MSG_CACHE_AGE_UNKNOWN = "at an unknown time"

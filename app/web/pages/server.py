@@ -12,9 +12,17 @@ import pandas as pd
 from app.chat import live
 from app.chat.context import AppConfig, AppContext
 from app.chat.figures import size_text
+from app.deployments.base import LoraCacheReport, ServerLoraFigures
 from app.triton.metrics import MetricsHistory
 from app.triton.metrics_sampler import Sampler
 from app.web.cache_view import cache_fields, cache_markdown
+from app.web.pages.messages import (
+    MSG_CACHE_AGE,
+    MSG_CACHE_AGE_UNKNOWN,
+    MSG_CACHE_NO_FIGURES,
+    MSG_CACHE_NONE,
+    MSG_CACHE_SERVER_FIGURES,
+)
 
 TITLE = "Server"
 REFRESH_SECONDS = 2.0
@@ -156,15 +164,66 @@ def users_figures(replies: live.LiveReplies) -> dict:
             "lora_weights_last_request": reading.lora_last_weights, "lora_bytes_total": reading.lora_total}
 
 
+def _names(names: tuple[str, ...]) -> str:
+    return ", ".join(names) or MSG_CACHE_NONE
+
+
+def figures_markdown(server: str, figures: ServerLoraFigures) -> str:
+    """A server's own LoRA figures (vLLM's gauge) in the cache section."""
+    age = MSG_CACHE_AGE.format(seconds=figures.age_seconds) if figures.age_seconds is not None else \
+        MSG_CACHE_AGE_UNKNOWN
+    return MSG_CACHE_SERVER_FIGURES.format(
+        server=server, source=figures.source, in_use=_names(figures.in_use), minutes=round(figures.recent_seconds / 60), recent=_names(figures.recent),
+        max_loras=figures.max_loras if figures.max_loras is not None else "?", age=age, states=figures.states)
+
+
+def session_view(ctx: AppContext, request: gr.Request | None) -> AppContext:
+    """The context as the caller's browser session sees it (an API caller that chose nothing: the app's own)."""
+    return ctx.for_session(request.session_hash if request is not None else None)
+
+
+def cache_report(view: AppContext) -> LoraCacheReport:
+    return view.deployment.lora_cache()
+
+
+def cache_section(view: AppContext) -> str:
+    """The adapter-cache section for the view's server: what the app saw of the cache (the engine topology, e.g. the
+    CPU demo), the server's own LoRA figures (vLLM), or a sentence saying it shows none."""
+    report = cache_report(view)
+    server = f"{view.deployment.kind} at `{view.deployment.url}`"
+    if report.seen is not None:
+        return cache_markdown(report.seen)
+    if report.figures is not None:
+        return figures_markdown(server, report.figures)
+    return MSG_CACHE_NO_FIGURES.format(server=server, note=report.note)
+
+
+def cache_api_fields(view: AppContext) -> dict:
+    """The cache section for the API (`adapter_cache`): `source` says whose figures these are ("app": what the app
+    sent and saw, as before; "server": the server's own metrics; "none": `note` says why there are none)."""
+    report = cache_report(view)
+    if report.seen is not None:
+        return {"source": "app", **cache_fields(report.seen)}
+    if report.figures is not None:
+        f = report.figures
+        return {"source": "server", "metric": f.source, "in_use": list(f.in_use), "running": list(f.running),
+                "waiting": list(f.waiting), "recent": list(f.recent), "recent_seconds": f.recent_seconds, "max_loras": f.max_loras,
+                "age_seconds": f.age_seconds, "states": f.states}
+    return {"source": "none", "note": report.note}
+
+
 def server_history(url: str, model: str) -> MetricsHistory:
     """The server's readings for the charts: HISTORY_SECONDS of them at the sampler's pace."""
     return MetricsHistory(url, size=int(HISTORY_SECONDS / SAMPLE_SECONDS) + 1, min_interval=SAMPLE_SECONDS,
                           model=model)
 
 
-def build(ctx: AppContext, history: MetricsHistory | None = None) -> Sampler:
+def build(ctx: AppContext, history: MetricsHistory | None = None, app: gr.Blocks | None = None,
+          tab: gr.Tab | None = None) -> Sampler:
     """Lay out the server tab inside the current Blocks context and wire its timer. Returns the sampler that
-    takes the charts' readings whether a page is open or not; whoever launches the app starts it (ui.launch)."""
+    takes the charts' readings whether a page is open or not; whoever launches the app starts it (ui.launch).
+    The adapter-cache section follows the server the browser session chose in the chat (read on every tick, on
+    page load and when the tab is selected)."""
     url = metrics_url(ctx)
     common = dict(x="t", y="value", color="metric", x_title="seconds (0 = now)", height=220, **AXES)
     with gr.Accordion("Use this deployment from code", open=False, elem_id="server-api"):
@@ -187,14 +246,22 @@ def build(ctx: AppContext, history: MetricsHistory | None = None) -> Sampler:
         return users_figures(ctx.live)
 
     gr.api(server_figures, api_name="server_figures")
-    cache = gr.Markdown(lambda: cache_markdown(ctx.adapters.cache_watch.view()), elem_id="server-adapter-cache")
-    timer.tick(lambda: cache_markdown(ctx.adapters.cache_watch.view()), None, cache, api_visibility="private",
-               show_progress="hidden")
+    cache = gr.Markdown(elem_id="server-adapter-cache")
 
-    def adapter_cache() -> dict:
-        """The adapters the server's LoRA cache holds as this app saw them (resident now, evictions seen) and, per
-        adapter over the last 15 minutes, hits, misses ("not found in cache") and re-sends of the weights."""
-        return cache_fields(ctx.adapters.cache_watch.view())
+    def cache_shown(request: gr.Request):
+        return cache_section(session_view(ctx, request))
+
+    quiet = {"api_visibility": "private", "show_progress": "hidden"}
+    timer.tick(cache_shown, None, cache, **quiet)
+    for event in ([tab.select] if tab is not None else []) + ([app.load] if app is not None else []):
+        event(cache_shown, None, cache, **quiet)
+
+    def adapter_cache(request: gr.Request) -> dict:
+        """The adapter cache of the server the caller's session chose (the app's own unless it picked one). source
+        "app": the adapters the server's LoRA cache holds as this app saw them (resident now, evictions seen) and, per
+        adapter over the last 15 minutes, hits, misses ("not found in cache") and re-sends of the weights; "server":
+        the server's own LoRA figures (vLLM: running, waiting and recent adapters, max_loras); "none": a note why."""
+        return cache_api_fields(session_view(ctx, request))
 
     gr.api(adapter_cache, api_name="adapter_cache")
     if history is None and url is None:
