@@ -68,7 +68,10 @@ def ceiling(batch: int, input_len: int, output_len: int, rounds: int, timeout: f
     lines = run.stdout.strip().splitlines()
     if run.returncode != 0 or not lines:
         return {"error": (run.stderr.strip().splitlines() or [f"exit code {run.returncode}"])[-1]}
-    return json.loads(lines[-1])
+    try:  # a long run's table is still printed when the child's last line is not its figures
+        return json.loads(lines[-1])
+    except ValueError:
+        return {"error": f"unreadable output: {lines[-1][:200]}"}
 
 
 def main(argv: list[str] | None = None) -> int:
