@@ -5,7 +5,8 @@ pyproject.toml):
 
     __main__, web/            surfaces: command line, Gradio UI
     api/, bench/              the Gradio and OpenAI-compatible APIs; the load benchmark
-    chat/                     the one request path every surface uses
+    context.py                what every page and API gets: the app config (AppConfig) and context (AppContext)
+    chat/, build/             the one request path every surface uses; the Build page's logic without Gradio
     deployments/              the one interface to a server, one implementation per kind (Triton engine
                               topology, OpenAI-compatible); nothing above it knows which kind it talks to
     adapters/, vision/        LoRA adapters; images, video frames and PDF pages

@@ -16,13 +16,13 @@ import re
 import signal
 import sys
 
-from app.chat.context import AppConfig, AppContext
 from app.cli.messages import (
     MSG_DEMO_RUNNER_NEEDS_TWIN,
     MSG_TWIN_IS_NOT_A_KIND,
     MSG_TWIN_KIND_CONFLICT,
     MSG_TWIN_WITHOUT_DEMO,
 )
+from app.context import AppConfig, AppContext
 from app.core.constants import LLMAPI_MODEL, SUPPORTED_MODELS
 from app.core.errors import ChatError
 from app.deployments.connect import DEPLOYMENTS, read_api_key

@@ -15,8 +15,8 @@ import statistics
 import time
 from pathlib import Path
 
-from app.chat.context import AppConfig, AppContext
 from app.chat.prompts import PromptBuilder
+from app.context import AppConfig, AppContext
 from app.core.conversation import Conversation
 from app.core.sampling import SamplingParams
 from app.triton.client import TritonChatClient

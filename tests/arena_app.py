@@ -9,7 +9,7 @@ from tests.servers import free_port
 
 def launch_app(triton, db_url: str):
     """Launch the demo app against `triton` on a free port with its Arena on `db_url`; (context, blocks, URL)."""
-    from app.chat.context import AppConfig, AppContext
+    from app.context import AppConfig, AppContext
     from app.web.ui import launch
 
     port = free_port()

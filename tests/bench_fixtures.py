@@ -11,7 +11,7 @@ from setup.cpu.pacing import PACING_MODEL, PacingSpec
 
 def serve_app(triton_url: str, **config):
     """Build and launch the app in this process on a free port; returns (blocks, url, ctx)."""
-    from app.chat.context import AppConfig, AppContext
+    from app.context import AppConfig, AppContext
     from app.web.ui import launch
 
     port = free_port()

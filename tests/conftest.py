@@ -227,7 +227,7 @@ def _demo_stubs_alive(request):
 @pytest.fixture(scope="session")
 def app_served(triton):
     """The web app served in this process against the session's tritonserver: (context, URL)."""
-    from app.chat.context import AppConfig, AppContext
+    from app.context import AppConfig, AppContext
     from app.web.ui import launch
 
     port = free_port()
@@ -253,7 +253,7 @@ def llmapi_triton(tmp_path_factory) -> TritonEndpoints:
 @pytest.fixture(scope="session")
 def llmapi_app_served(llmapi_triton, cpu_model_dir):
     """The web app served in this process against the llmapi server, as `--demo --deployment llmapi` runs it."""
-    from app.chat.context import AppConfig, AppContext
+    from app.context import AppConfig, AppContext
     from app.web.ui import launch
 
     port = free_port()
@@ -276,7 +276,7 @@ def xcomposer2_triton(tmp_path_factory) -> TritonEndpoints:
 def xcomposer2_app_served(xcomposer2_triton, tmp_path_factory, cpu_model_dir):
     """The web app against the twin, as `python -m app --demo --twin xcomposer2` runs it (its own adapters
     folder, copied so task ids and held state start fresh): (context, URL)."""
-    from app.chat.context import AppConfig, AppContext
+    from app.context import AppConfig, AppContext
     from app.web.ui import launch
     from setup.cpu.xcomposer2_demo import twin_settings
 
@@ -349,7 +349,7 @@ def dynamo(cpu_model_dir, tmp_path_factory):
 @pytest.fixture(scope="session")
 def vllm_app(vllm, tmp_path_factory):
     """The web app served in this process against vLLM (`--openai`): (context, URL)."""
-    from app.chat.context import AppConfig, AppContext
+    from app.context import AppConfig, AppContext
     from app.web.ui import launch
 
     port = free_port()

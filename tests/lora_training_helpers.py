@@ -39,7 +39,7 @@ def write_tiny_base(target: Path, tokenizer_dir: Path) -> Path:
 def app_on_own_adapters(tmp_path: Path, triton) -> Iterator[tuple]:
     """The whole app against the session's tritonserver, on an adapters folder of its own (a copy of pirate);
     yields (app context, app URL, adapters folder) and closes the app afterwards."""
-    from app.chat.context import AppConfig, AppContext
+    from app.context import AppConfig, AppContext
     from app.web.ui import launch
     from setup.paths import PROJECT_ROOT
     from tests.servers import free_port

@@ -18,8 +18,8 @@ from app.api.gradio_api import is_uploaded, require_access, server_view, uploade
 from app.arena.cli import board_dict
 from app.arena.messages import MSG_SET_NO_FILE, MSG_SET_UPLOAD
 from app.arena.service import LOCAL_VOTER, Arena, SetStep
-from app.chat.context import AppContext
 from app.chat.sampling import GREEDY, SAMPLE, panel_sampling, require_text
+from app.context import AppContext
 from app.core.errors import ChatError, InvalidRequest
 from app.core.sampling import SAMPLING_LIMITS, SamplingParams
 

@@ -16,12 +16,12 @@ from app.api.messages import MSG_API_CANNOT_DESCRIBE, MSG_API_NO_IMAGES, MSG_NO_
 from app.api.stream_pump import DeltaPump
 from app.chat.adapter_names import adapter_named
 from app.chat.compare import DEFAULT_MAX_TOKENS, CompareRun, column_names
-from app.chat.context import AppContext
 from app.chat.reply_outputs import as_fields, parse_reply
 from app.chat.sampling import panel_sampling, require_text, sampling_params
 from app.chat.server_choice import add_server as add_listed_server
 from app.chat.throttle import LIVE, update_interval
 from app.chat.turns import add_user_message, check_new_turn, open_stream, served_family, validate_user_text
+from app.context import AppContext
 from app.core.conversation import Conversation
 from app.core.errors import ChatError, InvalidRequest
 from app.core.sampling import SAMPLING_LIMITS

@@ -42,9 +42,9 @@ from app.api.openai_schema import (
 )
 from app.api.reply_limit import reply_limit
 from app.api.stream_pump import DeltaPump
-from app.chat.context import AppContext
 from app.chat.reply_outputs import parse_reply
 from app.chat.turns import check_new_turn, open_stream, served_family, validate_user_text
+from app.context import AppContext
 from app.core.constants import API_MAX_BODY_BYTES
 from app.core.conversation import PDF, VIDEO, Conversation
 from app.core.errors import (

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from functools import partial
 
 from app.arena.messages import MSG_ARENA_ANSWER_FAILED
-from app.chat.context import AppContext
 from app.chat.stream_columns import StreamColumns
 from app.chat.turns import open_stream, reply_text
+from app.context import AppContext
 from app.core.conversation import ContextPolicy, Conversation
 from app.core.errors import ChatError
 from app.core.sampling import SamplingParams

@@ -28,9 +28,9 @@ from app.arena.ratings import leaderboard
 from app.arena.records import BattleRecord, Filters, Leaderboard, TurnRecord, check_vote
 from app.arena.store import ArenaStore, default_url
 from app.chat.adapter_names import adapter_named
-from app.chat.context import AppContext
 from app.chat.messages import BASE_MODEL_WORDS
 from app.chat.turns import add_user_message, check_new_turn
+from app.context import AppContext
 from app.core.conversation import Conversation, ReplyVersion, Turn
 from app.core.errors import InvalidRequest
 from app.core.sampling import SamplingParams

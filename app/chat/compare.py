@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from app.chat.adapter_names import adapter_named
-from app.chat.context import AppContext
+from app.chat.chat_context import ChatContext
 from app.chat.figures import figures_text, measure
 from app.chat.messages import (
     BASE_MODEL_WORDS,
@@ -103,7 +103,7 @@ class _Joined:
 class CompareRun:
     """Several streams, each read by its own thread; `texts()` is a snapshot of all columns."""
 
-    def __init__(self, ctx: AppContext, prompt: str, adapters: list[str | None], params: SamplingParams,
+    def __init__(self, ctx: ChatContext, prompt: str, adapters: list[str | None], params: SamplingParams,
                  images: list[str] | None = None, continues: list[str] | None = None):
         """`adapters`: one entry per column, None for the base model; `images`: files sent with the prompt to
         every column (checked as the chat checks a message's images); `continues`: per column, the start of its
@@ -187,7 +187,7 @@ class CompareRun:
             self.cancel()
 
 
-def continue_cut(ctx: AppContext, prompt: str, columns: list[str | None], views: list[ColumnView],
+def continue_cut(ctx: ChatContext, prompt: str, columns: list[str | None], views: list[ColumnView],
                  params: SamplingParams, images: list[str] | None = None) -> CompareRun:
     """A run that goes on with every column of a finished run (`columns`, their `views`) cut at the token limit:
     the same prompt and images, each column's text as the start of its reply; InvalidRequest when none was cut."""

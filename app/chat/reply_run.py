@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import closing
 from dataclasses import dataclass
 
-from app.chat.context import AppContext
+from app.chat.chat_context import ChatContext
 from app.chat.outbox import Queued
 from app.chat.sampling import ChatSampling
 from app.chat.turns import add_user_message, continue_reply, stream_reply
@@ -33,7 +33,7 @@ class RunUpdate:
     running: bool = True
 
 
-def run_replies(ctx: AppContext, session: str, conversation: Conversation, first: Queued | None,
+def run_replies(ctx: ChatContext, session: str, conversation: Conversation, first: Queued | None,
                 settings: ReplySettings, earlier: Turn | None = None,
                 continuing: bool = False) -> Iterator[RunUpdate]:
     """Yield the run's updates. The caller has made the session busy (Outbox.offer or start); `first` is the

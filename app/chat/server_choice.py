@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from app.chat.context import AppContext
+from app.chat.chat_context import ChatContext
 from app.chat.messages import MSG_SERVER_ADDRESS, MSG_SERVER_NOT_ANSWERING, MSG_SERVER_NOT_READY
 from app.chat.servers import OWN, Server
 from app.core.errors import ChatError, InvalidRequest
@@ -14,7 +14,7 @@ TRITON_ADDRESS = re.compile(r"^(?:\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$")
 MAX_ADDRESS_CHARS = 300
 
 
-def add_server(ctx: AppContext, address: str) -> Server:
+def add_server(ctx: ChatContext, address: str) -> Server:
     """List the server at `address` (an OpenAI-compatible http(s) URL or a Triton gRPC HOST:PORT) once it answers
     and its model is ready; InvalidRequest saying why not (nothing is listed then)."""
     address = (address or "").strip()
@@ -40,7 +40,7 @@ def add_server(ctx: AppContext, address: str) -> Server:
     return server
 
 
-def choose_server(ctx: AppContext, session: str, server_id: str | None) -> Server:
+def choose_server(ctx: ChatContext, session: str, server_id: str | None) -> Server:
     """`session` talks to `server_id` from now on; a server marked unreachable is asked again first."""
     server = ctx.servers.get(server_id or OWN)
     if server is not None and server.unreachable and server.running():
@@ -48,7 +48,7 @@ def choose_server(ctx: AppContext, session: str, server_id: str | None) -> Serve
     return ctx.servers.choose(session, server_id)
 
 
-def session_status(ctx: AppContext, session: str | None) -> tuple[AppContext, DeploymentStatus, str | None]:
+def session_status(ctx: ChatContext, session: str | None) -> tuple[ChatContext, DeploymentStatus, str | None]:
     """The session's view of the context, its server's status, and why it fell back (None when it did not, or was
     told already). A chosen server found down is marked unreachable, and the session is back on the app's own."""
     note = ctx.servers.fallback_note(session)

@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from app.chat.adapter_check import Verdict, reply_shows_adapter
+from app.chat.chat_context import ChatContext
 from app.chat.chat_stream import ChatStream
-from app.chat.context import AppContext
 from app.chat.figures import continued_figures, figures_text, measure, with_partial_warning
 from app.chat.media_intake import declared_video, media_for, pdf_media
 from app.chat.messages import (
@@ -55,17 +55,17 @@ def add_user_message(conversation: Conversation, text: str, files: Sequence[str 
     return conversation.with_turn(Turn.user(validate_user_text(text, bool(media)), media))
 
 
-def served_family(ctx: AppContext) -> str | None:
+def served_family(ctx: ChatContext) -> str | None:
     """The family the deployment names (the runner topology's `multimodal_family`), None when it names none."""
     return ctx.deployment.family or None
 
 
-def takes_video(ctx: AppContext) -> bool:
+def takes_video(ctx: ChatContext) -> bool:
     """Whether the served model declares a video input (the runner topology's `takes_video`)."""
     return ctx.deployment.takes_video()
 
 
-def message_media(ctx: AppContext, files: Sequence[str | bytes | Media], pages: str | None = None,
+def message_media(ctx: ChatContext, files: Sequence[str | bytes | Media], pages: str | None = None,
                   frame_count: int | None = None) -> tuple[Media, ...]:
     """The files of a message as media: videos sampled to the served family's frame count (or `frame_count`),
     PDFs rendered (the page range `pages`, else every page up to the limit); media already read stays, a video
@@ -84,7 +84,7 @@ def message_media(ctx: AppContext, files: Sequence[str | bytes | Media], pages: 
     return tuple(read(item) for item in files or ())
 
 
-def check_new_turn(ctx: AppContext, text: str, files: Sequence[str | bytes | Media] | None,
+def check_new_turn(ctx: ChatContext, text: str, files: Sequence[str | bytes | Media] | None,
                    pages: str | None = None) -> tuple[Media, ...]:
     """Refuse a message before it enters the conversation: bad text, a video or PDF over a limit, pictures a
     deployment cannot take. The message's media (read once: a video sampled, a PDF rendered); a video sent as
@@ -104,7 +104,7 @@ def check_new_turn(ctx: AppContext, text: str, files: Sequence[str | bytes | Med
     return media
 
 
-def check_pictures(ctx: AppContext, media: Sequence[Media], text: str) -> None:
+def check_pictures(ctx: ChatContext, media: Sequence[Media], text: str) -> None:
     pictures = [picture for item in media for picture in item.pictures]
     if pictures:
         ctx.deployment.check_images(pictures, text)  # raises with the specific message
@@ -129,7 +129,7 @@ def without_last_reply(conversation: Conversation) -> Conversation:
     return earlier
 
 
-def check_adapter(ctx: AppContext, adapter: str | None) -> str | None:
+def check_adapter(ctx: ChatContext, adapter: str | None) -> str | None:
     """The adapter to use (None for the base model); InvalidRequest when the deployment has no such adapter."""
     return check_adapter_name(adapter, ctx.deployment.adapter_names()) if adapter else None
 
@@ -151,7 +151,7 @@ def check_conversation(conversation: Conversation, system_prompt: str | None) ->
                             len(system_prompt or "") + sum(len(turn.text) for turn in conversation.turns))
 
 
-def open_stream(ctx: AppContext, conversation: Conversation, params: SamplingParams, system_prompt: str | None,
+def open_stream(ctx: ChatContext, conversation: Conversation, params: SamplingParams, system_prompt: str | None,
                 adapter: str | None, stop: list[str] | None = None, min_tokens: int = 0, continues: str = ""):
     """Open the reply to `conversation` (the turns the model is sent; the images are its last message's) through
     the deployment (adapter None for the base model).
@@ -182,7 +182,7 @@ def reply_text(stream, final: bool, keep_space: bool = False) -> str:
     return text
 
 
-def check_note(ctx: AppContext, adapter: str | None, prompt: str = "", reply: str = "",
+def check_note(ctx: ChatContext, adapter: str | None, prompt: str = "", reply: str = "",
                wait: float = CHECK_WAIT_SECONDS) -> str:
     """The warning for a reply whose adapter the check found not applied (else ""): only for a definite "not
     applied", and never on a reply that shows the adapter itself (app.chat.adapter_check.reply_shows_adapter).
@@ -220,7 +220,7 @@ class ReplyRecipe:
     policy: ContextPolicy = ContextPolicy()
 
 
-def stream_reply(ctx: AppContext, session: str, conversation: Conversation, params: SamplingParams,
+def stream_reply(ctx: ChatContext, session: str, conversation: Conversation, params: SamplingParams,
                  system_prompt: str | None = None, adapter: str | None = None,
                  policy: ContextPolicy = DEFAULT_POLICY, earlier: Turn | None = None) -> Iterator[ReplyUpdate]:
     """Yield the reply to `conversation` as it grows, then the conversation with it; errors become the reply's note.
@@ -230,7 +230,7 @@ def stream_reply(ctx: AppContext, session: str, conversation: Conversation, para
                          lambda version: earlier.added(version) if earlier else Turn.reply(version))
 
 
-def continue_reply(ctx: AppContext, session: str, conversation: Conversation, params: SamplingParams,
+def continue_reply(ctx: ChatContext, session: str, conversation: Conversation, params: SamplingParams,
                    system_prompt: str | None = None, policy: ContextPolicy = DEFAULT_POLICY) -> Iterator[ReplyUpdate]:
     """Yield the conversation's last reply (cut at max tokens) growing: the model goes on from its words, with
     the reply's own adapter; the shown version is extended. InvalidRequest when the last reply was not cut."""
@@ -243,7 +243,7 @@ def continue_reply(ctx: AppContext, session: str, conversation: Conversation, pa
                          reply.with_current, earlier_figures=version.figures)
 
 
-def _streamed(ctx: AppContext, session: str, conversation: Conversation, recipe: ReplyRecipe, start: str,
+def _streamed(ctx: ChatContext, session: str, conversation: Conversation, recipe: ReplyRecipe, start: str,
               recorded: Callable[[ReplyVersion], Turn], earlier_figures: str = "") -> Iterator[ReplyUpdate]:
     """Stream a reply to `conversation` that begins with `start` (Continue: `earlier_figures` are the figures of
     the reply before it, so the count covers the whole reply) and yield its growing text, then the conversation

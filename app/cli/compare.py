@@ -20,10 +20,10 @@ from collections import deque
 from pathlib import Path
 
 from app.chat.compare import CUT, DEFAULT_MAX_TOKENS, FAILED, CompareRun
-from app.chat.context import AppConfig, AppContext
 from app.chat.messages import MSG_COMPARE_CUT
 from app.cli.app_client import compare_through_app
 from app.cli.messages import MSG_CLI_IMAGE_MISSING, MSG_CLI_INTERRUPTED
+from app.context import AppConfig, AppContext
 from app.core.constants import LLMAPI_MODEL, MAX_COMPARE_ADAPTERS
 from app.core.errors import ChatError
 from app.core.sampling import SamplingParams

@@ -18,9 +18,9 @@ import gradio as gr
 from app.api.gradio_api import is_uploaded
 from app.chat import chat_files
 from app.chat import history as chats
-from app.chat.context import AppContext
 from app.chat.media_intake import upload_root
 from app.chat.messages import MSG_IMPORT_TOO_BIG
+from app.context import AppContext
 from app.core.conversation import Conversation
 from app.core.errors import ChatError
 from app.vision.images import load_image

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import gradio as gr
 
-from app.chat.context import AppContext
 from app.chat.server_choice import add_server, choose_server
+from app.context import AppContext
 from app.core.errors import ChatError
 from app.web.gate import require_access
 from app.web.labels import (

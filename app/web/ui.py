@@ -17,7 +17,7 @@ from app.api.http_guard import Guard, GuardSettings, JobWatch, app_middleware, w
 from app.api.openai_routes import OpenAIApi
 from app.api.reply_limit import reply_limit
 from app.arena.service import Arena
-from app.chat.context import AppContext
+from app.context import AppContext
 from app.core.constants import (
     API_MAX_BODY_BYTES,
     QUEUE_SIZE_PER_SLOT,

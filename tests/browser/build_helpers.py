@@ -12,7 +12,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from app.chat.context import AppConfig, AppContext
+from app.context import AppConfig, AppContext
 from tests.build_standins import make_trtllm
 from tests.servers import free_port
 from tests.unit.app.web.test_build_page import service

@@ -13,7 +13,7 @@ from pathlib import Path
 from PIL import Image
 from skimage import data as skimage_data
 
-from app.chat.context import AppConfig, AppContext
+from app.context import AppConfig, AppContext
 from benchmarks.scratch import scratch_folder
 from benchmarks.server_process import free_port, on_free_ports
 from setup.cpu.demo import start_demo_triton

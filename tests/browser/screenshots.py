@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from app.chat.context import AppConfig, AppContext
+from app.context import AppConfig, AppContext
 from benchmarks.harness import demo_server
 from benchmarks.scratch import scratch_folder
 from benchmarks.server_process import free_port

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from app.chat.context import AppConfig, AppContext
+from app.context import AppConfig, AppContext
 from setup.paths import PROJECT_ROOT
 from tests.browser_tabs import served_page
 from tests.servers import free_port

@@ -15,7 +15,7 @@ from tests.browser_tabs import grant_access
 @pytest.fixture(scope="module")
 def pages_url(pacing):  # noqa: F811
     from app.api.openai_routes import OpenAIApi
-    from app.chat.context import AppConfig, AppContext
+    from app.context import AppConfig, AppContext
     from app.web.pages import benchmark, server
     port = free_port()
     ctx = AppContext(AppConfig(triton_url=pacing.grpc_url, model="pacing", metrics_url=pacing.metrics_url, port=port))

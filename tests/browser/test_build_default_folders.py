@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from app.chat.context import AppConfig, AppContext
+from app.context import AppConfig, AppContext
 from app.web.ui import launch
 from setup.paths import cache_dir
 from tests.browser.build_helpers import shown_plan

@@ -4,7 +4,7 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from app.build.engine import family_choices
-from app.chat.context import AppConfig, AppContext
+from app.context import AppConfig, AppContext
 from app.deployments.runner.deployment import RunnerDeployment
 from app.web.pages.build import twin_of
 from app.web.ui import build_app

@@ -134,7 +134,7 @@ def twins(family_outputs_triton):
 @pytest.fixture
 def twin_page(request, twins, browser_context):
     """A tab on the app served as the runner kind against one twin (the family the test names)."""
-    from app.chat.context import AppConfig, AppContext
+    from app.context import AppConfig, AppContext
     from app.web.ui import launch
 
     family = request.param

@@ -10,7 +10,7 @@ import socket
 
 import pytest
 
-from app.chat.context import AppConfig, AppContext
+from app.context import AppConfig, AppContext
 from app.web.ui import build_app
 from tests.browser.chat_helpers import ask, settled_reply, status_line, toasts, wait_until
 from tests.browser_tabs import FIRST_VISIT_JS, grant_access

@@ -11,7 +11,7 @@ import pytest
 
 from app.adapters.messages import MSG_CANCELLING, MSG_NOTHING_TO_CANCEL
 from app.adapters.training import TrainingJob
-from app.chat.context import AppConfig, AppContext
+from app.context import AppConfig, AppContext
 from app.web.style import APP_CSS
 from setup.paths import PROJECT_ROOT
 from tests.browser.chat_helpers import wait_for_uploads

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.chat.context import AppConfig, AppContext
+from app.context import AppConfig, AppContext
 from app.web.ui import launch
 from setup.paths import PROJECT_ROOT
 from tests.build_standins import make_checkpoint, make_trtllm

@@ -36,7 +36,7 @@ def two_adapter_cache(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def app_on_it(two_adapter_cache):
-    from app.chat.context import AppConfig, AppContext
+    from app.context import AppConfig, AppContext
     from app.web.ui import launch
 
     endpoints, adapters = two_adapter_cache

@@ -119,7 +119,7 @@ def test_server_page_shows_requests_in_flight(pacing):  # noqa: F811
 
 
 def test_benchmark_page_run(pacing):  # noqa: F811
-    from app.chat.context import AppConfig, AppContext
+    from app.context import AppConfig, AppContext
     from app.web.pages import benchmark
     ctx = AppContext(AppConfig(triton_url=pacing.grpc_url, model="pacing"))
     outputs = list(benchmark.run(ctx, "pacing", ["1", "4"], 4, 8, 5))

@@ -105,7 +105,7 @@ def test_the_command_refuses_through_the_app_with_the_apps_sentence(app_url):
 @pytest.fixture
 def app_with_login(triton, tmp_path):
     """The app against the session's tritonserver, asking for a login as `--auth-file` makes it."""
-    from app.chat.context import AppConfig, AppContext
+    from app.context import AppConfig, AppContext
     from app.web.ui import launch
     from tests.servers import free_port
 

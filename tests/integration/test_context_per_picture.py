@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from PIL import Image, ImageDraw
 
-from app.chat.context import AppConfig, AppContext
 from app.chat.turns import stream_reply
+from app.context import AppConfig, AppContext
 from app.core.conversation import ContextPolicy, Conversation, Media, Turn
 from app.core.sampling import SamplingParams
 

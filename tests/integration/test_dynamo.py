@@ -16,8 +16,8 @@ import pytest
 
 from app.bench.sweep import check_deployment, sweep
 from app.chat.compare import CompareRun
-from app.chat.context import AppConfig, AppContext
 from app.chat.turns import open_stream, stream_reply
+from app.context import AppConfig, AppContext
 from app.core.conversation import Conversation
 from app.core.sampling import SamplingParams
 from setup.paths import PROJECT_ROOT

@@ -112,7 +112,7 @@ def test_video_neva_twin_says_the_ball_is_red_and_moves_right(served, tmp_path):
 def app_url(served):
     """The web app against one twin, as `python -m app --demo --twin <family>` serves it (the runner kind),
     here one model of the shared server: a function of the family, each app started once."""
-    from app.chat.context import AppConfig, AppContext
+    from app.context import AppConfig, AppContext
     from app.web.ui import launch
     from tests.servers import free_port
 

@@ -13,7 +13,7 @@ import pytest
 from starlette.requests import Request
 
 from app.api.openai_routes import OpenAIApi
-from app.chat.context import AppConfig, AppContext
+from app.context import AppConfig, AppContext
 
 
 def chat(app_url: str, **fields) -> httpx.Response:

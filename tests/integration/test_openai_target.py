@@ -10,8 +10,8 @@ import pytest
 
 from app.chat.adapter_check import check_adapter_applied
 from app.chat.compare import CompareRun
-from app.chat.context import AppConfig, AppContext
 from app.chat.turns import open_stream, stream_reply
+from app.context import AppConfig, AppContext
 from app.core.conversation import Conversation
 from app.core.sampling import SamplingParams
 

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.integration
 
 def test_the_limit_follows_the_served_batch(pacing, tmp_path):  # noqa: F811
     from app.api.openai_routes import OpenAIApi
-    from app.chat.context import AppConfig, AppContext
+    from app.context import AppConfig, AppContext
 
     small = AppContext(AppConfig(triton_url=pacing.grpc_url, model="pacing"))  # max_batch_size 64
     assert small.deployment.batch_size() == 64 and OpenAIApi(small).concurrency == 256

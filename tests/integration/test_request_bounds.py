@@ -201,8 +201,8 @@ def test_gradio_routes_refuse_bodies_over_their_limit(app_url):
 
 def test_chat_panel_history_is_bounded_before_anything_is_sent():
     """The chat panel passes its whole history: over the bound, the reply says so (no server is asked)."""
-    from app.chat.context import AppConfig, AppContext
     from app.chat.turns import stream_reply
+    from app.context import AppConfig, AppContext
 
     ctx = AppContext(AppConfig(triton_url=f"127.0.0.1:{free_port()}"))
     from app.core.conversation import ContextPolicy, Conversation, ReplyVersion, Turn
@@ -216,7 +216,7 @@ def test_chat_panel_history_is_bounded_before_anything_is_sent():
 
 
 def test_token_count_uses_the_engines_max_input_len(tmp_path):
-    from app.chat.context import AppConfig, AppContext
+    from app.context import AppConfig, AppContext
     from app.core.errors import InputTooLong
     from app.deployments.triton_engine.limits import check_prompt_tokens, engine_input_limit
 
@@ -246,7 +246,7 @@ def pacing(tmp_path):
 
 
 def serve(triton_url: str, guard: dict | None = None, **config):
-    from app.chat.context import AppConfig, AppContext
+    from app.context import AppConfig, AppContext
     from app.web.ui import launch
 
     port = free_port()

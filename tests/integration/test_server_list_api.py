@@ -8,7 +8,7 @@ import httpx
 import pytest
 from gradio_client import Client
 
-from app.chat.context import AppConfig, AppContext
+from app.context import AppConfig, AppContext
 from app.web.ui import launch
 from tests.servers import free_port
 

@@ -17,7 +17,7 @@ import gradio as gr
 import pandas as pd
 
 from app.api.gradio_api import is_uploaded
-from app.chat.context import AppContext
+from app.context import AppContext
 from app.core.errors import ChatError
 from app.web.audit_view import audit_lines
 from app.web.gate import require_access

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from app.chat.context import AppConfig, AppContext
+from app.context import AppConfig, AppContext
 from app.core.errors import ChatError
 from app.web.audit_view import applied_cell, audit_lines, dropped_cell, notes_cell
 from app.web.gate import require_access

@@ -10,7 +10,7 @@ import gradio as gr
 
 from app.api.arena_api import ARENA_MAX_TOKENS
 from app.arena.service import Arena
-from app.chat.context import AppContext
+from app.context import AppContext
 from app.web.download import SAVE_PAYLOAD_JS
 from app.web.labels import (
     ARENA_ALL,

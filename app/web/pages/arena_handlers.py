@@ -23,7 +23,7 @@ from app.arena.messages import (
     MSG_SET_VOTED,
 )
 from app.arena.service import Arena
-from app.chat.context import AppContext
+from app.context import AppContext
 from app.core.errors import ChatError
 from app.web.arena_view import board_html, heatmap_html, progress_html, side_messages
 from app.web.download import download_payload

@@ -8,7 +8,7 @@ import threading
 import gradio as gr
 
 from app.bench.sweep import check_deployment, latency_frame, sweep, table_frame, throughput_frame
-from app.chat.context import AppConfig, AppContext
+from app.context import AppConfig, AppContext
 from app.core.errors import ChatError
 from app.deployments.base import check_adapter_name
 from app.web.gate import require_access

@@ -9,7 +9,7 @@ import gradio as gr
 
 from app.build import engine as logic
 from app.build import llmapi, serve
-from app.chat.context import AppConfig, AppContext
+from app.context import AppConfig, AppContext
 from app.web.download import SAVE_PAYLOAD_JS
 from app.web.messages import MSG_DISABLED
 from app.web.page_timers import started_by

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from app.chat.context import AppContext
+from app.context import AppContext
 from app.web.cache_view import fit_markdown
 from setup.lora.audit import engine_target
 from setup.lora.cache_size import GIB, CacheModel, CacheSettings, cache_fit

@@ -10,8 +10,8 @@ import gradio as gr
 from app.build import engine as logic
 from app.build import serve
 from app.build.folders import confine_folders, problems_markdown
-from app.chat.context import AppContext
 from app.chat.servers import BUILD
+from app.context import AppContext
 from app.web.download import download_payload
 from app.web.gate import caller_may_act, require_access
 from app.web.messages import (

@@ -6,7 +6,7 @@ import gradio as gr
 
 from app.build import serve as logic
 from app.build.folders import confine_folders
-from app.chat.context import AppContext
+from app.context import AppContext
 from app.web.gate import require_access
 from app.web.pages.plan_form import plan_box, plan_form_handlers
 

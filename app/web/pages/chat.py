@@ -8,7 +8,6 @@ from dataclasses import fields
 
 import gradio as gr
 
-from app.chat.context import AppConfig, AppContext
 from app.chat.messages import (
     MSG_BUSY_CONTINUE,
     MSG_BUSY_REGENERATE,
@@ -20,6 +19,7 @@ from app.chat.reply_run import ReplySettings
 from app.chat.sampling import GREEDY, ChatSampling
 from app.chat.server_choice import session_status
 from app.chat.turns import check_new_turn, without_last_reply
+from app.context import AppConfig, AppContext
 from app.core.constants import CONTEXT_MODES, CPU_DEMO_NOTE, CPU_OCR_NOTE, STATUS_REFRESH_SECONDS
 from app.core.conversation import Conversation
 from app.core.errors import ChatError

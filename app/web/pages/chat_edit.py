@@ -7,11 +7,11 @@ from collections.abc import Iterator
 
 import gradio as gr
 
-from app.chat.context import AppContext
 from app.chat.messages import MSG_BUSY_EDIT, MSG_BUSY_VERSIONS, MSG_EDIT_MESSAGES_ONLY
 from app.chat.reply_run import ReplySettings
 from app.chat.sampling import ChatSampling
 from app.chat.turns import validate_user_text
+from app.context import AppContext
 from app.core.conversation import Conversation
 from app.core.errors import ChatError
 from app.web.chat_view import chat_messages, message_turn

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from app.chat.context import AppContext
 from app.chat.outbox import Queued
 from app.chat.reply_run import ReplySettings, run_replies
+from app.context import AppContext
 from app.core.conversation import Conversation
 from app.web.chat_view import chat_messages
 from app.web.labels import VERSION_OF

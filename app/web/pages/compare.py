@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 import gradio as gr
 
 from app.chat.compare import CUT, DEFAULT_MAX_TOKENS, ColumnView, CompareRun, continue_cut, is_cut
-from app.chat.context import AppConfig, AppContext
 from app.chat.messages import MSG_COMPARE_CUT
 from app.chat.reply_outputs import ReplyOutputs
+from app.context import AppConfig, AppContext
 from app.core.constants import MAX_COMPARE_ADAPTERS
 from app.core.errors import ChatError
 from app.core.sampling import SamplingParams

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import gradio as gr
 
 from app.build.folders import problems_markdown
-from app.chat.context import AppContext
+from app.context import AppContext
 from app.web.gate import require_access
 
 

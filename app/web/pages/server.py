@@ -10,8 +10,8 @@ import gradio as gr
 import pandas as pd
 
 from app.chat import live
-from app.chat.context import AppConfig, AppContext
 from app.chat.figures import size_text
+from app.context import AppConfig, AppContext
 from app.deployments.base import LoraCacheReport, ServerLoraFigures
 from app.triton.metrics import MetricsHistory
 from app.triton.metrics_sampler import Sampler

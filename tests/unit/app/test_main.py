@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from app.chat.context import AppConfig
+from app.context import AppConfig
 from app.core.constants import LLMAPI_MODEL
 
 

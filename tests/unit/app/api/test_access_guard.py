@@ -11,7 +11,7 @@ from app.api.arena_api import register_arena
 from app.api.gradio_api import register, require_access
 from app.api.messages import MSG_NO_REQUEST
 from app.arena.service import Arena
-from app.chat.context import AppConfig, AppContext
+from app.context import AppConfig, AppContext
 from app.core.access import TOKEN_HEADER
 from app.core.messages import MSG_NEED_LOGIN, MSG_NEED_TOKEN
 from tests.compare_fakes import RecordingDeployment

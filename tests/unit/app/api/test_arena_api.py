@@ -15,7 +15,7 @@ from PIL import Image
 
 from app.api.arena_api import register_arena
 from app.arena.service import Arena
-from app.chat.context import AppConfig, AppContext
+from app.context import AppConfig, AppContext
 from tests.compare_fakes import RecordingDeployment
 
 

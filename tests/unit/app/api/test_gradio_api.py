@@ -10,8 +10,8 @@ from PIL import Image
 
 from app.api.gradio_api import register
 from app.chat.compare import DONE
-from app.chat.context import AppConfig, AppContext
 from app.chat.messages import MSG_COMPARE_NO_COLUMNS, MSG_COMPARE_TOO_MANY, MSG_EMPTY_PROMPT
+from app.context import AppConfig, AppContext
 from app.core.constants import MAX_COMPARE_ADAPTERS
 from tests.compare_fakes import RecordingDeployment
 

@@ -6,9 +6,9 @@ import logging
 import pytest
 
 from app.chat.chat_stream import ChatStream
-from app.chat.context import AppConfig, AppContext
 from app.chat.live import LiveReplies
 from app.chat.turns import stream_reply
+from app.context import AppConfig, AppContext
 from app.core.conversation import Conversation, Turn
 from app.core.errors import InvalidImage, ReplyFailed
 from app.core.sampling import SamplingParams

@@ -8,7 +8,7 @@ import pytest
 from PIL import Image
 
 from app.chat.compare import CUT, DONE, STOPPED, CompareRun, column_entries, column_names, continue_cut
-from app.chat.context import AppConfig, AppContext
+from app.context import AppConfig, AppContext
 from app.core.conversation import Conversation
 from app.core.errors import InvalidImage, InvalidRequest
 from app.core.sampling import SamplingParams

@@ -84,8 +84,8 @@ def test_a_video_is_sampled_to_as_many_frames_as_the_deployment_takes(tmp_path, 
     from dataclasses import replace
 
     from app.adapters.registry import AdapterRegistry
-    from app.chat.context import AppConfig, AppContext
     from app.chat.turns import check_new_turn
+    from app.context import AppConfig, AppContext
     from app.core.errors import TooManyImages
     from app.deployments.openai_compat.deployment import OpenAICompatDeployment
     ctx = AppContext(AppConfig(triton_url="127.0.0.1:1"))

@@ -3,8 +3,8 @@
 import pytest
 
 from app.chat import turns as chat_logic
-from app.chat.context import AppConfig, AppContext
 from app.chat.messages import MSG_EMPTY_PROMPT
+from app.context import AppConfig, AppContext
 from app.core.constants import MAX_PROMPT_CHARS
 from app.core.conversation import Conversation, Media, ReplyVersion, Turn
 from app.core.errors import InvalidRequest

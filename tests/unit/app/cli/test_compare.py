@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from app.chat.context import AppConfig, AppContext
 from app.chat.messages import MSG_COMPARE_NO_COLUMNS, MSG_COMPARE_TOO_MANY
 from app.cli import compare as cli
+from app.context import AppConfig, AppContext
 from app.core.constants import LLMAPI_MODEL
 from app.core.errors import ServerUnreachable
 from tests.compare_fakes import RecordingDeployment, WordStream

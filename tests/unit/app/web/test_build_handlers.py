@@ -10,7 +10,7 @@ import gradio as gr
 import pytest
 
 from app.build import engine as logic
-from app.chat.context import AppConfig, AppContext
+from app.context import AppConfig, AppContext
 from app.web.pages.build_form import FORM_FIELDS, start_values
 from app.web.pages.build_handlers import BuildHandlers, on_family, token_env
 from setup.build.jobs import JobError

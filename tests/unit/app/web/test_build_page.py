@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import gradio as gr
 
-from app.chat.context import AppConfig, AppContext
+from app.context import AppConfig, AppContext
 from setup.build.jobs import JobStore
 from setup.build.registry import EngineRegistry
 from setup.paths import PROJECT_ROOT

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from app.chat.context import AppConfig, AppContext
+from app.context import AppConfig, AppContext
 from app.core.constants import (
     QUEUE_QUIET_AFTER_SECONDS,
     QUEUE_QUIET_POLL_SECONDS,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.adapters.registry import AdapterRegistry
-from app.chat.context import AppConfig
+from app.context import AppConfig
 from app.deployments.connect import connect
 from app.deployments.llmapi.deployment import LlmApiDeployment
 from tests.lora_helpers import DEMO_ADAPTERS, SMOL, write_model_config

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from app.adapters.training import TrainingJob
-from app.chat.context import AppConfig, AppContext
+from app.context import AppConfig, AppContext
 from app.core.access import TOKEN_HEADER
 from app.web.pages.adapter_training import LABELLED_STEPS, cancel_button, loss_plot, train_handlers
 from app.web.pages.messages import MSG_UPLOAD_ONLY

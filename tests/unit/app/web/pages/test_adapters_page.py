@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import gradio as gr
 import pytest
 
-from app.chat.context import AppConfig, AppContext
+from app.context import AppConfig, AppContext
 from app.core.access import TOKEN_HEADER
 from app.web.pages import adapters
 from setup.paths import PROJECT_ROOT

@@ -8,7 +8,7 @@ import json
 import gradio as gr
 import pytest
 
-from app.chat.context import AppConfig, AppContext
+from app.context import AppConfig, AppContext
 from app.web.pages.build_api import BuildApi, form_values
 from app.web.pages.build_handlers import BuildHandlers
 from tests.unit.app.web.test_build_page import service

@@ -11,7 +11,7 @@ import socket
 import gradio as gr
 import pytest
 
-from app.chat.context import AppConfig, AppContext
+from app.context import AppConfig, AppContext
 from app.deployments.runner.deployment import RunnerDeployment
 from app.deployments.triton_engine.deployment import TritonEngineDeployment
 from app.web.messages import MSG_BUILD_SERVER_RUNNING, MSG_TWIN_SERVING, MSG_TWIN_STARTING

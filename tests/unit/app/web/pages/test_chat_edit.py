@@ -6,8 +6,8 @@ from __future__ import annotations
 import gradio as gr
 import pytest
 
-from app.chat.context import AppConfig, AppContext
 from app.chat.sampling import ChatSampling
+from app.context import AppConfig, AppContext
 from app.core.conversation import Conversation, ReplyVersion, Turn
 from app.web.pages.chat_edit import edited_text, on_edit, on_step_branch
 from app.web.pages.chat_replies import REPLY_OUTPUTS, reply_controls

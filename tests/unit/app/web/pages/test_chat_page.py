@@ -7,8 +7,8 @@ from __future__ import annotations
 import gradio as gr
 import pytest
 
-from app.chat.context import AppConfig, AppContext
 from app.chat.sampling import ChatSampling
+from app.context import AppConfig, AppContext
 from app.core.conversation import Conversation
 from app.web.pages.chat import (
     REPLY_OUTPUTS,

@@ -3,8 +3,8 @@ every refusal has exactly that many values."""
 
 import gradio as gr
 
-from app.chat.context import AppConfig, AppContext
 from app.chat.reply_run import ReplySettings
+from app.context import AppConfig, AppContext
 from app.core.conversation import Conversation
 from app.web.pages.chat_replies import REPLY_OUTPUTS, ReplyOutputs, refuse, replies
 from tests.compare_fakes import RecordingDeployment

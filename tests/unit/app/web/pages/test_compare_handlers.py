@@ -6,7 +6,7 @@ from __future__ import annotations
 import gradio as gr
 import pytest
 
-from app.chat.context import AppConfig, AppContext
+from app.context import AppConfig, AppContext
 from app.web.labels import COMPARE_NONE
 from app.web.pages.compare import OUTPUTS, Finished, on_continue, on_pick, on_run, on_stop
 from tests.compare_fakes import RecordingDeployment

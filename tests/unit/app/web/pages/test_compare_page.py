@@ -8,7 +8,7 @@ import gradio as gr
 import pytest
 
 from app.chat.compare import CUT, DONE, ColumnView
-from app.chat.context import AppConfig, AppContext
+from app.context import AppConfig, AppContext
 from app.deployments.triton_engine.deployment import TritonEngineDeployment
 from app.web.labels import COMPARE_NONE, COMPARE_UNUSED, adapter_of
 from app.web.pages.compare import Finished, column_updates, first_picks, pick_line, state_line

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import gradio as gr
 import pytest
 
-from app.chat.context import AppConfig, AppContext
+from app.context import AppConfig, AppContext
 from app.core.access import TOKEN_HEADER
 from app.web.pages.plan_form import plan_form_handlers
 

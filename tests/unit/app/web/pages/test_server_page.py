@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from app.chat.context import AppConfig, AppContext
+from app.context import AppConfig, AppContext
 from app.triton.metrics import Snapshot
 from app.web.pages import server
 from setup.paths import PROJECT_ROOT

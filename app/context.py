@@ -1,4 +1,7 @@
-"""What every page gets: the app config, the deployment (the one interface to the server) and live streams."""
+"""What every page gets: the app config, the deployment (the one interface to the server) and live streams.
+
+Above app.chat: the context holds the chat's live figures, outbox, adapter checks and server list; the chat's functions
+take it as app.chat.chat_context.ChatContext."""
 
 from __future__ import annotations
 
