@@ -41,6 +41,7 @@ from app.web.labels import (
     SEARCH_CHATS,
     SEARCH_CHATS_INFO,
     SEARCH_NONE,
+    SEARCH_TOGGLE,
     UNDO,
 )
 from app.web.legacy_chats import conversation_of_file, conversation_of_messages
@@ -61,6 +62,17 @@ MAX_IMPORT_BYTES = 12 * 1024 * 1024  # a conversation file with its pictures emb
 IMPORTED_FOLDER = "imported"  # under the upload folder: the pictures of imported conversations
 DATA_URL_PREFIX = "data:"
 MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!<>|~])")  # a query shown in a note as typed, not as Markdown
+SEARCH_OPEN_CLASS = "shown"  # on the search column while a phone shows the search box (app/web/style.py)
+# The phone's search button (only shown at <= 600 px): it shows or hides the search box at once, in the page, and
+# focuses it; hidden again, the box is emptied (the value returned goes to the box), so the list is whole again.
+# The class goes on the column, inside the app: Gradio puts its container before every selector of the app's style
+# sheet, a rule on <body> included, so a class on <body> would match nothing.
+TOGGLE_SEARCH_JS = f"""(query) => {{
+    const column = document.querySelector("#chat-search-column");
+    const open = column ? column.classList.toggle("{SEARCH_OPEN_CLASS}") : false;
+    if (open) setTimeout(() => document.querySelector("#chat-search textarea, #chat-search input")?.focus(), 50);
+    return open ? query : "";
+}}"""
 
 
 def image_kept(path: str) -> bool:
@@ -110,13 +122,17 @@ class HistoryPanel:
         with gr.Row(elem_id="conversations"):
             self.chats = gr.Dropdown(choices=[], label=CONVERSATIONS, info=CONVERSATIONS_INFO, elem_id="conversation-list", scale=4,
                                      min_width=160)
-            # its own column, so the list keeps its whole line at 400 px; there the column is hidden (app/web/style.py)
+            # its own column, so the list keeps its whole line at 400 px; there the column is hidden until the
+            # search button (the last of the row, shown at <= 600 px only) shows it, on a line of its own
+            # (app/web/style.py): a line for it would push the message box out of the first screen
             with gr.Column(scale=2, min_width=140, elem_id="chat-search-column"):
                 self.search = gr.Textbox(label=SEARCH_CHATS, placeholder=SEARCH_CHATS, info=SEARCH_CHATS_INFO,
                                          elem_id="chat-search", max_lines=1, show_label=False)
             self.new = gr.Button(NEW_CHAT, elem_id="new-chat", size="md", scale=0, min_width=80)
             self.delete = gr.Button(DELETE_CHAT, elem_id="delete-chat", size="md", scale=0, min_width=70)
             self.rename = gr.Button(RENAME_CHAT, elem_id="rename-chat", size="md", scale=0, min_width=80)
+            self.search_toggle = gr.Button(SEARCH_TOGGLE, elem_id="chat-search-toggle", size="md", scale=0,
+                                           min_width=44)
         # what a search that found nothing says (a line of its own: the list's info is hidden at 400 px)
         self.search_note = gr.Markdown(visible=False, elem_id="chat-search-note")
         with gr.Row(visible=False, elem_id="rename-row") as self.rename_row:
@@ -180,6 +196,7 @@ class HistoryPanel:
         # keys only, not for text set otherwise (a browser test's fill: the list did not follow the query).
         self.search.change(on_search, [self.store, self.search], [self.chats, self.search_note],
                            trigger_mode="always_last", **private)
+        self.search_toggle.click(lambda query: query, self.search, self.search, js=TOGGLE_SEARCH_JS, **private)
         made_new = self.new.click(change(chats.new_chat), self.store, shown, **private)
         showing_events += [switched, made_new,
                            self.yes.click(confirmed, [self.pending, self.store, conversation],

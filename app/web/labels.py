@@ -77,6 +77,7 @@ RENAME_CHAT, CHAT_TITLE = "Rename", "Title (Enter keeps it; empty: the first mes
 SEARCH_CHATS = "Search conversations"  # the search box's label (read by screen readers) and placeholder
 SEARCH_CHATS_INFO = "Words in titles, messages and replies."
 SEARCH_NONE = "No conversation mentions '{query}'."  # the note under the list when a search finds nothing
+SEARCH_TOGGLE = "Search"  # on a phone: the button beside New, Delete, Rename that shows (and hides) the search box
 EXPORT_JSON, EXPORT_MARKDOWN, IMPORT_JSON = "Export JSON", "Export Markdown", "Import JSON"
 
 # Compare tab

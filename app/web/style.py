@@ -42,6 +42,27 @@ APP_CSS = """
 /* The chat's controls line up with the bottom of the dropdowns beside them. */
 #chat-controls, #conversations { align-items: flex-end; }
 #conversations > button { white-space: nowrap; }
+/* The search button is the phone's way to the search box (below); wider screens show the box itself. */
+#chat-search-toggle { display: none !important; }
+/* The conversation list beside the chat (pages/chat.py): a column at the left on a wide screen, its list, search
+   box and buttons one under the other; under 1000 px the column is a block above the chat, as the list was. */
+@media (min-width: 1000px) {
+    #chat-sidebar { flex: 0 0 260px !important; max-width: 260px; }
+    #chat-sidebar #conversations { flex-wrap: wrap; }
+    #chat-sidebar #conversations > .form, #chat-sidebar #chat-search-column {
+        flex: 1 1 100% !important; min-width: 0 !important;
+    }
+    #chat-sidebar #conversations > button {
+        flex: 1 1 28% !important; min-width: 0 !important; padding-left: var(--spacing-sm);
+        padding-right: var(--spacing-sm);
+    }
+    /* the list's row is no longer above the conversation: it takes that room (chat.CHAT_HEIGHT leaves 470 px) */
+    #chatbot { height: max(260px, calc(100vh - 390px)) !important; }
+}
+@media (max-width: 999px) {
+    #chat-layout { flex-direction: column; flex-wrap: nowrap; }
+    #chat-sidebar, #chat-main { flex: none !important; width: 100% !important; min-width: 0 !important; }
+}
 /* The last reply's version stepper ‹ n/m ›: narrow buttons, the count plain text. */
 #older-version, #newer-version, #reply-version { padding-left: var(--spacing-md); padding-right: var(--spacing-md); }
 #reply-version:disabled { opacity: 1; cursor: default; border-color: transparent; background: none; box-shadow: none; }
@@ -55,11 +76,19 @@ APP_CSS = """
     [role=tablist] > button { height: var(--size-7); }
     #chat-controls, #conversations { flex-wrap: wrap; }
     #conversations > .form { flex: 1 1 100% !important; }
-    #conversations > button { flex: 1 1 28% !important; }  /* New, Delete, Rename on one line */
+    /* New, Delete, Rename and Search on one line, with room to spare (a scroll bar may take some) */
+    #conversations { column-gap: var(--spacing-md); }
+    #conversations > button {
+        flex: 1 1 20% !important; min-width: 0 !important; padding-left: var(--spacing-sm);
+        padding-right: var(--spacing-sm);
+    }
+    #conversations > #chat-search-toggle { display: inline-flex !important; }
     #conversations .info-text { display: none; }
     /* the list and New, Delete, Rename fill two lines and the message box has about 8 px to spare at 400x860
-       (tests/browser/test_layout.py): a line for the search box would push the box out of view */
-    #chat-search-column { display: none !important; }
+       (tests/browser/test_layout.py): a line for the search box would push the box out of view, so it is shown
+       only once the search button is pressed (history_panel.TOGGLE_SEARCH_JS), on a line under the buttons */
+    #chat-search-column:not(.shown) { display: none !important; }
+    #chat-search-column { flex: 1 1 100% !important; order: 1; }
     /* the list's label stays for screen readers; the list itself says "New chat" or the conversation's title */
     #conversation-list [data-testid="block-info"] {
         position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap;
@@ -68,7 +97,10 @@ APP_CSS = """
     /* Compare: the prompt and the attached pictures each take the whole width, one under the other */
     #compare-inputs { flex-wrap: wrap; }
     #compare-inputs > * { flex: 1 1 100% !important; }
-    #chatbot { height: min(460px, 42vh) !important; }  /* desktop: chat.CHAT_HEIGHT; here the input stays in view */
+    /* desktop: chat.CHAT_HEIGHT; here what the screen leaves under the title, tabs, status line, conversation list
+       and notes (about 430 px) and above the message box (about 90 px), so the box stays in view at 400x800 too
+       (tests/browser/test_layout.py); dvh: the screen a phone shows with its address bar */
+    #chatbot { height: clamp(200px, calc(100dvh - 520px), 460px) !important; }
     #chat-controls > button { flex: 1 1 25% !important; min-width: 0 !important; }
 }
 """

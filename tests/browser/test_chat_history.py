@@ -266,3 +266,42 @@ def test_search_finds_a_conversation_by_a_word_of_its_reply_and_opens_it(page):
     search(page, "")  # every conversation again
     wait_until(lambda: len(offered(page)) == 2, what="the whole list again")
     assert not page.locator("#chat-search-note").is_visible()
+
+
+def test_400px_the_search_button_shows_the_search_and_it_finds_a_conversation(page):
+    """On a phone the search box waits behind the search button beside New, Delete and Rename (a line of its own would
+    push the message box off the first screen); pressed, it shows the box, ready to type in, and the list narrows and
+    switches as on a wide screen; pressed again, the box goes and the whole list is back."""
+    from tests.browser.chat_helpers import NARROW
+
+    page.set_viewport_size(NARROW)
+    open_sampling(page)
+    set_number(page, "max-tokens", 3)
+    ask(page, "What is the capital of France?")
+    settled_reply(page)
+    page.click("#new-chat")
+    wait_until(lambda: page.locator("#chatbot .message").count() == 0, what="an empty chat")
+    ask(page, "Name a colour.")
+    settled_reply(page)
+    wait_until(lambda: listed(page).startswith("Name a colour. · 1 turn"), what="the second conversation listed")
+
+    button, new = page.locator("#chat-search-toggle"), page.locator("#new-chat")
+    assert not search_box(page).is_visible() and button.is_visible()
+    assert abs(button.bounding_box()["y"] - new.bounding_box()["y"]) < 2  # on the line of New, Delete, Rename
+    button.click()
+    search_box(page).wait_for(state="visible")
+    wait_until(lambda: page.evaluate("document.activeElement?.closest('#chat-search') !== null"),
+               what="the search box ready to type in")
+    search(page, "capital")
+    wait_until(lambda: listed(page) == "", what="the list narrowed, nothing chosen")
+    assert offered(page) == ["What is the capital of France?"]
+    page.locator("li[role=option]:visible", has_text="What is the capital of France?").first.click()
+    shown_after_switch(page, "What is the capital of France?")
+
+    search(page, "colour")
+    wait_until(lambda: offered(page) == ["Name a colour."], what="the list narrowed to the colour question")
+    page.keyboard.press("Escape")  # the list closed, as a person would leave it
+    button.click()  # hidden again: the query goes with it, and the list holds every conversation
+    search_box(page).wait_for(state="hidden")
+    wait_until(lambda: len(offered(page)) == 2, what="the whole list again")
+    assert user_texts(page) == ["What is the capital of France?"]

@@ -1,5 +1,6 @@
 """The layout a person meets: at 400 px the message box is full width with the adapter dropdown under it,
-the demo notes are folded and the box is in view; the title's bold capitals render as bold capitals."""
+the demo notes are folded and the box is in view; from 1000 px the conversation list is a column left of the chat;
+the title's bold capitals render as bold capitals."""
 
 from tests.browser.chat_helpers import NARROW
 
@@ -15,11 +16,19 @@ def box(page, selector: str) -> dict:
 
 
 def test_400px_the_box_is_in_view_and_the_adapter_under_it(page):
+    shorter = {**NARROW, "height": 800}  # a phone with less height: the box in view there too
+    page.set_viewport_size(shorter)
+    page.reload()
+    page.wait_for_selector("#chat-input textarea")
+    message = box(page, "#chat-input")
+    assert message["y"] + message["height"] <= shorter["height"], message
     page.set_viewport_size(NARROW)
     page.reload()
     page.wait_for_selector("#chat-input textarea")
     message, adapter = box(page, "#chat-input"), box(page, "#adapter")
     assert message["y"] + message["height"] <= NARROW["height"]  # no scrolling to find where to type
+    chat = box(page, "#chatbot")
+    assert chat["height"] >= 250, chat  # and the conversation still has room
     assert message["width"] > 0.8 * NARROW["width"]
     assert adapter["y"] >= message["y"] + message["height"]  # under the box, not squeezing it
     placeholder = page.evaluate("""() => { const area = document.querySelector('#chat-input textarea');
@@ -39,6 +48,30 @@ def test_a_1280x900_first_screen_shows_the_message_box(page):
     message, chat = box(page, "#chat-input"), box(page, "#chatbot")
     assert message["y"] + message["height"] <= screen["height"], message
     assert chat["height"] >= 250  # and the conversation still has room
+
+
+def test_from_1000px_the_conversations_are_a_column_left_of_the_chat(page):
+    """Like Open WebUI's sidebar: at 1000 px and wider the list, its search box, New, Delete and Rename stand in a
+    column at the left of the conversation, and the message box is still on the first screen; narrower, the list is
+    above the conversation as before."""
+    for width in (1280, 1000):
+        screen = {"width": width, "height": 900}
+        page.set_viewport_size(screen)
+        page.reload()
+        page.wait_for_selector("#chat-input textarea")
+        side, chat, message = box(page, "#chat-sidebar"), box(page, "#chatbot"), box(page, "#chat-input")
+        assert side["x"] + side["width"] <= chat["x"] and side["y"] <= chat["y"], (width, side, chat)
+        for part in ("#conversation-list", "#chat-search", "#new-chat", "#delete-chat", "#rename-chat"):
+            shown = box(page, part)
+            assert shown and side["x"] <= shown["x"] and shown["x"] + shown["width"] <= side["x"] + side["width"], (
+                width, part, shown)
+        assert message["y"] + message["height"] <= screen["height"], (width, message)
+        assert chat["height"] >= 400, (width, chat)  # the room the list's row took above it
+    page.set_viewport_size({"width": 999, "height": 900})
+    page.reload()
+    page.wait_for_selector("#chat-input textarea")
+    side, chat = box(page, "#chat-sidebar"), box(page, "#chatbot")
+    assert side["y"] + side["height"] <= chat["y"] and side["width"] >= chat["width"] - 1, (side, chat)
 
 
 TAB_TITLES = ["Chat", "Compare", "Arena", "Adapters", "Build", "Benchmark", "Server"]

@@ -175,55 +175,67 @@ def build(ctx: AppContext, app: gr.Blocks | None = None, tab: gr.Tab | None = No
     # read again on each page load (below), without the progress label a callable value shows over the line while
     # the load event waits in the queue ("0.3s" before "Ready")
     status = gr.Markdown(status_markdown(ctx) if app is not None else (lambda: status_markdown(ctx)), elem_id="status")
-    history = history_panel.HistoryPanel(ctx)
-    if ctx.config.demo:
-        with gr.Accordion(ABOUT_DEMO, open=False, elem_id="demo-note"):
-            gr.Markdown(CPU_DEMO_NOTE + "\n\n" + CPU_OCR_NOTE)
-    chatbot = gr.Chatbot(elem_id="chatbot", label="Conversation", height=CHAT_HEIGHT, buttons=["copy", "copy_all"],
-                         editable="user")  # an edit is a new version of the message (app.web.pages.chat_edit)
-    box = gr.MultimodalTextbox(elem_id="chat-input", placeholder=CHAT_PLACEHOLDER, file_types=UPLOAD_TYPES,
-                               file_count="multiple", show_label=False)
-    with gr.Row(elem_id="chat-controls"):
-        server = server_picker.build(ctx)
-        adapter = gr.Dropdown(marked_choices(ctx), value=base_label(ctx), label="Adapter", elem_id="adapter",
-                              info="LoRA adapter for the next message.", scale=2, min_width=180)
-        older = gr.Button(OLDER_VERSION, elem_id="older-version", visible=False, min_width=40, scale=0)
-        version = gr.Button("", elem_id="reply-version", visible=False, interactive=False, min_width=60, scale=0)
-        newer = gr.Button(NEWER_VERSION, elem_id="newer-version", visible=False, min_width=40, scale=0)
-        older_branch = gr.Button(OLDER_VERSION, elem_id="older-branch", visible=False, min_width=40, scale=0)
-        branch = gr.Button("", elem_id="branch-version", visible=False, interactive=False, min_width=120, scale=0)
-        newer_branch = gr.Button(NEWER_VERSION, elem_id="newer-branch", visible=False, min_width=40, scale=0)
-        resume = gr.Button(CONTINUE, elem_id="continue", interactive=False, min_width=90)
-        stop = gr.Button(STOP, elem_id="stop", interactive=False, min_width=90)
-        regenerate = gr.Button(REGENERATE, elem_id="regenerate", min_width=90)
-        clear = gr.Button(CLEAR, elem_id="clear", min_width=90)
-    with gr.Accordion("Sampling", open=False):
-        decoding = gr.Radio(DECODING_CHOICES, value=GREEDY, label=DECODING_LABEL, info=DECODING_INFO,
-                            elem_id="decoding")
+    # The conversation list: a column at the left of the chat on a wide screen (>= 1000 px), above it on a narrower
+    # one (app/web/style.py). A Row of two Columns, not gr.Sidebar: Gradio's sidebar is the page's, beside every tab,
+    # and lies over the page on a phone.
+    with gr.Row(elem_id="chat-layout", equal_height=False):
+        with gr.Column(scale=0, min_width=240, elem_id="chat-sidebar"):
+            history = history_panel.HistoryPanel(ctx)
+        with gr.Column(scale=1, elem_id="chat-main"):
+            if ctx.config.demo:
+                with gr.Accordion(ABOUT_DEMO, open=False, elem_id="demo-note"):
+                    gr.Markdown(CPU_DEMO_NOTE + "\n\n" + CPU_OCR_NOTE)
+            # editable: an edit is a new version of the message (app.web.pages.chat_edit)
+            chatbot = gr.Chatbot(elem_id="chatbot", label="Conversation", height=CHAT_HEIGHT,
+                                 buttons=["copy", "copy_all"], editable="user")
+            box = gr.MultimodalTextbox(elem_id="chat-input", placeholder=CHAT_PLACEHOLDER, file_types=UPLOAD_TYPES,
+                                       file_count="multiple", show_label=False)
+            with gr.Row(elem_id="chat-controls"):
+                server = server_picker.build(ctx)
+                adapter = gr.Dropdown(marked_choices(ctx), value=base_label(ctx), label="Adapter", elem_id="adapter",
+                                      info="LoRA adapter for the next message.", scale=2, min_width=180)
+                older = gr.Button(OLDER_VERSION, elem_id="older-version", visible=False, min_width=40, scale=0)
+                version = gr.Button("", elem_id="reply-version", visible=False, interactive=False, min_width=60,
+                                    scale=0)
+                newer = gr.Button(NEWER_VERSION, elem_id="newer-version", visible=False, min_width=40, scale=0)
+                older_branch = gr.Button(OLDER_VERSION, elem_id="older-branch", visible=False, min_width=40, scale=0)
+                branch = gr.Button("", elem_id="branch-version", visible=False, interactive=False, min_width=120,
+                                   scale=0)
+                newer_branch = gr.Button(NEWER_VERSION, elem_id="newer-branch", visible=False, min_width=40, scale=0)
+                resume = gr.Button(CONTINUE, elem_id="continue", interactive=False, min_width=90)
+                stop = gr.Button(STOP, elem_id="stop", interactive=False, min_width=90)
+                regenerate = gr.Button(REGENERATE, elem_id="regenerate", min_width=90)
+                clear = gr.Button(CLEAR, elem_id="clear", min_width=90)
+            with gr.Accordion("Sampling", open=False):
+                decoding = gr.Radio(DECODING_CHOICES, value=GREEDY, label=DECODING_LABEL, info=DECODING_INFO,
+                                    elem_id="decoding")
 
-        def slider(name, label, step, info, interactive=True):
-            default, low, high = SAMPLING_LIMITS[name]
-            return gr.Slider(low, high, value=default, step=step, label=label, info=info, interactive=interactive,
-                             elem_id=name.replace("_", "-"))
-        max_tokens = slider("max_tokens", "Max new tokens", 1, "Upper bound on the reply length.")
-        temperature = slider("temperature", "Temperature", 0.01, TEMPERATURE_INFO, interactive=False)
-        top_k = slider("top_k", "Top-k", 1, TOP_K_INFO, interactive=False)
-        top_p = slider("top_p", "Top-p", 0.01, TOP_P_INFO, interactive=False)
-        seed = gr.Textbox(value="", label="Seed", info=SEED_INFO, placeholder=SEED_PLACEHOLDER, elem_id="seed",
-                          interactive=False, max_lines=1)  # a text box: a Number cannot be left empty
-        repetition_penalty = slider("repetition_penalty", "Repetition penalty", 0.01, "Above 1 discourages repeats.")
-        presence_penalty = slider("presence_penalty", "Presence penalty", 0.05, PRESENCE_INFO)
-        frequency_penalty = slider("frequency_penalty", "Frequency penalty", 0.05, FREQUENCY_INFO)
-        pdf_pages = gr.Textbox(value="", label=PDF_PAGES_LABEL, info=PDF_PAGES_INFO, placeholder="1-3,5",
-                               elem_id="pdf-pages", max_lines=1)
-        system_prompt = gr.Textbox(value=ctx.config.system_prompt, label="System prompt", lines=2,
-                                   elem_id="system-prompt")
-        context_mode = gr.Radio(list(CONTEXT_MODES), value="same adapter", label="Earlier turns sent with each message",
-                                info=" / ".join(f"{k}: {v}" for k, v in CONTEXT_MODES.items()), elem_id="context-mode")
-        keep_pictures = gr.Checkbox(value=False, label=KEEP_PICTURES_LABEL, info=KEEP_PICTURES_INFO,
-                                    elem_id="keep-pictures")
-    address, add_server, server_note = server_picker.build_add_form(ctx)
-    history.build_files()
+                def slider(name, label, step, info, interactive=True):
+                    default, low, high = SAMPLING_LIMITS[name]
+                    return gr.Slider(low, high, value=default, step=step, label=label, info=info,
+                                     interactive=interactive, elem_id=name.replace("_", "-"))
+                max_tokens = slider("max_tokens", "Max new tokens", 1, "Upper bound on the reply length.")
+                temperature = slider("temperature", "Temperature", 0.01, TEMPERATURE_INFO, interactive=False)
+                top_k = slider("top_k", "Top-k", 1, TOP_K_INFO, interactive=False)
+                top_p = slider("top_p", "Top-p", 0.01, TOP_P_INFO, interactive=False)
+                seed = gr.Textbox(value="", label="Seed", info=SEED_INFO, placeholder=SEED_PLACEHOLDER, elem_id="seed",
+                                  interactive=False, max_lines=1)  # a text box: a Number cannot be left empty
+                repetition_penalty = slider("repetition_penalty", "Repetition penalty", 0.01,
+                                            "Above 1 discourages repeats.")
+                presence_penalty = slider("presence_penalty", "Presence penalty", 0.05, PRESENCE_INFO)
+                frequency_penalty = slider("frequency_penalty", "Frequency penalty", 0.05, FREQUENCY_INFO)
+                pdf_pages = gr.Textbox(value="", label=PDF_PAGES_LABEL, info=PDF_PAGES_INFO, placeholder="1-3,5",
+                                       elem_id="pdf-pages", max_lines=1)
+                system_prompt = gr.Textbox(value=ctx.config.system_prompt, label="System prompt", lines=2,
+                                           elem_id="system-prompt")
+                context_mode = gr.Radio(list(CONTEXT_MODES), value="same adapter",
+                                        label="Earlier turns sent with each message",
+                                        info=" / ".join(f"{k}: {v}" for k, v in CONTEXT_MODES.items()),
+                                        elem_id="context-mode")
+                keep_pictures = gr.Checkbox(value=False, label=KEEP_PICTURES_LABEL, info=KEEP_PICTURES_INFO,
+                                            elem_id="keep-pictures")
+            address, add_server, server_note = server_picker.build_add_form(ctx)
+            history.build_files()
     conversation = gr.State(Conversation())
     widgets = dict(decoding=decoding, max_tokens=max_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
                    repetition_penalty=repetition_penalty, seed=seed, presence_penalty=presence_penalty,
