@@ -4,7 +4,7 @@ repositories from our templates, the LoRA converter, the CPU demo, and the trito
 Packages by job; imports point down only (contracts in pyproject.toml):
 
     __main__                  python -m setup ...
-    build/                    runs plans: runner, jobs, engine registry, build CLI
+    jobs/                     runs plans as jobs: step runner, job store, engine registry, plan/build CLIs
     plan/, cpu/               config -> ordered steps; the embedded CPU deployment
     repo/, lora/              repository writer; PEFT -> backend converter
     catalog/                  model families and TensorRT-LLM releases (YAML) and checkpoint facts

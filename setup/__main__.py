@@ -7,10 +7,10 @@ import signal
 import sys
 from pathlib import Path
 
-from setup.build import llmapi_cli, serve_cli
-from setup.build.cli import add_build_commands, add_repo_flags, cmd_build, cmd_plan, repo_config_from_args
 from setup.cli_types import OneLineErrorParser, port_number, positive_int, raise_interrupt
 from setup.hub.cli import add_download_command, cmd_download
+from setup.jobs import llmapi_cli, serve_cli
+from setup.jobs.cli import add_build_commands, add_repo_flags, cmd_build, cmd_plan, repo_config_from_args
 from setup.launcher import LaunchError, LaunchOptions, find_tritonserver, start_triton
 from setup.lora.audit_cli import add_audit_command, cmd_audit
 from setup.lora.convert import STORAGE_DTYPES, LoraConvertError, describe

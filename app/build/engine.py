@@ -11,10 +11,10 @@ from pathlib import Path
 
 from app.build.messages import MSG_DEPLOY_NOT_SERVED, MSG_NO_JOB, MSG_NO_MODEL_ID, MSG_STOPPED, MSG_STOPPING
 from app.core.access import is_loopback
-from setup.build.jobs import JobStore
-from setup.build.registry import EngineRegistry, installed_trtllm_version
 from setup.catalog.builds import families, get_family, resolve_version
 from setup.hub.names import MARKER, hub_defaults, looks_like_model_id
+from setup.jobs.registry import EngineRegistry, installed_trtllm_version
+from setup.jobs.store import JobStore
 from setup.plan.config import ConfigError, PlanConfig
 from setup.plan.planner import Plan, PlanError, make_plan, triton_support
 from setup.repo.writer import RepoError, family_deployment, parameter_specs

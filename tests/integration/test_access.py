@@ -73,7 +73,7 @@ def post_run(url: str, values: dict, headers: dict | None = None) -> dict:
 
 
 def _jobs(_home: Path) -> list:
-    from setup.build.jobs import JobStore
+    from setup.jobs.store import JobStore
 
     return JobStore().list()
 

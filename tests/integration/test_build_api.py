@@ -12,7 +12,7 @@ from tests.lora_training_helpers import app_on_own_adapters
 def served(tmp_path, triton, monkeypatch):
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # no hub: a job's download step fails at once
     # the jobs list in the test's folder: the user's own list (in the cache under the home folder) stays as it was
-    monkeypatch.setattr("setup.build.jobs.default_store_path", lambda: tmp_path / "build_jobs.json")
+    monkeypatch.setattr("setup.jobs.store.default_store_path", lambda: tmp_path / "build_jobs.json")
     with app_on_own_adapters(tmp_path, triton) as served_app:
         yield served_app
 

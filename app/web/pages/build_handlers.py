@@ -24,9 +24,9 @@ from app.web.messages import (
     MSG_TWIN_STARTING,
 )
 from app.web.pages.build_form import FORM_FIELDS
-from setup.build.jobs import JobError, JobStore
-from setup.build.registry import EngineRegistry
 from setup.hub.names import scrub
+from setup.jobs.registry import EngineRegistry
+from setup.jobs.store import JobError, JobStore
 from setup.launcher import ports_or_free
 from setup.plan.config import ConfigError, PlanConfig
 from setup.plan.preflight import preflight

@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from app.build import engine as logic
-from setup.build.jobs import JobStore
+from setup.jobs.store import JobStore
 from setup.repo.writer import parameter_specs
 from tests.build_standins import make_checkpoint
 

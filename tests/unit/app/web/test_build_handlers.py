@@ -13,7 +13,7 @@ from app.build import engine as logic
 from app.context import AppConfig, AppContext
 from app.web.pages.build_form import FORM_FIELDS, start_values
 from app.web.pages.build_handlers import BuildHandlers, on_family, token_env
-from setup.build.jobs import JobError
+from setup.jobs.store import JobError
 from tests.unit.app.web.test_build_page import service
 
 TOKEN = "hf_handlerTOKEN31"

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import gradio as gr
 
 from app.context import AppConfig, AppContext
-from setup.build.jobs import JobStore
-from setup.build.registry import EngineRegistry
+from setup.jobs.registry import EngineRegistry
+from setup.jobs.store import JobStore
 from setup.paths import PROJECT_ROOT
 
 ROOT = PROJECT_ROOT

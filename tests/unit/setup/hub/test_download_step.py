@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from setup.__main__ import main
-from setup.build.jobs import JobStore
 from setup.hub.names import build_folder, download_folder, hub_defaults
+from setup.jobs.store import JobStore
 from setup.plan.config import PlanConfig
 from setup.plan.planner import make_plan
 from tests.build_standins import make_trtllm

@@ -421,7 +421,7 @@ def test_cli_repo_takes_parameters_as_flags(tmp_path):
 def test_the_script_numbers_steps_as_they_run(tmp_path):
     """The Build page's run log numbers the build steps [1/N] (it runs them alone); the script shown as the plan
     numbers them the same way and the deploy steps on their own (it once said n/7 where the log said 1/5)."""
-    from setup.build.runner import Runner
+    from setup.jobs.runner import Runner
 
     plan = plan_for(tmp_path, "llava-1.5")
     script = plan.to_shell()

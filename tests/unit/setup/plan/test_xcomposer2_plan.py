@@ -114,7 +114,7 @@ def test_given_adapter_folder_is_used_as_is(tmp_path):
 def test_build_runs_with_standins_and_writes_the_repository_last(tmp_path, era):
     """`setup build` without a GPU: stand-in tools (tests/build_standins.py) write what the real ones write; the
     convert stand-in leaves the adapter in its working folder, as upstream's internlm2 conversion does."""
-    from setup.build.runner import Runner
+    from setup.jobs.runner import Runner
     from setup.repo.writer import parse_model_config
     from tests.build_standins import make_trtllm
 

@@ -7,9 +7,9 @@ import argparse
 import signal
 import sys
 
-from setup.build.llm_api_cli_args import add_llm_api_arguments, plan_or_errors
 from setup.catalog.llmapi_releases import LATEST, llmapi_releases
 from setup.cli_types import OneLineErrorParser, port_number, positive_int, raise_interrupt
+from setup.jobs.llm_api_cli_args import add_llm_api_arguments, plan_or_errors
 from setup.launcher import LaunchError, LaunchOptions, check_ports_free, find_tritonserver, start_triton
 from setup.plan.llmapi import LlmApiPlan, LlmApiPlanConfig, make_llmapi_plan, write_llmapi_plan
 from setup.repo.llmapi import model_yaml_text

@@ -10,12 +10,12 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
-from setup.build.jobs import JobStore
-from setup.build.messages import MSG_NO_VERSION, MSG_NOT_RESUMABLE
-from setup.build.registry import EngineRegistry
-from setup.build.runner import Runner
 from setup.catalog.builds import families
 from setup.hub.names import hub_defaults
+from setup.jobs.messages import MSG_NO_VERSION, MSG_NOT_RESUMABLE
+from setup.jobs.registry import EngineRegistry
+from setup.jobs.runner import Runner
+from setup.jobs.store import JobStore
 from setup.plan.config import INT_FIELDS, ConfigError, PlanConfig
 from setup.plan.planner import Plan, PlanError, make_plan
 from setup.plan.preflight import preflight

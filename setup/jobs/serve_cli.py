@@ -7,9 +7,9 @@ import shutil
 import subprocess
 import sys
 
-from setup.build.llm_api_cli_args import add_llm_api_arguments, plan_or_errors
-from setup.build.messages import MSG_NOT_INSTALLED
 from setup.cli_types import OneLineErrorParser, port_number
+from setup.jobs.llm_api_cli_args import add_llm_api_arguments, plan_or_errors
+from setup.jobs.messages import MSG_NOT_INSTALLED
 from setup.plan.serve import ServeConfig, make_serve_plan, parse_option, write_serve_files
 from setup.plan.serve_catalog import releases
 

@@ -1,4 +1,4 @@
-"""Sentences the setup.build package shows to people (errors, warnings, notes); other modules import them."""
+"""Sentences the setup.jobs package shows to people (errors, warnings, notes); other modules import them."""
 
 # cli.py
 MSG_NO_VERSION = "Give the TensorRT-LLM version (--trtllm-version, e.g. 0.19)."

@@ -9,9 +9,9 @@ import time
 from collections import deque
 from pathlib import Path
 
-from setup.build.registry import EngineRegistry
-from setup.build.runner import CANCELLED, DONE, FAILED, RUNNING, Runner
 from setup.catalog import messages as M
+from setup.jobs.registry import EngineRegistry
+from setup.jobs.runner import CANCELLED, DONE, FAILED, RUNNING, Runner
 from setup.paths import cache_dir
 from setup.plan.planner import Plan, Step
 

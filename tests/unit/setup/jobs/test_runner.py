@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from setup.build.jobs import INTERRUPTED, JobError, JobStore
-from setup.build.registry import EngineRegistry, same_version
-from setup.build.runner import CANCELLED, DONE, FAILED, PENDING, SKIPPED, BuildState, Runner, parse_progress
 from setup.catalog import messages as M
+from setup.jobs.registry import EngineRegistry, same_version
+from setup.jobs.runner import CANCELLED, DONE, FAILED, PENDING, SKIPPED, BuildState, Runner, parse_progress
+from setup.jobs.store import INTERRUPTED, JobError, JobStore
 from setup.paths import PROJECT_ROOT
 from setup.plan.config import PlanConfig
 from setup.plan.planner import Step, make_plan

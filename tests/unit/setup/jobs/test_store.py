@@ -11,12 +11,12 @@ import subprocess
 import sys
 import time
 
-from setup.build.jobs import INTERRUPTED, JobStore
-from setup.build.runner import CANCELLED, DONE, SKIPPED
+from setup.jobs.runner import CANCELLED, DONE, SKIPPED
+from setup.jobs.store import INTERRUPTED, JobStore
 from setup.paths import PROJECT_ROOT
 from setup.plan.config import PlanConfig
 from setup.plan.planner import make_plan
-from tests.unit.setup.build.test_runner import standin_plan
+from tests.unit.setup.jobs.test_runner import standin_plan
 
 
 def _step(job, step_id: str) -> str:
