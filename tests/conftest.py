@@ -45,6 +45,7 @@ from tests.servers import (
     start_xcomposer2_triton,
     triton_or_fail,
 )
+from tests.state_guard import Snapshot
 from tests.stub_watch import StubWatch
 from tests.tree_cpu import tree_cpu_seconds
 
@@ -190,6 +191,19 @@ def pytest_collection_finish(session) -> None:
         writer.line("Server pass groups (xdist_group: tests, by module):")
         for line in group_summary({k: v for k, v in groups.items() if k in selected}):
             writer.line("  " + line)
+
+
+@pytest.fixture(autouse=True)
+def _leaves_no_state():
+    """Fails a test that leaves its worker changed for the next test: working folder, environment, a build job or
+    a child process (tests/state_guard.py; issue 48's flake). Defined first, so it is set up before and torn down
+    after every other function-scoped fixture of the test."""
+    before = Snapshot.take()
+    yield
+    leaks = before.leaks()
+    if leaks:
+        pytest.fail("This test left state for the next one: " + "; ".join(leaks) + ".", pytrace=False)
+
 
 @pytest.fixture(scope="session")
 def cpu_model_dir() -> Path:

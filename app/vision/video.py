@@ -21,7 +21,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import cv2
 from PIL import Image, ImageDraw, ImageFont
 
 from app.core.constants import (
@@ -44,6 +43,7 @@ from app.vision.messages import (
     MSG_VIDEO_UNREADABLE,
     MSG_VIDEO_UNSUPPORTED_FORMAT,
 )
+from app.vision.opencv import cv2
 
 _MB = 1024 * 1024
 _HEAD_BYTES = 64

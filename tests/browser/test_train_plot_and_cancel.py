@@ -35,8 +35,8 @@ class StandInTrainer:
     def current(self) -> TrainingJob | None:
         return self.job
 
-    def start(self, name, base, examples, settings) -> TrainingJob:
-        self.job_examples = list(examples)
+    def start(self, name, base, examples, settings, folder=None) -> TrainingJob:
+        self.job_examples, self.folder = list(examples), folder
         self.job = TrainingJob(name=name, steps=int(settings.steps), pairs=len(examples), where="stand-in")
         return self.job
 
