@@ -108,19 +108,22 @@ def test_loss_axis_shows_whole_steps_and_cancel_is_live_only_while_training(trai
     cancel(page, 2)
 
 
-def type_into_cell(page, row: int, column: int, text: str) -> None:
-    """Click the pairs table's cell and type `text` as a person does, key by key, then leave it with Tab."""
+def type_into_cell(page, row: int, column: int, text: str, delay_ms: int) -> None:
+    """Click the pairs table's cell and type `text` key by key, `delay_ms` apart, then leave it with Tab."""
     page.locator(f"#train-pairs [data-row='{row}'][data-col='{column}']").first.click()
-    page.keyboard.type(text, delay=30)
+    page.keyboard.type(text, delay=delay_ms)
     page.keyboard.press("Tab")
 
 
-def test_pairs_typed_into_the_table_reach_the_trainer_whole(adapters_page):
+# 30 ms apart as a person types; 0 ms as a busy page sees them: the second key reaches the cell's editor before the
+# frame that puts the first one in ("eHllo there" in a loaded run before the script put kept keys first).
+@pytest.mark.parametrize("delay_ms", [30, 0])
+def test_pairs_typed_into_the_table_reach_the_trainer_whole(adapters_page, delay_ms):
     page, trainer = adapters_page
     pairs = [("Hello there", "Ahoy, matey"), ("Good morning", "Arr, mornin'")]
     for row, (prompt, response) in enumerate(pairs):
-        type_into_cell(page, row, 0, prompt)
-        type_into_cell(page, row, 1, response)
+        type_into_cell(page, row, 0, prompt, delay_ms)
+        type_into_cell(page, row, 1, response, delay_ms)
     page.fill("#train-steps input", "2")
     page.click("#train-start")
     page.wait_for_selector(f"{CANCEL}:enabled")

@@ -1,7 +1,8 @@
 """Typing into an editable table's cell keeps every letter. Gradio's Dataframe (6.31) opens a cell's editor on the
 first printable key pressed over a selected cell, but focuses the editor a frame later, so that key (and any typed
 before the editor has focus) is lost: "Hello" becomes "ello". The page script here keeps those keys and puts them
-into the editor once it has focus. A table opts in with the class KEEPS_FIRST_KEY; `keep_typed_keys()` adds the
+into the editor once it has focus, in the next frame or, when a key reaches the editor before that frame (a busy
+page), ahead of that key. A table opts in with the class KEEPS_FIRST_KEY; `keep_typed_keys()` adds the
 script to the page (an empty HTML element whose only job is to run it once)."""
 
 from __future__ import annotations
@@ -16,12 +17,19 @@ if (!window.keepsFirstKey) {
     window.keepsFirstKey = true;
     let kept = "", table = null;
     const editing = (t) => t && t.matches && t.matches("textarea, input");
+    const ready = (editor) => kept && table && table.contains(editor) && editing(editor);
+    const flush = (editor) => {
+        editor.setRangeText(kept, editor.selectionStart, editor.selectionEnd, "end");
+        editor.dispatchEvent(new Event("input", {bubbles: true}));
+        kept = "";
+    };
     const putKept = (frames) => {
         const editor = document.activeElement;
-        if (table && table.contains(editor) && editing(editor)) {
-            editor.setRangeText(kept, editor.selectionStart, editor.selectionEnd, "end");
-            editor.dispatchEvent(new Event("input", {bubbles: true}));
-            kept = "";
+        if (!kept) {
+            return;
+        }
+        if (ready(editor)) {
+            flush(editor);
         } else if (frames > 0) {
             requestAnimationFrame(() => putKept(frames - 1));
         } else {
@@ -29,6 +37,9 @@ if (!window.keepsFirstKey) {
         }
     };
     document.addEventListener("keydown", (event) => {
+        if (ready(event.target)) {  // the editor had focus before the frame that puts the kept keys in: they go first
+            flush(event.target);
+        }
         const owner = event.target.closest && event.target.closest(".KEEPS_FIRST_KEY");
         if (!owner || editing(event.target) || event.key.length !== 1 || event.ctrlKey || event.metaKey ||
             event.altKey) {
