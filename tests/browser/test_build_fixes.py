@@ -6,6 +6,7 @@ The TensorRT-LLM tools are stand-ins (tests/build_standins.py); the server stopp
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from benchmarks.harness import pacing_server
 from tests.browser.build_helpers import served_build_page, shown_plan
@@ -50,7 +51,13 @@ def test_plan_before_the_download_with_lines_that_wrap(build_page, tmp_path, wid
     page.wait_for_function("document.querySelector('#build-model-id textarea').value !== ''")
     page.fill("#build-model-id textarea", "")
     page.click("#build-show-plan")
-    page.wait_for_selector("#build-summary:has-text('does not exist yet')")
+    try:
+        page.wait_for_selector("#build-summary:has-text('does not exist yet')")
+    except PlaywrightTimeout:  # a loaded run timed out here once: say what the page showed
+        shown = page.evaluate("""() => ({summary: document.querySelector('#build-summary').innerText,
+            model_id: document.querySelector('#build-model-id textarea').value,
+            family: document.querySelector('#build-family input').value})""")
+        raise AssertionError(f"the plan never said the checkpoint does not exist yet; the page showed {shown}") from None
     assert "llava-hf/llava-1.5-7b-hf" in page.inner_text("#build-summary")  # whose shapes the plan used
     # The whole plan is in the box (also the last command), readable after the box's own scroll, and every
     # command line wraps inside it: nothing runs past its right edge or needs a sideways scroll.
