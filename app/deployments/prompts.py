@@ -8,10 +8,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from app.core.conversation import Conversation
-from setup.paths import DATA_DIR
+from setup.shipped import shipped_yaml
 
 
 def chat_messages(conversation: Conversation, system: str | None) -> list[dict[str, str]]:
@@ -34,7 +32,7 @@ DEFAULT_TEMPLATE = "chatml"  # when neither the user, the tokenizer nor the serv
 
 
 def named_templates() -> dict[str, dict]:
-    return yaml.safe_load((DATA_DIR / "prompt_templates.yaml").read_text())
+    return shipped_yaml("prompt_templates.yaml")
 
 
 @dataclass

@@ -13,11 +13,10 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-import yaml
-
 from setup.catalog.family_data import BUILD_KEY, FAMILIES_DIR, SHARED_FACTS, family_files, top_value
 from setup.catalog.messages import MSG_BAD_VERSION
 from setup.paths import DATA_DIR
+from setup.shipped import shipped_yaml
 
 VERSIONS_FILE = DATA_DIR / "trtllm_versions.yaml"
 
@@ -77,7 +76,7 @@ class TrtllmVersion:
 
 @cache
 def eras() -> dict[str, Era]:
-    raw = yaml.safe_load(VERSIONS_FILE.read_text())
+    raw = shipped_yaml(VERSIONS_FILE.name)
     return {key: Era(key=key, **{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()})
             for key, fields in raw.items()}
 

@@ -8,10 +8,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-import yaml
-
 from setup.catalog.messages import MSG_LORA_BAD_CONFIG, MSG_LORA_EMPTY
-from setup.paths import DATA_DIR
+from setup.shipped import shipped_yaml
 
 HEAD_KEYS = ("num_attention_heads", "n_head", "num_heads")
 HIDDEN_KEYS = ("hidden_size", "n_embd", "d_model")
@@ -58,7 +56,7 @@ def tree_size(path: Path) -> int:
 
 @cache
 def lora_module_map() -> dict[str, str]:
-    return yaml.safe_load((DATA_DIR / "lora_modules.yaml").read_text())
+    return shipped_yaml("lora_modules.yaml")
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,9 @@ import re
 from dataclasses import dataclass
 from functools import cache
 
-import yaml
-
 from setup.catalog.messages import MSG_RELEASE
 from setup.paths import DATA_DIR
+from setup.shipped import shipped_yaml
 
 RELEASES_FILE = DATA_DIR / "llmapi_releases.yaml"
 FEATURES = {"text": "text", "stop": "Stop by request id", "lora_by_path": "LoRA by path",
@@ -47,7 +46,7 @@ class LlmApiModelRelease:
 
 @cache
 def llmapi_releases() -> dict[str, LlmApiModelRelease]:
-    raw = yaml.safe_load(RELEASES_FILE.read_text())
+    raw = shipped_yaml(RELEASES_FILE.name)
     return {str(key): LlmApiModelRelease(
         key=str(key), label=entry["label"], checked_against=entry["checked_against"],
         code_repository=entry["code_repository"], model_code=entry["model_code"], serves=dict(entry["serves"]),

@@ -6,9 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-import yaml
-
 from setup.paths import DATA_DIR
+from setup.shipped import shipped_yaml
 
 METRICS_FILE = DATA_DIR / "server_lora_metrics.yaml"
 
@@ -40,7 +39,7 @@ class NoLoraMetrics:
 
 @cache
 def _facts() -> dict:
-    return yaml.safe_load(METRICS_FILE.read_text(encoding="utf-8"))
+    return shipped_yaml(METRICS_FILE.name)
 
 
 def vllm_lora_metric() -> LoraMetricNames:

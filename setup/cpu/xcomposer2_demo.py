@@ -14,8 +14,6 @@ import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import yaml
-
 from setup.catalog.families import get_family
 from setup.cpu.encoder import build_cpu_encoder
 from setup.cpu.engine import CpuEngineSpec, build_cpu_engine
@@ -23,6 +21,7 @@ from setup.cpu.model import model_dir
 from setup.cpu.pacing import PacingSpec, add_pacing_model
 from setup.paths import DATA_DIR, PROJECT_ROOT, TEMPLATES_DIR
 from setup.repo.writer import DeploymentConfig, write_repository
+from setup.shipped import shipped_yaml
 
 TWIN_CONFIG = DATA_DIR / "xcomposer2_demo.yaml"
 LAYOUT_PREPROCESSING = TEMPLATES_DIR / "internlm_xcomposer2" / "preprocessing" / "1" / "model.py"
@@ -46,7 +45,7 @@ class TwinSettings:
 
 
 def _raw() -> dict:
-    return yaml.safe_load(TWIN_CONFIG.read_text())
+    return shipped_yaml(TWIN_CONFIG.name)
 
 
 def twin_settings() -> TwinSettings:

@@ -21,7 +21,6 @@ from functools import cache
 from pathlib import Path
 
 import httpx2
-import yaml
 from huggingface_hub import HfApi, get_hf_file_metadata, hf_hub_url
 from huggingface_hub.errors import (
     GatedRepoError,
@@ -34,7 +33,7 @@ from huggingface_hub.utils import build_hf_headers
 
 from setup.hub import messages as M
 from setup.hub.names import DEFAULT_REVISION, MARKER, scrub
-from setup.paths import DATA_DIR
+from setup.shipped import shipped_yaml
 
 PARTS = ".download"
 DEFAULT_ENDPOINT = "https://huggingface.co"
@@ -80,7 +79,7 @@ def human_size(size: int | float) -> str:
 
 @cache
 def _rules() -> dict:
-    return yaml.safe_load((DATA_DIR / "hub.yaml").read_text())
+    return shipped_yaml("hub.yaml")
 
 
 def choose_files(files: tuple[HubFile, ...]) -> list[HubFile]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 
 from setup.cli_types import positive_int
 from setup.plan.types import PlanError
@@ -51,3 +52,18 @@ def plan_or_errors(make_plan, config):
         for problem in exc.problems:
             print(f"error: {problem}", file=sys.stderr)
         return None
+
+
+def run_plan_or_build(command: str, argv: list[str], build_parser: Callable[[str], argparse.ArgumentParser],
+                      make_plan: Callable, config_from_args: Callable, show: Callable[[object], str],
+                      build: Callable[[argparse.Namespace, object], int]) -> int:
+    """Both engine-free CLIs' `plan` and `build`: parse `argv`, make the plan (2 after its `error:` lines), then print
+    `show(plan)` for `plan` or return `build(args, plan)` for `build`."""
+    args = build_parser(command).parse_args(argv)
+    plan = plan_or_errors(make_plan, config_from_args(args))
+    if plan is None:
+        return 2
+    if command == "plan":
+        sys.stdout.write(show(plan))
+        return 0
+    return build(args, plan)

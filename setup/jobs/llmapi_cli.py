@@ -9,7 +9,7 @@ import sys
 
 from setup.catalog.llmapi_releases import LATEST, llmapi_releases
 from setup.cli_types import OneLineErrorParser, port_number, positive_int, raise_interrupt
-from setup.jobs.llm_api_cli_args import add_llm_api_arguments, plan_or_errors
+from setup.jobs.llm_api_cli_args import add_llm_api_arguments, run_plan_or_build
 from setup.launcher import LaunchError, LaunchOptions, check_ports_free, find_tritonserver, start_triton
 from setup.plan.llmapi import LlmApiPlan, LlmApiPlanConfig, make_llmapi_plan, write_llmapi_plan
 from setup.repo.llmapi import model_yaml_text
@@ -69,15 +69,7 @@ def _launch(plan: LlmApiPlan) -> int:
             process.stop()
 
 
-def main(command: str, argv: list[str]) -> int:
-    """Entry from setup/__main__.py for `plan` and `build` with --deployment llmapi."""
-    args = build_parser(command).parse_args(argv)
-    plan = plan_or_errors(make_llmapi_plan, config_from_args(args))
-    if plan is None:
-        return 2
-    if command == "plan":
-        sys.stdout.write(plan.to_shell())
-        return 0
+def _build(args: argparse.Namespace, plan) -> int:
     try:
         if not args.no_launch:  # a busy port stops the build before anything is written
             check_ports_free(LaunchOptions(model_repo=plan.out, http_port=args.http_port, grpc_port=args.grpc_port,
@@ -89,3 +81,9 @@ def main(command: str, argv: list[str]) -> int:
     except (RepoError, LaunchError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+
+
+def main(command: str, argv: list[str]) -> int:
+    """Entry from setup/__main__.py for `plan` and `build` with --deployment llmapi."""
+    return run_plan_or_build(command, argv, build_parser, make_llmapi_plan, config_from_args,
+                             show=lambda plan: plan.to_shell(), build=_build)

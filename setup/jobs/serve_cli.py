@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import shutil
 import subprocess
-import sys
 
 from setup.cli_types import OneLineErrorParser, port_number
-from setup.jobs.llm_api_cli_args import add_llm_api_arguments, plan_or_errors
+from setup.jobs.llm_api_cli_args import add_llm_api_arguments, run_plan_or_build
 from setup.jobs.messages import MSG_NOT_INSTALLED
 from setup.plan.serve import ServeConfig, make_serve_plan, parse_option, write_serve_files
 from setup.plan.serve_catalog import releases
@@ -70,17 +69,17 @@ def find_trtllm_serve() -> str | None:
     return shutil.which("trtllm-serve")
 
 
+def _show(plan) -> str:
+    return f"{plan.to_shell()}# --- {plan.out / 'extra_llm_api_options.yaml'} ---\n{plan.options_yaml()}"
+
+
 def main(command: str, argv: list[str]) -> int:
     """Entry from setup/__main__.py for `plan` and `build` with --deployment trtllm-serve."""
-    args = build_parser(command).parse_args(argv)
-    plan = plan_or_errors(make_serve_plan, config_from_args(args))
-    if plan is None:
-        return 2
-    if command == "plan":
-        sys.stdout.write(plan.to_shell())
-        sys.stdout.write(f"# --- {plan.out / 'extra_llm_api_options.yaml'} ---\n")
-        sys.stdout.write(plan.options_yaml())
-        return 0
+    return run_plan_or_build(command, argv, build_parser, make_serve_plan, config_from_args, show=_show,
+                             build=_build)
+
+
+def _build(args: argparse.Namespace, plan) -> int:
     options, script = write_serve_files(plan)
     print(f"Wrote {options} and {script}.", flush=True)
     if args.no_launch:

@@ -9,10 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import cache
 
-import yaml
-
 from setup.lora import messages as msg
 from setup.paths import DATA_DIR
+from setup.shipped import shipped_yaml
 
 TRAINING_FILE = DATA_DIR / "lora_training.yaml"
 
@@ -27,7 +26,7 @@ class TrainCancelled(TrainError):
 
 @cache
 def _data() -> dict:
-    return yaml.safe_load(TRAINING_FILE.read_text())
+    return shipped_yaml(TRAINING_FILE.name)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from setup.paths import DATA_DIR
 from setup.plan import messages as PM
 from setup.plan.config import PlanConfig
 from setup.repo.writer import parameter_specs
+from setup.shipped import shipped_yaml
 
 LIMIT_KEYS = ("max_batch_size", "max_input_len", "max_seq_len", "max_num_images", "max_num_tokens")
 MAIN_ENGINES = ("llm", "decoder")
@@ -29,9 +30,8 @@ EXAMPLE_SHAPES_FILE = DATA_DIR / "example_shapes.yaml"
 
 def example_shapes(family_id: str) -> dict | None:
     """The config.json values of the family's example checkpoint kept in the catalogue (None: not kept)."""
-    import yaml
 
-    shapes = (yaml.safe_load(EXAMPLE_SHAPES_FILE.read_text()) or {}).get(family_id)
+    shapes = (shipped_yaml(EXAMPLE_SHAPES_FILE.name) or {}).get(family_id)
     return dict(shapes) if shapes else None
 
 

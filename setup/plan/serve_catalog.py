@@ -14,6 +14,7 @@ import yaml
 from setup.catalog.family_data import family_files
 from setup.paths import DATA_DIR
 from setup.plan.messages import MSG_NOT_MAPPING, MSG_RELEASE, MSG_UNKNOWN_FLAG, MSG_UNKNOWN_KEY
+from setup.shipped import shipped_yaml
 
 LLM_API_DIR = DATA_DIR / "llm_api"
 BACKEND_FILE = DATA_DIR / "pytorch_backend.yaml"
@@ -105,7 +106,7 @@ class ServedFamily:
 
 @cache
 def _backend() -> dict:
-    return yaml.safe_load(BACKEND_FILE.read_text())
+    return shipped_yaml(BACKEND_FILE.name)
 
 
 def multimodal_options() -> dict:

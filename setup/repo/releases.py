@@ -17,12 +17,12 @@ from __future__ import annotations
 import json
 from functools import cache
 
-import yaml
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2
 
 from setup.catalog.builds import resolve_version, version_key
 from setup.paths import DATA_DIR
+from setup.shipped import shipped_yaml
 
 RELEASE_TENSORS_FILE = DATA_DIR / "release_tensors.yaml"
 ENGINE_MODEL = "tensorrt_llm"
@@ -32,7 +32,7 @@ BLS_NAMES_PARAMETER = "engine_input_names"  # JSON {template name: release name}
 
 @cache
 def release_tensor_sets() -> dict[str, dict]:
-    return yaml.safe_load(RELEASE_TENSORS_FILE.read_text())
+    return shipped_yaml(RELEASE_TENSORS_FILE.name)
 
 
 def release_edits(version: str | None) -> dict:
