@@ -41,15 +41,22 @@ FIRST_VISIT_JS = """if (!sessionStorage.getItem("test-started")) {
 }"""
 
 
+def first_visit(browser_context, url: str, timeout_ms: int | None = None):
+    """A new tab on the app at `url`, opened like a person's first visit, once the chat input shows (within
+    `timeout_ms`, else the context's wait); the caller closes it."""
+    page = browser_context.new_page()
+    page.add_init_script(FIRST_VISIT_JS)
+    page.goto(url)
+    page.wait_for_selector("#chat-input textarea", timeout=timeout_ms)
+    return page
+
+
 @contextlib.contextmanager
 def app_tab(browser_context, served, timeout_ms: int = 30_000):
     """A new tab on the app `served` ((context, URL)) opened like a first visit with the URL the console prints (its
     token becomes a cookie), once the chat input shows; closed afterwards."""
     ctx, app_url = served
-    page = browser_context.new_page()
-    page.add_init_script(FIRST_VISIT_JS)
-    page.goto(ctx.access.url(app_url))
-    page.wait_for_selector("#chat-input textarea", timeout=timeout_ms)
+    page = first_visit(browser_context, ctx.access.url(app_url), timeout_ms)
     try:
         yield page
     finally:

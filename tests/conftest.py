@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser.page_evidence import TOASTS_TO_CONSOLE_JS
 from tests.browser_tabs import BROWSER_TIMEOUT_MS, CHROMIUM, CHROMIUM_ARGS, STILL_PAGES_JS, app_tab
 from tests.group_times import CPU_PROPERTY, GROUP_PROPERTY, UNGROUPED, GroupTimes
 from tests.run_folder import (
@@ -389,6 +390,7 @@ def browser_context(tmp_path_factory):
         )
         context.set_default_timeout(BROWSER_TIMEOUT_MS)
         context.add_init_script(STILL_PAGES_JS)
+        context.add_init_script(TOASTS_TO_CONSOLE_JS)
         yield context
         context.close()
 

@@ -38,6 +38,7 @@ REACHES: Mapping[str, tuple[str, ...]] = {
     "twin": ("app_served", "llmapi_triton"),  # tests/integration/test_twin_answers.py
     "group_served": ("family_outputs_triton",),  # tests/integration/test_runner_twins.py: one group is that server
     "_demo_stubs_alive": (),  # tests/conftest.py: only the demo server a test already uses (its stubs checked)
+    "_closes_its_pages": (),  # tests/browser/conftest.py: the browser a test already uses, no server
 }
 
 

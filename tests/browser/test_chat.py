@@ -18,7 +18,11 @@ __all__ = ["ask", "bot_texts", "settled_reply"]  # other test files import them 
 
 
 def test_reply_streams_into_the_chatbot(page):
-    ask(page, "What is the capital of France?")
+    # a reply of many tokens: a short one ("The capital of France is Paris.") came in two updates on a loaded
+    # machine, where the app coalesces tokens that arrive within one update interval (app/chat/throttle.py)
+    open_sampling(page)
+    set_number(page, "max-tokens", 60)
+    ask(page, "What is the capital of France? Tell me about it.")
     seen, deadline = [], time.monotonic() + 240
     while time.monotonic() < deadline:
         texts = bot_texts(page)

@@ -13,7 +13,7 @@ import pytest
 from app.context import AppConfig, AppContext
 from app.web.ui import build_app
 from tests.browser.chat_helpers import ask, settled_reply, status_line, toasts, wait_until
-from tests.browser_tabs import FIRST_VISIT_JS, grant_access
+from tests.browser_tabs import first_visit, grant_access
 from tests.servers import free_port
 
 DEFAULT_PORTS = (8000, 8001, 8002)  # the Build form's defaults, which `make demo` holds
@@ -44,14 +44,6 @@ def demo_app_with_build(triton):
     blocks.close()
 
 
-def open_chat(browser_context, url):
-    page = browser_context.new_page()
-    page.add_init_script(FIRST_VISIT_JS)
-    page.goto(url)
-    page.wait_for_selector("#chat-input textarea")
-    return page
-
-
 def answered(page, text: str) -> str:
     ask(page, text)
     return settled_reply(page)
@@ -66,7 +58,7 @@ def test_a_build_launched_twin_is_one_sessions_choice_and_both_fall_back_when_it
     ctx, url = demo_app_with_build
     grant_access(browser_context, ctx, url)
     demo_where = f"at {triton.grpc_url} "
-    keeps, switches = open_chat(browser_context, url), open_chat(browser_context, url)
+    keeps, switches = first_visit(browser_context, url), first_visit(browser_context, url)
     try:
         assert demo_where in status_line(keeps) and demo_where in status_line(switches)
         switches.get_by_role("tab", name="Build").click()
@@ -112,7 +104,7 @@ def test_a_build_launched_twin_is_one_sessions_choice_and_both_fall_back_when_it
 def test_an_added_address_is_checked_before_it_is_listed(browser_context, demo_app_with_build, triton):
     ctx, url = demo_app_with_build
     grant_access(browser_context, ctx, url)
-    page = open_chat(browser_context, url)
+    page = first_visit(browser_context, url)
     try:
         page.get_by_text("Add a server").click()
         nobody = f"127.0.0.1:{free_port()}"
@@ -153,7 +145,7 @@ def test_an_adapter_removed_while_the_chat_has_it_picked_is_unpicked(browser_con
     model, and the next message is answered by it (not "There is no adapter named 'pirate'")."""
     ctx, url = app_with_own_adapters
     grant_access(browser_context, ctx, url)
-    page = open_chat(browser_context, url)
+    page = first_visit(browser_context, url)
     try:
         page.click("#adapter input")
         page.locator('li[role=option][aria-label="pirate"]:visible').click()
@@ -178,7 +170,7 @@ def test_a_remove_question_left_open_is_withdrawn_when_the_tab_is_shown_again(br
     (it named the folder of the server shown before) and nothing was removed."""
     ctx, url = app_with_own_adapters
     grant_access(browser_context, ctx, url)
-    page = open_chat(browser_context, url)
+    page = first_visit(browser_context, url)
     try:
         page.get_by_role("tab", name="Adapters").click()
         page.click("#remove-adapter-name input")
@@ -208,7 +200,7 @@ def test_the_adapters_tab_shows_the_server_the_session_chose(browser_context, de
     ctx, url = demo_app_with_build
     grant_access(browser_context, ctx, url)
     other = "localhost:" + triton.grpc_url.rsplit(":", 1)[1]
-    switches, keeps = open_chat(browser_context, url), open_chat(browser_context, url)
+    switches, keeps = first_visit(browser_context, url), first_visit(browser_context, url)
     try:
         switches.get_by_text("Add a server").click()
         switches.fill("#server-address input, #server-address textarea", other)

@@ -6,18 +6,10 @@ from __future__ import annotations
 
 from tests.browser.chat_helpers import ask, settled_reply, wait_until
 from tests.browser.test_adapters import pick
-from tests.browser_tabs import FIRST_VISIT_JS, grant_access
+from tests.browser_tabs import first_visit, grant_access
 
 OWN_CACHE = "Adapters in the server's LoRA cache"
 VLLM_FIGURES = "vllm:lora_requests_info (vLLM 0.32.0)"
-
-
-def open_chat(browser_context, url):
-    page = browser_context.new_page()
-    page.add_init_script(FIRST_VISIT_JS)
-    page.goto(url)
-    page.wait_for_selector("#chat-input textarea")
-    return page
 
 
 def cache_text(page) -> str:
@@ -32,7 +24,7 @@ def open_server_tab(page) -> None:
 def test_the_cache_section_follows_the_sessions_server(browser_context, app_served, vllm):
     ctx, url = app_served
     grant_access(browser_context, ctx, url)
-    keeps, switches = open_chat(browser_context, url), open_chat(browser_context, url)
+    keeps, switches = first_visit(browser_context, url), first_visit(browser_context, url)
     listed = {s.id for s in ctx.servers.listed()}
     try:
         switches.get_by_text("Add a server").click()
