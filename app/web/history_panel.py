@@ -120,8 +120,10 @@ class HistoryPanel:
         self._ctx = ctx
         self.store = gr.BrowserState(chats.empty_store(), storage_key=STORAGE_KEY, secret=STORAGE_SECRET)
         with gr.Row(elem_id="conversations"):
-            self.chats = gr.Dropdown(choices=[], label=CONVERSATIONS, info=CONVERSATIONS_INFO, elem_id="conversation-list", scale=4,
-                                     min_width=160)
+            # always open, one click per conversation (Open WebUI's sidebar): a column of entries beside the chat
+            # on a wide screen, one scrolling line of them above it on a narrow one (app/web/style.py)
+            self.chats = gr.Radio(choices=[], label=CONVERSATIONS, info=CONVERSATIONS_INFO,
+                                  elem_id="conversation-list", scale=4, min_width=160)
             # its own column, so the list keeps its whole line at 400 px; there the column is hidden until the
             # search button (the last of the row, shown at <= 600 px only) shows it, on a line of its own
             # (app/web/style.py): a line for it would push the message box out of the first screen
@@ -231,11 +233,11 @@ def kept_store(stored) -> dict:
     return chats.normalise(stored, image_kept, conversation_of_messages)
 
 
-def listed(store: dict) -> gr.Dropdown:
-    return gr.Dropdown(choices=chats.choices(store), value=store["current"])
+def listed(store: dict) -> gr.Radio:
+    return gr.Radio(choices=chats.choices(store), value=store["current"])
 
 
-def on_search(stored, query: str | None) -> tuple[gr.Dropdown, gr.Markdown]:
+def on_search(stored, query: str | None) -> tuple[gr.Radio, gr.Markdown]:
     """(the list, the note under it): the list narrowed to the conversations whose title or any text holds every word
     of `query` (all of them for an empty query), the shown conversation still chosen when it is found, else none (the
     chat still shows it: choosing another would say the list shows what the chat does not); nothing found: an empty
@@ -245,10 +247,10 @@ def on_search(stored, query: str | None) -> tuple[gr.Dropdown, gr.Markdown]:
     hits = chats.found(kept, words)
     if not hits:
         said = SEARCH_NONE.format(query=MARKDOWN_SPECIAL.sub(r"\\\1", words))
-        return gr.Dropdown(choices=[], value=None), gr.Markdown(said, visible=True)
+        return gr.Radio(choices=[], value=None), gr.Markdown(said, visible=True)
     ids = [chat_id for _, chat_id in hits]
     chosen = kept["current"] if kept["current"] in ids else None
-    return gr.Dropdown(choices=hits, value=chosen), gr.Markdown(visible=False)
+    return gr.Radio(choices=hits, value=chosen), gr.Markdown(visible=False)
 
 
 def showing(kept: dict) -> tuple:

@@ -42,6 +42,17 @@ APP_CSS = """
 /* The chat's controls line up with the bottom of the dropdowns beside them. */
 #chat-controls, #conversations { align-items: flex-end; }
 #conversations > button { white-space: nowrap; }
+/* The conversation list (history_panel): entries to click, no radio dots; the shown conversation is marked. On a
+   wide screen a column (below New, Delete, Rename and the search box) that scrolls when long; narrower, one line
+   above the chat that scrolls sideways, so the message box keeps its place on the first screen. */
+#conversation-list .wrap { gap: var(--spacing-xs); flex-wrap: nowrap; }
+#conversation-list label { margin: 0; }
+#conversation-list input[type=radio] { position: absolute; opacity: 0; width: 1px; height: 1px; }
+#conversation-list label.selected { font-weight: 600; }
+@media (max-width: 999px) {
+    #conversation-list .wrap { flex-direction: row; overflow-x: auto; }
+    #conversation-list label { flex: 0 0 auto; white-space: nowrap; }
+}
 /* The search button is the phone's way to the search box (below); wider screens show the box itself. */
 #chat-search-toggle { display: none !important; }
 /* The conversation list beside the chat (pages/chat.py): a column at the left on a wide screen, its list, search
@@ -56,6 +67,11 @@ APP_CSS = """
         flex: 1 1 28% !important; min-width: 0 !important; padding-left: var(--spacing-sm);
         padding-right: var(--spacing-sm);
     }
+    #chat-sidebar #conversations > .form { order: 1; }
+    #chat-sidebar #conversation-list .wrap {
+        flex-direction: column; max-height: calc(100vh - 400px); overflow-y: auto;
+    }
+    #chat-sidebar #conversation-list label { width: 100%; white-space: normal; }
     /* the list's row is no longer above the conversation: it takes that room (chat.CHAT_HEIGHT leaves 470 px) */
     #chatbot { height: max(260px, calc(100vh - 390px)) !important; }
 }

@@ -18,15 +18,22 @@ from tests.browser.chat_helpers import (
     wait_until,
 )
 
+ENTRIES = "#conversation-list label"
+
 
 def listed(page) -> str:
-    """The conversation list's current entry as shown."""
-    return page.locator("#conversation-list input").input_value()
+    """The conversation list's marked entry (the conversation shown) as it reads; "" when none is marked."""
+    marked = page.locator(f"{ENTRIES}.selected")
+    return marked.first.inner_text().strip() if marked.count() else ""
+
+
+def entry(page, title_start: str):
+    return page.locator(ENTRIES, has_text=title_start).first
 
 
 def pick_conversation(page, title_start: str) -> None:
-    page.click("#conversation-list input")
-    page.locator("li[role=option]:visible", has_text=title_start).first.click()
+    """One click on the conversation's entry (the list is always open)."""
+    entry(page, title_start).click()
 
 
 def short_reply(page, question: str) -> str:
@@ -142,9 +149,11 @@ def test_400px_the_list_shows_a_long_titles_count_of_turns(page, tmp_path):
     page.set_input_files("#export-import input[type=file]", str(saved))
     wait_until(lambda: listed(page).endswith("· 12 turns"), what="the imported conversation in the list")
     assert listed(page).startswith("Please describe")
-    fits = page.evaluate("""() => { const box = document.querySelector('#conversation-list input');
-        return box.scrollWidth <= box.clientWidth; }""")
-    assert fits, listed(page)  # nothing of the label hidden past the box's edge
+    fits = page.evaluate("""() => { const shown = document.querySelector('#conversation-list label.selected');
+        const line = document.querySelector('#conversation-list .wrap');
+        return shown.getBoundingClientRect().right <= line.getBoundingClientRect().right
+            && shown.scrollWidth <= shown.clientWidth; }""")
+    assert fits, listed(page)  # nothing of the entry hidden past the list's edge
 
 
 def test_a_json_export_brings_its_picture_into_a_fresh_browser(page, browser_context, app_served, tmp_path):
@@ -169,10 +178,9 @@ def test_a_json_export_brings_its_picture_into_a_fresh_browser(page, browser_con
         again.write_text(text, encoding="utf-8")
         fresh.set_input_files("#export-import input[type=file]", str(again))
         wait_until(lambda: any("not added twice" in t for t in toasts(fresh)), what="the second import's note")
-        fresh.click("#conversation-list input")
-        options = fresh.locator("li[role=option]:visible")
-        options.first.wait_for()
-        assert options.count() == 1  # one conversation: no duplicate, no empty "New chat"
+        entries = fresh.locator(ENTRIES)
+        entries.first.wait_for()
+        assert entries.count() == 1  # one conversation: no duplicate, no empty "New chat"
 
 
 def test_rename_a_conversation(page):
@@ -191,10 +199,9 @@ def test_rename_a_conversation(page):
 
 
 def offered(page) -> list[str]:
-    """The titles the conversation list offers when opened (it stays open)."""
-    page.click("#conversation-list input")
-    options = page.locator("li[role=option]:visible")
-    return [options.nth(i).inner_text().replace("✓", "").strip().split(" · ")[0] for i in range(options.count())]
+    """The titles the conversation list offers."""
+    entries = page.locator(ENTRIES)
+    return [entries.nth(i).inner_text().strip().split(" · ")[0] for i in range(entries.count())]
 
 
 def search_box(page):
@@ -239,7 +246,7 @@ def test_search_finds_a_conversation_by_a_word_of_its_reply_and_opens_it(page):
     # the shown conversation is not found: nothing is chosen in the narrowed list until the person picks
     wait_until(lambda: listed(page) == "", what="the list narrowed, nothing chosen")
     assert offered(page) == ["What is the capital of France?"]
-    page.locator("li[role=option]:visible", has_text="What is the capital of France?").first.click()
+    pick_conversation(page, "What is the capital of France?")
     shown_after_switch(page, "What is the capital of France?")
     assert reply_body(bot_texts(page)[0]) == first
 
@@ -256,7 +263,7 @@ def test_search_finds_a_conversation_by_a_word_of_its_reply_and_opens_it(page):
         wait_until(lambda: sorted(offered(page)) == sorted(holding),
                    what=f"the list narrowed to the conversations that say {word!r}",
                    explain=lambda: f"offered {offered(page)}, expected {holding}")
-        page.locator("li[role=option]:visible", has_text="What is the capital of France?").first.click()
+        pick_conversation(page, "What is the capital of France?")
         shown_after_switch(page, "What is the capital of France?")
 
     search(page, "zebraquux")  # in no conversation
@@ -295,7 +302,7 @@ def test_400px_the_search_button_shows_the_search_and_it_finds_a_conversation(pa
     search(page, "capital")
     wait_until(lambda: listed(page) == "", what="the list narrowed, nothing chosen")
     assert offered(page) == ["What is the capital of France?"]
-    page.locator("li[role=option]:visible", has_text="What is the capital of France?").first.click()
+    pick_conversation(page, "What is the capital of France?")
     shown_after_switch(page, "What is the capital of France?")
 
     search(page, "colour")

@@ -16,12 +16,15 @@ from pathlib import Path
 import gradio as gr
 import pandas as pd
 
+from app.adapters.training import default_base_dir
 from app.api.gradio_api import is_uploaded
 from app.context import AppContext
 from app.core.errors import ChatError
 from app.web.audit_view import audit_lines
 from app.web.gate import require_access
 from app.web.pages.messages import (
+    MSG_BASE_INFO,
+    MSG_BASE_NONE,
     MSG_INTRO,
     MSG_NO_BASE,
     MSG_PROGRESS,
@@ -46,10 +49,19 @@ STEP_ORDER = [str(step) for step in range(1, default_limits().max_steps + 1)]  #
 EMPTY_PLOT = pd.DataFrame({"step": pd.Series(dtype=str), "loss": pd.Series(dtype=float)})
 
 
-def resolve_base(ctx: AppContext, text: str | None) -> Path:
-    """The base model folder: the deployment's own (the default) or a folder inside the workspace roots."""
+def session_base(ctx: AppContext, view: AppContext) -> Path | None:
+    """The base model a training starts from by default for a session whose chosen server is `view`: the app's own
+    (`ctx.training.default_base`), or the chosen server's checkpoint (a Build deployment's, say)."""
+    if view is ctx or view.config.tokenizer_dir == ctx.config.tokenizer_dir:
+        return ctx.training.default_base
+    return default_base_dir(view.config.tokenizer_dir, view.config.demo)
+
+
+def resolve_base(ctx: AppContext, text: str | None, view: AppContext | None = None) -> Path:
+    """The base model folder: the session's server's (the default: `session_base`) or a folder inside the
+    workspace roots."""
     text = (text or "").strip()
-    default = ctx.training.default_base
+    default = session_base(ctx, view or ctx)
     if not text:
         if default is None:
             raise TrainError(MSG_NO_BASE)
@@ -57,6 +69,12 @@ def resolve_base(ctx: AppContext, text: str | None) -> Path:
     if default is not None and Path(text).expanduser().resolve() == default.resolve():
         return default
     return ctx.access.workspace.resolve(text, what="base model folder")
+
+
+def base_box(ctx: AppContext, view: AppContext) -> gr.Textbox:
+    """The base model box for a session: empty, its placeholder naming the session's default."""
+    default = session_base(ctx, view)
+    return gr.Textbox(placeholder=str(default) if default else MSG_BASE_NONE)
 
 
 def pair_rows(table) -> list[list]:
@@ -149,7 +167,7 @@ def train_handlers(ctx: AppContext):
             examples = read_examples(upload_path, table)
             settings = defaults.with_changes(rank=rank_value, steps=steps_value, learning_rate=rate_value,
                                              max_len=max_len_value, target_modules=tuple(target_list or ()))
-            job = ctx.training.start(name_text, resolve_base(ctx, base_text), examples, settings,
+            job = ctx.training.start(name_text, resolve_base(ctx, base_text, view), examples, settings,
                                      folder=view.adapters.folder)
         except (TrainError, ChatError, WorkspaceError) as exc:
             yield message_html(f"⚠️ {exc}"), EMPTY_PLOT
@@ -167,8 +185,10 @@ def train_handlers(ctx: AppContext):
     return on_train, on_cancel
 
 
-def build(ctx: AppContext):
-    """The Train section (inside the Adapters tab); returns the Train event, for the page to chain list updates."""
+def build(ctx: AppContext, shown_by: list | None = None):
+    """The Train section (inside the Adapters tab); returns the Train event, for the page to chain list updates.
+    `shown_by`: the events (page load, the tab's selection) after which the base model box names the base of the
+    server the session chose."""
     defaults, limits = default_settings(), default_limits()
     with gr.Accordion("Train an adapter", open=False, elem_id="train-section"):
         gr.Markdown(MSG_INTRO.format(where=where_it_runs(defaults.threads), pairs=limits.max_pairs,
@@ -176,9 +196,8 @@ def build(ctx: AppContext):
         with gr.Row():
             name = gr.Textbox(label="Name", placeholder="my-style", elem_id="train-name",
                               info="The adapter's folder name: letters, digits, '.', '_' or '-'.")
-            base = gr.Textbox(label="Base model folder", value=str(ctx.training.default_base or ""),
-                              elem_id="train-base", info="The deployment's checkpoint by default; another folder "
-                                                         "must lie in the workspace.")
+            base = gr.Textbox(label="Base model folder", placeholder=str(ctx.training.default_base or MSG_BASE_NONE),
+                              elem_id="train-base", info=MSG_BASE_INFO)
         with gr.Row():
             upload = gr.File(label="Dataset (.jsonl)", file_types=[".jsonl"], type="filepath", elem_id="train-data")
             pairs = gr.Dataframe(headers=["prompt", "response"], datatype=["str", "str"], interactive=True,
@@ -206,6 +225,11 @@ def build(ctx: AppContext):
         plot = gr.LinePlot(EMPTY_PLOT, x="step", y="loss", title="Training loss", elem_id="train-loss",
                            height=240, sort=STEP_ORDER)
 
+    def base_shown(request: gr.Request):
+        return base_box(ctx, ctx.for_session(request.session_hash))
+
+    for event in shown_by or []:
+        event(base_shown, None, base, api_visibility="private", show_progress="hidden")
     on_train, on_cancel = train_handlers(ctx)
     event = start.click(on_train, [name, base, upload, pairs, rank, steps, rate, max_len, targets], [status, plot],
                         api_name="train_adapter")

@@ -192,7 +192,8 @@ def build(ctx: AppContext, app: gr.Blocks | None = None, tab: gr.Tab | None = No
                                allow_custom_value=True, elem_id="check-adapter-name")
         check = gr.Button("Check adapter", elem_id="check-adapter")
     refresh = gr.Button("Refresh", size="sm")
-    trained = adapter_training.build(ctx)
+    trained = adapter_training.build(
+        ctx, ([tab.select] if tab is not None else []) + ([app.load] if app is not None else []))
 
     def view_of(request: gr.Request) -> AppContext:
         return ctx.for_session(request.session_hash if request is not None else None)

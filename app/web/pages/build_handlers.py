@@ -4,6 +4,7 @@ app/web/pages/build.py lays out the widgets and wires these methods to them."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import gradio as gr
 
@@ -33,6 +34,14 @@ from setup.plan.preflight import preflight
 
 SHELL_MIME = "text/x-shellscript"
 LOG_LINES = 40
+TOKENIZER_FILES = ("tokenizer_config.json", "tokenizer.json")  # a folder AutoTokenizer can read
+
+
+def built_tokenizer(config: PlanConfig) -> str | None:
+    """The folder holding the built model's tokenizer (the plan's tokenizer folder, else its checkpoint), or None
+    when neither holds one (a .nemo file, say)."""
+    return next((folder for folder in (config.tokenizer_dir, config.checkpoint)
+                 if folder and any((Path(folder) / name).is_file() for name in TOKENIZER_FILES)), None)
 
 
 class BuildService:
@@ -157,8 +166,11 @@ class BuildHandlers:
         if plan is None or not plan.deployment:
             raise gr.Error(logic.MSG_DEPLOY_NOT_SERVED, print_exception=False)
         base = self.base_config
+        # after a twin, the app's own settings again; the built model's tokenizer (its chat template, and the base
+        # a training in that session starts from)
+        tokenizer = built_tokenizer(plan.config)
         chat = {"deployment": base.deployment, "model": base.model, "adapters_dir": base.adapters_dir,
-                "model_adapter": base.model_adapter}  # after a twin, the app's own settings again
+                "model_adapter": base.model_adapter, "tokenizer_dir": tokenizer or base.tokenizer_dir}
         label = MSG_BUILT_SERVER_LABEL.format(family=plan.family.name)
         if not self.service.deployment.start(lambda: logic.deploy_plan(plan), chat=chat,
                                              on_ready=self.lists_server(label, chat)):
@@ -197,7 +209,7 @@ class BuildHandlers:
         base = self.base_config
         chat = {"deployment": twin.kind, "model": twin.model or base.model,
                 "adapters_dir": twin.adapters_dir or base.adapters_dir,
-                "model_adapter": twin.model_adapter or base.model_adapter}
+                "model_adapter": twin.model_adapter or base.model_adapter, "tokenizer_dir": base.tokenizer_dir}
         started = self.service.deployment.start(
             lambda: start_demo_triton(*ports, log=lambda *_: None, port_flag=None, deployment=twin.demo),
             starting=MSG_TWIN_STARTING.format(family=twin.family), serving=MSG_TWIN_SERVING.format(family=twin.family, demo=twin.demo),

@@ -8,6 +8,9 @@ MSG_INTRO = ("Train a LoRA adapter on a few prompt/response pairs: upload a JSON
              "server this browser chose in the chat) and is offered in Chat and Compare when it is done.")
 MSG_UPLOAD_ONLY = "The dataset must be uploaded with the request (gradio_client.handle_file(path))."
 MSG_NO_BASE = "Give the base model folder (a Hugging Face checkpoint with its tokenizer) in the workspace."
+MSG_BASE_INFO = ("Empty: the checkpoint of the server this browser chose (shown greyed). Another folder must lie in "
+                 "the workspace.")
+MSG_BASE_NONE = "a Hugging Face checkpoint folder in the workspace"
 MSG_PROGRESS = "Step {step} of {steps} · loss {loss} · {seconds:.0f} s"
 MSG_STARTING = "Starting: loading the base model ({pairs} pairs, {steps} steps)…"
 MSG_REGISTERED = "{summary} Written to {folder}; server: {server}. {note}"

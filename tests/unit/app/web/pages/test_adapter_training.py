@@ -14,7 +14,14 @@ import pytest
 from app.adapters.training import TrainingJob
 from app.context import AppConfig, AppContext
 from app.core.access import TOKEN_HEADER
-from app.web.pages.adapter_training import LABELLED_STEPS, cancel_button, loss_plot, train_handlers
+from app.web.pages.adapter_training import (
+    LABELLED_STEPS,
+    base_box,
+    cancel_button,
+    loss_plot,
+    resolve_base,
+    train_handlers,
+)
 from app.web.pages.messages import MSG_UPLOAD_ONLY
 from tests.lora_training_helpers import PIRATE_PAIRS, write_tiny_base
 
@@ -85,6 +92,22 @@ def test_a_session_on_another_server_trains_into_that_servers_folder(ctx, tmp_pa
     # the name is taken in that folder, not in the app's own
     updates = list(on_train(*args(name="theirs"), request(ctx, session="a")))
     assert len(updates) == 1 and "An adapter named 'theirs' exists already" in html.unescape(updates[0][0])
+
+
+def test_a_session_on_a_built_server_starts_from_that_servers_checkpoint(ctx, tmp_path, tiny_base):
+    """A Build deployment listed with its own checkpoint (tokenizer_dir) and chosen by session 'a': an empty base box
+    means that checkpoint for 'a' (the box's placeholder says so), and the app's own base for session 'b'."""
+    built = tmp_path / "built-checkpoint"
+    built.mkdir()
+    ctx.triton_server("build", "built at 127.0.0.1:9", "127.0.0.1:9", tokenizer_dir=str(built))
+    ctx.servers.choose("a", "build")
+    assert resolve_base(ctx, "", ctx.for_session("a")) == built
+    assert resolve_base(ctx, "  ", ctx.for_session("b")) == tiny_base
+    assert base_box(ctx, ctx.for_session("a")).placeholder == str(built)
+    assert base_box(ctx, ctx.for_session("b")).placeholder == str(tiny_base)
+    # a twin keeps the app's tokenizer: the app's own base
+    ctx.triton_server("build", "twin at 127.0.0.1:9", "127.0.0.1:9", tokenizer_dir=ctx.config.tokenizer_dir)
+    assert resolve_base(ctx, "", ctx.for_session("a")) == tiny_base
 
 
 @pytest.mark.parametrize(("changes", "expected"), [

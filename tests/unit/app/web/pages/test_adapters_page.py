@@ -13,6 +13,7 @@ import pytest
 from app.context import AppConfig, AppContext
 from app.core.access import TOKEN_HEADER
 from app.web.pages import adapters
+from app.web.pages.messages import MSG_BASE_NONE
 from setup.paths import PROJECT_ROOT
 
 OTHER_URL = "127.0.0.1:9"
@@ -103,7 +104,11 @@ def test_the_page_load_and_the_tabs_selection_show_the_sessions_server(ctx):
     blocks = wired(ctx)
     events = [f for f in blocks.fns.values() if any(t[1] in ("load", "select") for t in f.targets)]
     assert {t[1] for f in events for t in f.targets} >= {"load", "select"}
-    for fn in {f.fn for f in events}:
+    assert {f.fn.__name__ for f in events} == {"shown_now", "base_shown"}
+    base_shown = next(f.fn for f in events if f.fn.__name__ == "base_shown")
+    # no base known (not the demo, no tokenizer folder) for either session: the box says what to give
+    assert base_shown(request(ctx, "a")).placeholder == base_shown(request(ctx, "b")).placeholder == MSG_BASE_NONE
+    for fn in {f.fn for f in events if f.fn.__name__ == "shown_now"}:
         line, rows, _, _ = fn(None, None, request(ctx, "a"))
         assert f"at `{OTHER_URL}`" in line and names(rows) == ["french"]
         line, rows, _, _ = fn(None, None, request(ctx, "b"))

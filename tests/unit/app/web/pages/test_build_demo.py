@@ -114,7 +114,7 @@ def test_the_cpu_ocr_and_xcomposer2_twins_keep_the_engine_kind(tmp_path, taken_p
     server = handlers.service.deployment
     assert server.wait(60) == "failed"
     assert server.chat == {"deployment": "engine", "model": AppConfig.model, "adapters_dir": AppConfig.adapters_dir,
-                           "model_adapter": None}
+                           "model_adapter": None, "tokenizer_dir": AppConfig.tokenizer_dir}
     handlers.on_demo("internlm-xcomposer2", taken_port, free_port(), _admin())
     assert server.wait(60) == "failed"
     twin = cpu_twins()["internlm-xcomposer2"]
