@@ -1,6 +1,8 @@
 """Editing an earlier message in the browser: the edit is answered as a new version of the message, and the
 stepper goes back and forth between the branches, each with its own later turns (also after a reload)."""
 
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
 from tests.browser.chat_helpers import (
     ask,
     bot_texts,
@@ -20,11 +22,21 @@ def branch(page) -> str:
     return label.inner_text().strip() if label.is_visible() else ""
 
 
-def edit_message(page, number: int, text: str) -> None:
-    """Edit the person's message `number` (from 1) with the Chatbot's pencil, and submit it."""
-    page.locator("#chatbot .message-row.user-row").nth(number - 1).hover()
-    page.locator("#chatbot button[aria-label=Edit]").nth(number - 1).click()
-    page.locator("#chatbot textarea").fill(text)
+def edit_message(page, number: int, text: str, tries: int = 3) -> None:
+    """Edit the person's message `number` (from 1) with the Chatbot's pencil, and submit it. The pencil is pressed
+    again when no edit box opens: Gradio's Chatbot leaves edit mode when its value arrives again, which the end of
+    the last reply's event does a moment after its last update (a loaded run pressed the pencil in that moment and
+    waited 90 s for a box that had closed)."""
+    box = page.locator("#chatbot textarea")
+    for _ in range(tries):
+        page.locator("#chatbot .message-row.user-row").nth(number - 1).hover()
+        page.locator("#chatbot button[aria-label=Edit]").nth(number - 1).click()
+        try:
+            box.wait_for(timeout=10_000)
+            break
+        except PlaywrightTimeout:
+            continue
+    box.fill(text)
     page.locator("#chatbot button[aria-label=Submit]").click()
 
 
