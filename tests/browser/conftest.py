@@ -22,6 +22,7 @@ def pytest_runtest_makereport(item, call):
     report, evidence = outcome.get_result(), getattr(item, "page_evidence", None)
     if report.failed and evidence is not None and call.when == "call":
         report.sections.append(("what the browser saw", evidence.report()))
+        item.failed_with_pages = True  # its pages are closed without a second failure for them
 
 
 @pytest.fixture(autouse=True)
@@ -41,5 +42,5 @@ def _closes_its_pages(request):
     for page in context.pages:
         if page not in before:
             page.close()
-    if left:
+    if left and not getattr(request.node, "failed_with_pages", False):
         pytest.fail(f"This test left {len(left)} page(s) open: {', '.join(left)}.", pytrace=False)

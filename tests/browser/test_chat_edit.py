@@ -24,9 +24,9 @@ def branch(page) -> str:
 
 def edit_message(page, number: int, text: str, tries: int = 3) -> None:
     """Edit the person's message `number` (from 1) with the Chatbot's pencil, and submit it. The pencil is pressed
-    again when no edit box opens: Gradio's Chatbot leaves edit mode when its value arrives again, which the end of
-    the last reply's event does a moment after its last update (a loaded run pressed the pencil in that moment and
-    waited 90 s for a box that had closed)."""
+    again when no edit box opens: in a loaded run the box never opened (no error, no toast), most likely because the
+    pencil was pressed in the moment the last reply's event ended and Gradio drew the conversation again (not
+    proven); a person would press it again."""
     box = page.locator("#chatbot textarea")
     for _ in range(tries):
         page.locator("#chatbot .message-row.user-row").nth(number - 1).hover()

@@ -16,7 +16,7 @@ from app.web.page_timers import started_by
 from app.web.pages import build_api
 from app.web.pages.build_cache import build_cache_calculator
 from app.web.pages.build_form import FIELDS, FIRST_VERSION, form_row, token_box
-from app.web.pages.build_handlers import BuildHandlers, BuildService, on_family
+from app.web.pages.build_handlers import BuildHandlers, BuildService, on_family_once
 from app.web.pages.build_llmapi import build_llmapi
 from app.web.pages.build_serve import build_serve
 from app.web.pages.plan_form import plan_box
@@ -141,8 +141,13 @@ def build(ctx: AppContext, service: BuildService | None = None, tabs: gr.Tabs | 
     family, version = widgets["family"], widgets["trtllm_version"]
     family_outputs = [widgets[name] for name in ("model_id", "dtype", "max_batch_size", "max_input_len", "max_seq_len",
                                                  "max_num_images")]
-    # .input: a person picking a family gets its defaults; a resumed job's form keeps its own values.
-    family.input(on_family, [family, version], [*family_outputs, family_info, *triton_widgets], **private)
+    # .input: a person picking a family gets its defaults; a resumed job's form keeps its own values. One pick sends
+    # the event twice: the second changes nothing (on_family_once; one at a time, so the second sees the first's state)
+    applied = gr.State(None)
+    picked = [*family_outputs, family_info, *triton_widgets, applied]
+    family.input(lambda chosen, shown_version, last: on_family_once(chosen, shown_version, last, len(picked)),
+                 [family, version, applied], picked, concurrency_limit=1, concurrency_id="build-family-pick",
+                 **private)
     family.change(lambda chosen, shown: twin_of(chosen, shown), [family, twin], twin, **private)
     version.change(logic.family_markdown, [family, version], family_info, **private)
     show.click(handlers.on_show, all_inputs, [summary, script, export, export_payload], **private)

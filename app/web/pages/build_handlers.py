@@ -77,6 +77,16 @@ def on_family(family_id: str, version_text: str):
             logic.family_markdown(family_id, version_text), *(triton[f.name] for f in logic.TRITON_FIELDS))
 
 
+def on_family_once(family_id: str, version_text: str, applied: str | None, outputs: int) -> tuple:
+    """on_family, and the family now applied (the last of `outputs` values), for a family this session has not applied
+    yet; nothing at all for the same pick again. Gradio's dropdown sends its input event twice for one pick (the typed
+    filter, then the option clicked): on a busy machine the second answer came after a model id was typed and put
+    the family's example back, and the build downloaded the example model (issue 48's flake)."""
+    if family_id == applied:
+        return (gr.skip(),) * outputs
+    return (*on_family(family_id, version_text), family_id)
+
+
 def token_env(token: str | None) -> dict[str, str] | None:
     """The environment a job's steps run in: the app's own, with the form's token as HF_TOKEN when one is given
     (only the process environment carries it; the plan, the job list and the log never do)."""

@@ -1,6 +1,6 @@
 """The Build page's handlers called without the layout (app/web/pages/build_handlers.py): a model id in the form
 becomes a plan that downloads first, folders named under the workspace, and the token goes to the job's
-environment only."""
+environment only; a family picked twice applies its defaults once; a deployed build brings its tokenizer."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ import pytest
 from app.build import engine as logic
 from app.context import AppConfig, AppContext
 from app.web.pages.build_form import FORM_FIELDS, start_values
-from app.web.pages.build_handlers import BuildHandlers, on_family, token_env
+from app.web.pages.build_handlers import BuildHandlers, built_tokenizer, on_family, on_family_once, token_env
 from setup.jobs.store import JobError
+from setup.plan.config import PlanConfig
 from tests.unit.app.web.test_build_page import service
 
 TOKEN = "hf_handlerTOKEN31"
@@ -39,6 +40,37 @@ def test_a_family_fills_in_its_example_model_id_or_says_why_it_has_none():
     for family, example in (("neva", "a NeVA .nemo checkpoint"), ("video-neva", "a Nemotron .nemo checkpoint")):
         empty = on_family(family, "0.19")[0]  # its example is a .nemo file named in words
         assert empty.value == "" and "No hub id" in empty.placeholder and example in empty.placeholder
+
+
+def test_the_same_pick_twice_applies_the_familys_defaults_once():
+    """Gradio's dropdown sends one pick's input event twice; the second must not put the example model id back over
+    one typed meanwhile (issue 48's flake: the build downloaded the family's example model)."""
+    outputs = len(on_family("llava-1.5", "0.19")) + 1
+    first = on_family_once("llava-1.5", "0.19", None, outputs)
+    assert first[0].value == "llava-hf/llava-1.5-7b-hf" and first[-1] == "llava-1.5" and len(first) == outputs
+    again = on_family_once("llava-1.5", "0.19", first[-1], outputs)
+    assert again == (gr.skip(),) * outputs  # nothing changes: a typed model id stays
+    other = on_family_once("qwen2-vl", "0.19", first[-1], outputs)
+    assert other[-1] == "qwen2-vl" and other[0].value != first[0].value  # another family: its own defaults
+
+
+def test_a_built_model_brings_its_own_tokenizer(tmp_path):
+    """A Build deployment's chat (and a training in that session) uses the built model's tokenizer: the plan's
+    tokenizer folder, else its checkpoint, when that folder holds tokenizer files."""
+    checkpoint, tokenizer = tmp_path / "ckpt", tmp_path / "tok"
+    checkpoint.mkdir()
+    tokenizer.mkdir()
+    config = PlanConfig(family="llava", checkpoint=str(checkpoint), out=str(tmp_path / "out"))
+    assert built_tokenizer(config) is None  # no tokenizer files: the app keeps its own
+    (checkpoint / "tokenizer_config.json").write_text("{}")
+    assert built_tokenizer(config) == str(checkpoint)
+    (tokenizer / "tokenizer.json").write_text("{}")
+    config = PlanConfig(family="llava", checkpoint=str(checkpoint), out=str(tmp_path / "out"),
+                        tokenizer_dir=str(tokenizer))
+    assert built_tokenizer(config) == str(tokenizer)  # the plan's tokenizer folder first
+    nemo = tmp_path / "model.nemo"
+    nemo.write_bytes(b"x")
+    assert built_tokenizer(PlanConfig(family="llava", checkpoint=str(nemo), out=str(tmp_path / "o"))) is None
 
 
 def test_every_familys_plan_at_the_pages_first_release_goes_on_to_the_repository():
