@@ -61,6 +61,10 @@ def pytest_configure(config) -> None:
     """TMPDIR for this process and its children is a fresh folder of this run (a worker of a parallel run
     shares its controller's folder: tests/run_folder.py)."""
     config._run_tmp_owner = enter_run_folder()
+    # One engine thread for every step of every CPU engine the tests start (the product gives a wide step every
+    # core: cpu_runtime/engine/threads.step_threads): two workers' servers share 2 cores, and a second thread
+    # beside other busy processes waits at every barrier.
+    os.environ.setdefault("CPU_ENGINE_THREADS", "1")
     TREE_CPU["last"] = tree_cpu_seconds()
 
 

@@ -23,6 +23,7 @@ import torch
 
 from .forward import Segment
 from .sampling import sample_rows
+from .threads import step_threads
 
 
 @dataclass
@@ -65,6 +66,7 @@ class Engine:
         self.running: list = []  # in admission order
         self._free = list(range(max_batch))
         self.steps = self.paused_total = 0
+        self.threads = 0  # PyTorch's thread count as this engine last set it (0: not yet)
         self.last_step = {"rows": 0, "tokens": 0, "context_rows": 0, "context_tokens": 0, "adapters": 0}
 
     # ---- queue -------------------------------------------------------------------------------
@@ -89,6 +91,7 @@ class Engine:
             return events
         segments = sorted((self._segment(gen, count) for gen, count in plan), key=_adapter_key)
         self.last_step["adapters"] = len({_adapter_key(s) for s in segments} - {-1})
+        self._threads_for(sum(s.count for s in segments))
         try:
             outputs = self.runner.forward(segments, self.cache)
         except Exception as exc:  # a failed pass ends the requests in it
@@ -99,6 +102,13 @@ class Engine:
         self.steps += 1
         self._collect(segments, outputs, events)
         return events
+
+    def _threads_for(self, tokens: int) -> None:
+        """PyTorch's threads for a step of `tokens` tokens (threads.step_threads), set only when they change."""
+        wanted = step_threads(tokens)
+        if wanted != self.threads:
+            torch.set_num_threads(wanted)
+            self.threads = wanted
 
     def fail_all(self, error: str) -> list[Event]:
         """End every running and waiting request with `error` (shutdown, or a step that broke)."""

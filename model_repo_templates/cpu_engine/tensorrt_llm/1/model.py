@@ -33,7 +33,7 @@ from cpu_runtime.engine.kv import KvManager, kv_config  # noqa: E402
 from cpu_runtime.engine.requests import RequestError, parse_request  # noqa: E402
 from cpu_runtime.engine.runner import EngineRunner  # noqa: E402
 from cpu_runtime.engine.service import EngineService  # noqa: E402
-from cpu_runtime.engine.threads import engine_threads  # noqa: E402
+from cpu_runtime.engine.threads import engine_threads, threads_summary  # noqa: E402
 from cpu_runtime.engine.triton_metrics import EngineMetrics  # noqa: E402
 
 
@@ -70,7 +70,7 @@ class TritonPythonModel:
         pb_utils.Logger.log_info(
             f"cpu engine: in-flight batching, max_batch_size {self.engine.max_batch}, max_num_tokens "
             f"{self.engine.max_num_tokens}, KV cache {kv.total_blocks} blocks of {kv.tokens_per_block} tokens, "
-            f"{kv.policy}, reuse {'on' if kv.reuse else 'off'}, {threads} thread{'' if threads == 1 else 's'}"
+            f"{kv.policy}, reuse {'on' if kv.reuse else 'off'}, {threads_summary()}"
             + (", Partial LoRA (adapters apply at prompt-table rows only)" if self.runner.lora.engine.partial_mask else "")
         )
         self.metrics = EngineMetrics(pb_utils, *self._names, self.params)
