@@ -168,16 +168,19 @@ class HistoryPanel:
         asked = [self.confirm_row, self.question, self.pending]
         undone = [self.undo, self.before]
 
-        def switch(request: gr.Request, stored, chosen):
-            return on_pick(stored, chosen, busy(request.session_hash))
+        # Each takes the conversation shown too, and saves it first: the save that follows a reply may not have
+        # reached the browser's store yet when New, a pick in the list or an import comes right after the reply
+        # (the conversation was lost: a loaded run's search found nothing of it).
+        def switch(request: gr.Request, stored, chosen, current):
+            return on_pick(stored, chosen, busy(request.session_hash), current)
 
         def change(action):
-            def handler(request: gr.Request, stored):
-                return on_change(stored, action, busy(request.session_hash))
+            def handler(request: gr.Request, stored, current):
+                return on_change(stored, action, busy(request.session_hash), current)
             return handler
 
-        def import_file(request: gr.Request, upload, stored):
-            return on_import(upload, stored, busy(request.session_hash))
+        def import_file(request: gr.Request, upload, stored, current):
+            return on_import(upload, stored, busy(request.session_hash), current)
 
         private = dict(api_visibility="private", show_progress="hidden")
         showing_events = [app.load(on_restore, self.store, shown, **private)] if app is not None else []
@@ -192,14 +195,14 @@ class HistoryPanel:
             stop_session(request.session_hash)
             return on_confirmed("clear", stored, current, False)
 
-        switched = self.chats.input(switch, [self.store, self.chats], [*shown, self.search], **private)
+        switched = self.chats.input(switch, [self.store, self.chats, conversation], [*shown, self.search], **private)
         # The search narrows the list's choices; picking one of them is the switch above (which empties the box,
         # whose change then hides the note). On `.change`, not `.input`: Gradio's Textbox sends `.input` for typed
         # keys only, not for text set otherwise (a browser test's fill: the list did not follow the query).
         self.search.change(on_search, [self.store, self.search], [self.chats, self.search_note],
                            trigger_mode="always_last", **private)
         self.search_toggle.click(lambda query: query, self.search, self.search, js=TOGGLE_SEARCH_JS, **private)
-        made_new = self.new.click(change(chats.new_chat), self.store, shown, **private)
+        made_new = self.new.click(change(chats.new_chat), [self.store, conversation], shown, **private)
         showing_events += [switched, made_new,
                            self.yes.click(confirmed, [self.pending, self.store, conversation],
                                           [*shown, *asked, *undone], **private),
@@ -217,7 +220,8 @@ class HistoryPanel:
         for button, kind in ((self.export_json, "json"), (self.export_markdown, "markdown")):
             button.click(partial(on_export, kind=kind), conversation, self.download, **private).then(
                 None, self.download, None, js=SAVE_PAYLOAD_JS, **private)
-        showing_events.append(self.import_json.upload(import_file, [self.import_json, self.store], shown, **private))
+        showing_events.append(self.import_json.upload(import_file, [self.import_json, self.store, conversation], shown,
+                                                      **private))
         return showing_events
 
 
@@ -228,9 +232,11 @@ class HistoryPanel:
 UNCHANGED = (gr.skip(),) * 4
 
 
-def kept_store(stored) -> dict:
-    """The browser's store made current: older layouts read, pictures the server no longer has dropped."""
-    return chats.normalise(stored, image_kept, conversation_of_messages)
+def kept_store(stored, current: Conversation | None = None) -> dict:
+    """The browser's store made current: older layouts read, pictures the server no longer has dropped; with
+    `current` (the conversation the page shows), that conversation saved into it."""
+    kept = chats.normalise(stored, image_kept, conversation_of_messages)
+    return kept if current is None else chats.save_current(kept, current, image_kept)
 
 
 def listed(store: dict) -> gr.Radio:
@@ -282,12 +288,12 @@ def on_save(stored, current: Conversation) -> tuple:
     return kept, listed(kept)
 
 
-def on_switch(stored, chosen: str | None, busy: bool) -> tuple:
-    """The chosen conversation shown, refused while a reply streams. Nothing chosen (the list emptied by a search
-    that found nothing, then left) changes nothing."""
+def on_switch(stored, chosen: str | None, busy: bool, current: Conversation | None = None) -> tuple:
+    """The chosen conversation shown (the one shown before saved first), refused while a reply streams. Nothing
+    chosen (the list emptied by a search that found nothing, then left) changes nothing."""
     if not chosen:
         return UNCHANGED
-    kept = kept_store(stored)
+    kept = kept_store(stored, None if busy else current)
     if busy:
         gr.Warning(MSG_BUSY_SWITCH)
         return gr.skip(), gr.skip(), gr.skip(), listed(kept)
@@ -298,19 +304,19 @@ def on_switch(stored, chosen: str | None, busy: bool) -> tuple:
         return gr.skip(), gr.skip(), gr.skip(), listed(kept)
 
 
-def on_pick(stored, chosen: str | None, busy: bool) -> tuple:
+def on_pick(stored, chosen: str | None, busy: bool, current: Conversation | None = None) -> tuple:
     """A pick in the list (the whole list or a search's): on_switch, and the search box emptied in the same update,
     since the list it shows holds every conversation again; nothing chosen leaves the query as it is."""
-    done = on_switch(stored, chosen, busy)
+    done = on_switch(stored, chosen, busy, current)
     return (*done, gr.skip() if done is UNCHANGED else "")
 
 
-def on_change(stored, action: Callable[[dict], dict], busy: bool) -> tuple:
-    """New or Delete (`action`), refused while a reply streams."""
+def on_change(stored, action: Callable[[dict], dict], busy: bool, current: Conversation | None = None) -> tuple:
+    """New or Delete (`action`) after saving the conversation shown, refused while a reply streams."""
     if busy:
         gr.Warning(MSG_BUSY_SWITCH)
         return UNCHANGED
-    return showing(action(kept_store(stored)))
+    return showing(action(kept_store(stored, current)))
 
 
 def on_ask(action: str, current: Conversation) -> tuple:
@@ -354,7 +360,7 @@ def on_export(current: Conversation, kind: str) -> str:
     return download_payload(file_name(title, suffix), text, mime)
 
 
-def on_import(upload, stored, busy: bool) -> tuple:
+def on_import(upload, stored, busy: bool, current: Conversation | None = None) -> tuple:
     """Add an exported conversation (JSON) and show it; the uploaded file is deleted once read."""
     path = Path(upload if isinstance(upload, str) else getattr(upload, "name", "") or "")
     try:
@@ -373,7 +379,7 @@ def on_import(upload, stored, busy: bool) -> tuple:
     finally:
         if is_uploaded(path):
             path.unlink(missing_ok=True)  # the conversation stays in the browser only
-    kept, added = chats.add_imported(kept_store(stored), title, imported)
+    kept, added = chats.add_imported(kept_store(stored, current), title, imported)
     said = MSG_IMPORTED if added else MSG_IMPORTED_AGAIN
     gr.Info(said.format(title=title, count=chats.turns_text(chats.turns_count(imported))))
     return showing(kept)

@@ -14,6 +14,7 @@ from tests.browser.chat_helpers import (
 )
 
 QUESTIONS = ["Name a colour.", "Name a fruit.", "Name a city."]
+STORED_JS = "() => JSON.stringify(localStorage)"  # what the page keeps in the browser (the conversations)
 
 
 def branch(page) -> str:
@@ -54,10 +55,14 @@ def test_editing_the_first_message_branches_and_the_stepper_shows_each_branch(pa
     settled_reply(page)
     assert user_texts(page) == ["Name an animal."] and len(bot_texts(page)) == 1
     edited_reply = bot_texts(page)[0]
+    saved = page.evaluate(STORED_JS)
     page.click("#older-branch")
     wait_until(lambda: user_texts(page) == QUESTIONS and branch(page) == "Message 1: 1/2",
                what="the first branch with its later turns")
     assert bot_texts(page) == first_replies
+    # the step's save reaches the browser's storage after the step is shown: a reload before it lands shows the
+    # conversation as it was saved before the step (a loaded run reloaded in between)
+    wait_until(lambda: page.evaluate(STORED_JS) != saved, what="the step saved in the browser")
     page.reload()  # the branches are kept with the conversation in the browser
     wait_until(lambda: branch(page) == "Message 1: 1/2", what="the branches to come back")
     page.click("#newer-branch")

@@ -216,6 +216,21 @@ def two_conversations() -> tuple[dict, str, str]:
     return store, france, store["current"]
 
 
+def test_new_pick_and_import_right_after_a_reply_keep_the_reply_whose_save_has_not_landed(tmp_path, monkeypatch):
+    """The store the browser sends may not hold the last reply yet (its save follows the reply's event): New, a pick
+    in the list and an import save the conversation the page shows first (a loaded run lost it to New)."""
+    first = answered("What is the capital of France?", "Paris.")
+    before_the_save = panel.on_save(chats.empty_store(), Conversation())[0]  # the empty chat, as first saved
+    made_new = panel.on_change(before_the_save, chats.new_chat, busy=False, current=first)[0]
+    assert [c["title"] for c in made_new["chats"]][1:] == ["What is the capital of France?"]
+    assert chats.found(made_new, "capital")
+    other = panel.on_change(saved_store(answered("Name a colour.", "Red.")), chats.new_chat, busy=False)[0]
+    behind = {**other, "current": other["chats"][1]["id"]}  # the colour chat shown, its reply not saved yet
+    picked = panel.on_pick(behind, other["chats"][0]["id"], False, answered("Name a colour.", "Blue."))[0]
+    colour = next(c for c in picked["chats"] if c["title"] == "Name a colour.")
+    assert chats.conversation_of(colour["conversation"]) == answered("Name a colour.", "Blue.")
+
+
 def test_a_search_narrows_the_list_and_keeps_the_shown_conversation_chosen_when_it_is_found():
     store, france, fruit = two_conversations()
     narrowed, note = panel.on_search(store, "apple")  # a word of the shown conversation's reply
