@@ -23,8 +23,8 @@ ENTRIES = "#conversation-list label"
 
 def listed(page) -> str:
     """The conversation list's marked entry (the conversation shown) as it reads; "" when none is marked."""
-    marked = page.locator(f"{ENTRIES}.selected")
-    return marked.first.inner_text().strip() if marked.count() else ""
+    # read in one step: the list is drawn again when it changes, and an entry counted first could be gone when read
+    return page.evaluate(f"() => document.querySelector('{ENTRIES}.selected')?.innerText.trim() ?? ''")
 
 
 def entry(page, title_start: str):
