@@ -267,14 +267,14 @@ def showing(kept: dict) -> tuple:
 def on_rename_open(stored, current: Conversation) -> tuple:
     """The title box, shown with the shown conversation's title. The conversation is saved into the store first: the
     save that follows a reply may not have landed yet when Rename is pressed right after it."""
-    kept = chats.save_current(kept_store(stored), current, image_kept)
+    kept = kept_store(stored, current)
     title = next(c for c in kept["chats"] if c["id"] == kept["current"])["title"]
     return gr.Row(visible=True), title
 
 
 def on_rename(stored, current: Conversation, title: str) -> tuple:
     """The shown conversation named `title`: (store, list, title box hidden)."""
-    kept = chats.save_current(kept_store(stored), current, image_kept)
+    kept = kept_store(stored, current)
     kept = chats.rename(kept, kept["current"], title or "")
     return kept, listed(kept), gr.Row(visible=False)
 
@@ -284,7 +284,7 @@ def on_restore(stored) -> tuple:
 
 
 def on_save(stored, current: Conversation) -> tuple:
-    kept = chats.save_current(kept_store(stored), current, image_kept)
+    kept = kept_store(stored, current)
     return kept, listed(kept)
 
 
@@ -334,7 +334,7 @@ def on_confirmed(action: str | None, stored, current: Conversation, busy: bool) 
     if busy and action == "delete":
         gr.Warning(MSG_BUSY_SWITCH)
         return (*UNCHANGED, *hidden, gr.skip(), gr.skip())
-    before = chats.save_current(kept_store(stored), current or Conversation(), image_kept)
+    before = kept_store(stored, current or Conversation())
     after = chats.delete_current(before) if action == "delete" else chats.save_current(before, Conversation(),
                                                                                         image_kept)
     return (*showing(after), *hidden, gr.Button(visible=True), before)
