@@ -229,6 +229,12 @@ def test_new_pick_and_import_right_after_a_reply_keep_the_reply_whose_save_has_n
     picked = panel.on_pick(behind, other["chats"][0]["id"], False, answered("Name a colour.", "Blue."))[0]
     colour = next(c for c in picked["chats"] if c["title"] == "Name a colour.")
     assert chats.conversation_of(colour["conversation"]) == answered("Name a colour.", "Blue.")
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path / "uploads"))
+    upload = tmp_path / "uploads" / "abc" / "chat.json"
+    upload.parent.mkdir(parents=True)
+    upload.write_text(chat_files.export_json(answered(), "Cat"))
+    imported = panel.on_import(str(upload), before_the_save, busy=False, current=first)[0]
+    assert chats.found(imported, "capital") and "Cat" in [c["title"] for c in imported["chats"]]
 
 
 def test_a_search_narrows_the_list_and_keeps_the_shown_conversation_chosen_when_it_is_found():
