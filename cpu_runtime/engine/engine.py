@@ -141,7 +141,7 @@ class Engine:
         gen.slot = heapq.heappop(self._free)
         self.running.append(gen)
         self.kv.admit(gen, keys)
-        self.cache.reserve(len(keys) * self.kv.tpb)
+        self.cache.reserve(len(keys) * self.kv.tpb, gen.slot + 1)
         for index, key in enumerate(keys):
             self.cache.write(gen.slot, index * self.kv.tpb, self.kv.block_data(key))
         gen.cached = len(keys) * self.kv.tpb
@@ -234,6 +234,8 @@ class Engine:
             self.kv.release(gen)
         heapq.heappush(self._free, gen.slot)
         gen.slot, gen.cached = None, 0
+        if not self.running:
+            self.cache.release()  # idle: hold no KV memory until the next request
 
 
 def gen_cancelled(gen, cancelled) -> bool:

@@ -56,39 +56,56 @@ class Segment:
 
 
 class SlotCache:
-    """K and V per layer as [slots, kv_heads, capacity, head_dim]; capacity grows in `grain` steps.
+    """K and V per layer as [slots, kv_heads, capacity, head_dim], both grown on demand: slots to the highest
+    slot in use (in `slot_grain` steps, up to `max_slots`), capacity to the longest sequence (in `grain` steps,
+    up to `max_len`). `release()` gives the memory back when the engine runs nothing, so what it holds follows
+    the chats running now: one long chat costs one slot's length, not every slot's.
 
     Every method runs in inference mode: the store grows inside forward passes (so its tensors are
     inference tensors) and is also written between passes, when reused prefix blocks are restored.
     """
 
-    def __init__(self, layers: int, slots: int, kv_heads: int, head_dim: int, max_len: int, grain: int = 256):
-        self.shape = (slots, kv_heads, 0, head_dim)
-        self.layers, self.max_len, self.grain = layers, max_len, grain
+    def __init__(self, layers: int, slots: int, kv_heads: int, head_dim: int, max_len: int, grain: int = 256,
+                 slot_grain: int = 8):
+        self.max_slots, self.kv_heads, self.head_dim = slots, kv_heads, head_dim
+        self.layers, self.max_len, self.grain, self.slot_grain = layers, max_len, grain, slot_grain
         self.k: list[torch.Tensor] = []
         self.v: list[torch.Tensor] = []
-        self.reserve(grain)
 
     @property
     def capacity(self) -> int:
         return self.k[0].shape[2] if self.k else 0
 
+    @property
+    def slots(self) -> int:
+        return self.k[0].shape[0] if self.k else 0
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in self.k + self.v)
+
     @torch.inference_mode()
-    def reserve(self, length: int) -> None:
-        """Make room for positions < length in every slot (copying what is there)."""
-        if length <= self.capacity:
+    def reserve(self, length: int, slots: int = 1) -> None:
+        """Make room for positions < length in slots < `slots` (copying what is there)."""
+        if length <= self.capacity and slots <= self.slots:
             return
-        cap = min(self.max_len, -(-length // self.grain) * self.grain)
-        slots, heads, _, dim = self.shape
-        old = self.capacity
+        if slots > self.max_slots:
+            raise ValueError(f"slot {slots - 1} is past the cache's {self.max_slots} slots")
+        cap = max(self.capacity, min(self.max_len, -(-max(length, 1) // self.grain) * self.grain))
+        rows = max(self.slots, min(self.max_slots, -(-slots // self.slot_grain) * self.slot_grain))
+        old_rows, old_cap = self.slots, self.capacity
         for store in (self.k, self.v):
             for i in range(self.layers):
-                new = torch.zeros(slots, heads, cap, dim)
-                if store and i < len(store):
-                    new[:, :, :old] = store[i]
+                new = torch.zeros(rows, self.kv_heads, cap, self.head_dim)
+                if i < len(store):
+                    new[:old_rows, :, :old_cap] = store[i]
                     store[i] = new
                 else:
                     store.append(new)
+
+    def release(self) -> None:
+        """Drop every slot's K/V (call only when no request holds a slot)."""
+        self.k, self.v = [], []
 
     @torch.inference_mode()
     def read(self, slot: int, start: int, end: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -273,7 +290,7 @@ class _Plan:
                 else:
                     groups.append((seg.adapter, offset, offset + seg.count))
             offset += seg.count
-        cache.reserve(max(p for p in positions) + 1)
+        cache.reserve(max(p for p in positions) + 1, max(slots) + 1)
         self.ids = torch.tensor(ids, dtype=torch.long)
         self.slots = torch.tensor(slots, dtype=torch.long)
         self.positions = torch.tensor(positions, dtype=torch.long)

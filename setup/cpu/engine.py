@@ -25,13 +25,13 @@ ALL_LORA_MODULES = ("attn_q", "attn_k", "attn_v", "attn_dense", "mlp_h_to_4h", "
 class CpuEngineSpec:
     """Build options of the CPU engine, named as trtllm-build names them."""
 
-    max_batch_size: int = 16
+    max_batch_size: int = 32
     max_input_len: int = 2048
     max_seq_len: int = 3072
     max_num_tokens: int = 256  # per step; bounds how long a prompt chunk stalls the running streams
     max_lora_rank: int = 64
     lora_target_modules: tuple[str, ...] = ALL_LORA_MODULES
-    max_prompt_embedding_table_size: int = 16 * 64  # the demo sizes it from its image family (setup/cpu/demo.py)
+    max_prompt_embedding_table_size: int = 32 * 64  # the demo sizes it from its image family (setup/cpu/demo.py)
     # Partial LoRA (InternLM-XComposer2): adapters apply only at prompt-table rows, as a converted checkpoint
     # records it (pretrained_config.has_partial_lora_mask); the XComposer2 twin's engine has it on.
     has_partial_lora_mask: bool = False

@@ -15,6 +15,7 @@ from app.core.conversation import Conversation
 from app.core.sampling import SamplingParams
 from app.triton.client import TritonChatClient
 from app.triton.metrics import parse_metrics, total
+from setup.cpu.engine import CpuEngineSpec
 from tests.threads import run_in_threads
 
 pytestmark = pytest.mark.integration
@@ -67,4 +68,4 @@ def test_kv_cache_figures_in_metrics_and_outputs(triton, cpu_model_dir):
     kv, requests = "nv_trt_llm_kv_cache_block_metrics", "nv_trt_llm_request_metrics"
     assert total(samples, kv, kv_cache_block_type="max", model="tensorrt_llm") > 0
     assert total(samples, kv, kv_cache_block_type="tokens_per") == 64
-    assert total(samples, requests, request_type="max", model="tensorrt_llm") == 16
+    assert total(samples, requests, request_type="max", model="tensorrt_llm") == CpuEngineSpec().max_batch_size

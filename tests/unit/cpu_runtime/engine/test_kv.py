@@ -138,14 +138,22 @@ def test_kv_cache_reuse_of_a_shared_prefix(runner, prompts):
 def test_reuse_after_the_cache_grew_during_a_pass(runner, prompts):
     """A prompt past the first 256 positions grows the KV store inside a forward pass; a later request that
     reuses its blocks writes them back between passes (this failed in CI with 'Inplace update to inference
-    tensor outside InferenceMode')."""
+    tensor outside InferenceMode'). A third request keeps running throughout, so the store is never released."""
     long_prompt = prompts[0] + prompts[1] * (300 // len(prompts[1]) + 1)
     engine = make_engine(runner, tokens_per_block=8, reuse=True)
-    first = make_gen(runner, long_prompt, max_new=2)
-    drive(engine, {0: [first]})
-    assert engine.cache.capacity > 256
-    again = make_gen(runner, long_prompt, max_new=2)
-    trace = drive(engine, {0: [again]})
+    capacities, reserve = [], engine.cache.reserve
+    engine.cache.reserve = lambda *args: (reserve(*args), capacities.append(engine.cache.capacity))[0]
+    holder = make_gen(runner, prompts[1], max_new=16)
+    first, again = make_gen(runner, long_prompt, max_new=2), make_gen(runner, long_prompt, max_new=2)
+    trace = drive(engine, {0: [holder, first], 6: [again]})
     assert [e.error for step in trace.events for e in step if e.error] == []
+    assert max(capacities) > 256 and holder.first_token_ns and trace.joined[again] == 6
     assert again.kv_reused_blocks == (len(long_prompt) - 1) // 8
     assert_same(again, first)
+
+
+def test_an_idle_engine_holds_no_kv_memory(runner, prompts):
+    engine = make_engine(runner, max_batch=32)
+    gens = [make_gen(runner, prompts[i % len(prompts)], max_new=3) for i in range(10)]
+    drive(engine, {0: gens})
+    assert all(len(g.output_ids) == 3 for g in gens) and engine.cache.nbytes == 0
