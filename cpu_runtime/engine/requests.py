@@ -62,7 +62,9 @@ class GenerationRequest:
     request: object = None
     done: object = None
     final_response: object = None
+    wanted: frozenset | None = None  # the response tensors the request asked for (the Triton stub sets it)
     final_sent: bool = False  # set by FinalGate.send_final
+    cancel_asked_at: float = float("-inf")  # when FinalGate last asked the client (monotonic seconds)
     arrival_ns: int = 0
     first_scheduled_ns: int = 0
     first_token_ns: int = 0

@@ -28,13 +28,19 @@ import triton_python_backend_utils as pb_utils  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cpu_runtime.engine.engine import Engine  # noqa: E402
-from cpu_runtime.engine.final import FinalGate  # noqa: E402
+from cpu_runtime.engine.final import FinalGate, check_period  # noqa: E402
 from cpu_runtime.engine.kv import KvManager, kv_config  # noqa: E402
 from cpu_runtime.engine.requests import RequestError, parse_request  # noqa: E402
 from cpu_runtime.engine.runner import EngineRunner  # noqa: E402
 from cpu_runtime.engine.service import EngineService  # noqa: E402
 from cpu_runtime.engine.threads import engine_threads, threads_summary  # noqa: E402
 from cpu_runtime.engine.triton_metrics import EngineMetrics  # noqa: E402
+
+# every output this model can return, in the order it returns them
+OUTPUTS = ("output_ids", "sequence_length", "cum_log_probs", "output_log_probs", "context_logits", "generation_logits",
+           "batch_index", "sequence_index", "kv_cache_alloc_new_blocks", "kv_cache_reused_blocks",
+           "kv_cache_alloc_total_blocks", "arrival_time_ns", "first_scheduled_time_ns", "first_token_time_ns",
+           "last_token_time_ns")
 
 
 def _params(config):
@@ -55,7 +61,8 @@ class TritonPythonModel:
         self._names = (args.get("model_name", "tensorrt_llm"), args.get("model_version", "1"))
         self._active = {}  # triton request id -> GenerationRequest
         self._lock = threading.Lock()
-        self._final = FinalGate()  # final sends and cancellation questions, never crossed
+        # final sends and cancellation questions, never crossed; a client asked at most once per check period
+        self._final = FinalGate(check_period(self.params.get("cancellation_check_period_ms", "")))
         self.service = EngineService(self._build, self._dispatch, self._final.cancelled)
         self.service.start()
 
@@ -143,32 +150,32 @@ class TritonPythonModel:
             self._finish(gen, error=f"CPU engine error: {exc}")
 
     def _outputs(self, gen, ids, log_probs, cum_logprob=None):
-        ids_arr = np.array(ids, dtype=np.int32).reshape(1, 1, -1)
-        lp = np.array(log_probs, dtype=np.float32).reshape(1, 1, -1)
-        now = time.time_ns()
+        """The response tensors the request asked for (all when it named none), only those built: the sender thread
+        holds the GIL while it builds them, beside the engine thread's step."""
+        if gen.wanted is None:
+            gen.wanted = frozenset(gen.request.requested_output_names() or OUTPUTS)
         new_blocks = gen.kv_new_blocks + (gen.kv.new_total if gen.kv is not None else 0)
         reused = gen.kv_reused_blocks + (gen.kv.reused_total if gen.kv is not None else 0)
-        tensors = {
-            "output_ids": ids_arr,
-            "sequence_length": np.array([[len(ids)]], dtype=np.int32),
-            "cum_log_probs": np.array([[float(np.sum(gen.log_probs)) if cum_logprob is None else cum_logprob]],
-                                      dtype=np.float32),
-            "output_log_probs": lp,
-            "context_logits": gen.context_logits if gen.context_logits is not None
+        makers = {
+            "output_ids": lambda: np.array(ids, dtype=np.int32).reshape(1, 1, -1),
+            "sequence_length": lambda: np.array([[len(ids)]], dtype=np.int32),
+            "cum_log_probs": lambda: np.array(
+                [[float(np.sum(gen.log_probs)) if cum_logprob is None else cum_logprob]], dtype=np.float32),
+            "output_log_probs": lambda: np.array(log_probs, dtype=np.float32).reshape(1, 1, -1),
+            "context_logits": lambda: gen.context_logits if gen.context_logits is not None
             else np.zeros((1, 1, 1), dtype=np.float32),
-            "generation_logits": np.zeros((1, 1, 1, 1), dtype=np.float32),
-            "batch_index": np.zeros((1, 1), dtype=np.int32),
-            "sequence_index": np.zeros((1, 1), dtype=np.int32),
-            "kv_cache_alloc_new_blocks": np.array([[new_blocks]], dtype=np.int32),
-            "kv_cache_reused_blocks": np.array([[reused]], dtype=np.int32),
-            "kv_cache_alloc_total_blocks": np.array([[new_blocks + reused]], dtype=np.int32),
-            "arrival_time_ns": np.array([[gen.arrival_ns]], dtype=np.int64),
-            "first_scheduled_time_ns": np.array([[gen.first_scheduled_ns]], dtype=np.int64),
-            "first_token_time_ns": np.array([[gen.first_token_ns]], dtype=np.int64),
-            "last_token_time_ns": np.array([[now]], dtype=np.int64),
+            "generation_logits": lambda: np.zeros((1, 1, 1, 1), dtype=np.float32),
+            "batch_index": lambda: np.zeros((1, 1), dtype=np.int32),
+            "sequence_index": lambda: np.zeros((1, 1), dtype=np.int32),
+            "kv_cache_alloc_new_blocks": lambda: np.array([[new_blocks]], dtype=np.int32),
+            "kv_cache_reused_blocks": lambda: np.array([[reused]], dtype=np.int32),
+            "kv_cache_alloc_total_blocks": lambda: np.array([[new_blocks + reused]], dtype=np.int32),
+            "arrival_time_ns": lambda: np.array([[gen.arrival_ns]], dtype=np.int64),
+            "first_scheduled_time_ns": lambda: np.array([[gen.first_scheduled_ns]], dtype=np.int64),
+            "first_token_time_ns": lambda: np.array([[gen.first_token_ns]], dtype=np.int64),
+            "last_token_time_ns": lambda: np.array([[time.time_ns()]], dtype=np.int64),
         }
-        wanted = set(gen.request.requested_output_names() or tensors)
-        return [pb_utils.Tensor(k, v) for k, v in tensors.items() if k in wanted]
+        return [pb_utils.Tensor(name, make()) for name, make in makers.items() if name in gen.wanted]
 
     def _send(self, gen, ids, log_probs, cum_logprob):
         gen.sender.send(pb_utils.InferenceResponse(self._outputs(gen, ids, log_probs, cum_logprob)), flags=0)

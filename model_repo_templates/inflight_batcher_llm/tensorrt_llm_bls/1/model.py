@@ -342,7 +342,7 @@ class TritonPythonModel:
         return llm_inputs, pb_utils.InferenceRequest(
             model_name=self.llm_name,
             inputs=[pb_utils.Tensor(k, v) for k, v in llm_inputs.items()],
-            requested_output_names=["output_ids", "sequence_length", *PASSTHROUGH],
+            requested_output_names=["output_ids", "sequence_length", *_passthrough_wanted(request)],
             request_id=request_id,
         )
 
@@ -422,6 +422,12 @@ class TritonPythonModel:
             if texts[0] != sequence.sent:
                 sender.send(self._response(request, sequence.chunk(texts, self.accumulate), {}))
         return None
+
+
+def _passthrough_wanted(request):
+    """The engine outputs to ask for: sequence_index (which stream a response is) and those the client asked for
+    (every one when it named none). Each output asked for is built and copied for every streamed token."""
+    return ["sequence_index", *(n for n in requested_only(request, dict.fromkeys(PASSTHROUGH)) if n != "sequence_index")]
 
 
 def _count(tensor):

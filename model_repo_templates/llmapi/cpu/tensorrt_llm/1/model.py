@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cpu_runtime.engine.checkpoint import load_tokenizer  # noqa: E402
 from cpu_runtime.engine.engine import Engine  # noqa: E402
-from cpu_runtime.engine.final import FinalGate  # noqa: E402
+from cpu_runtime.engine.final import FinalGate, check_period  # noqa: E402
 from cpu_runtime.engine.kv import KvManager, kv_config  # noqa: E402
 from cpu_runtime.engine.lora import DEFAULT_HOST_CACHE_BYTES, MODULES, LoraAdapter, LoraCache  # noqa: E402
 from cpu_runtime.engine.requests import GenerationRequest  # noqa: E402
@@ -77,7 +77,8 @@ class TritonPythonModel:
         self.encoder_dir = params.get(ENCODER_PARAMETER, "")
         self._active = {}  # triton request id -> GenerationRequest
         self._lock = threading.Lock()
-        self._final = FinalGate()  # final sends and cancellation questions, never crossed
+        # final sends and cancellation questions, never crossed; a client asked at most once per check period
+        self._final = FinalGate(check_period(self.triton.get("cancellation_check_period_ms", "")))
         self.service = EngineService(self._build, self._dispatch, self._final.cancelled, name="llmapi-cpu")
         self.service.start()
 
