@@ -15,6 +15,7 @@ import argparse
 import re
 import signal
 import sys
+import threading
 
 from app.cli.messages import (
     MSG_DEMO_RUNNER_NEEDS_TWIN,
@@ -258,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
         from app.web.ui import launch
 
         ctx = AppContext(config)
+        threading.Thread(target=ctx.deployment.warm_up, name="warm-up", daemon=True).start()
         url = ctx.access.url(f"http://{_url_host(args.host)}:{args.port}/")
         print(f"Web UI on {url} (Ctrl-C stops {'both' if triton else 'it'})", flush=True)
         print(f"Workspace folders (Build, Adapters): {ctx.access.workspace.describe()}", flush=True)

@@ -83,6 +83,9 @@ class DeploymentDefaults:
     def batch_size(self) -> int | None:
         return None
 
+    def warm_up(self) -> None:
+        """Nothing to load ahead of the first reply."""
+
     def lora_target(self) -> LoraTarget:
         """What the deployment applies of an adapter: every server here applies LoRA to the language model only;
         a kind that knows its limits (the engine topology: its engine's config.json) says more."""
@@ -208,6 +211,10 @@ class Deployment(Protocol):
 
     def takes_video(self) -> bool:
         """Whether the served model declares a video input (the runner topology's `takes_video`)."""
+    def warm_up(self) -> None:
+        """Load what the first reply would otherwise wait for (the engine kinds: the tokenizer of the prompt
+        template, two seconds on a small machine); called once on a thread of its own as the app starts. A failure
+        is left for the first reply to report."""
     def batch_size(self) -> int | None:
         """How many requests the served model batches (its Triton max_batch_size, the engine model's for the
         engine topology); None when the server does not say or cannot be asked now."""

@@ -61,6 +61,12 @@ class LlmApiDeployment(TritonServed):
         return LlmApiDeployment(client, self.registry, self.template, self.tokenizer_dir, self.system_prompt,
                                 self.server_adapters_dir, self._metrics)
 
+    def warm_up(self) -> None:
+        try:
+            self.prompts()
+        except Exception:  # noqa: BLE001 - the first reply builds it again and reports what failed
+            pass
+
     def prompts(self) -> PromptBuilder:
         with self._lock:
             if self._prompts is None:

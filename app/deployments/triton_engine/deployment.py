@@ -83,6 +83,12 @@ class TritonEngineDeployment(TritonServed):
         when it is not asked for and the server cannot say yet."""
         return self.template or self._served_template() or DEFAULT_TEMPLATE
 
+    def warm_up(self) -> None:
+        try:
+            self.prompts()
+        except Exception:  # noqa: BLE001 - the first reply builds it again and reports what failed
+            pass
+
     def prompts(self) -> PromptBuilder:
         """The prompt builder; resolved on first use, once the server can say where its tokenizer is and which
         family it serves."""

@@ -44,3 +44,30 @@ def test_an_image_for_an_unknown_family_is_refused_in_a_sentence(unknown_family,
         deployment.open_reply(ReplyRequest(Conversation.asking("What is this?", [str(picture)])))
     assert str(caught.value) == MSG_UNKNOWN_FAMILY.format(family="no-such-family")
     assert client.sent == []
+
+
+def test_warm_up_builds_the_prompt_builder_the_first_reply_uses(unknown_family, monkeypatch):
+    """The app calls warm_up() as it starts, so the first reply does not wait for the tokenizer to load."""
+    import app.deployments.triton_engine.deployment as module
+
+    built = []
+    real = module.PromptBuilder
+    monkeypatch.setattr(module, "PromptBuilder", lambda **kwargs: built.append(kwargs) or real(**kwargs))
+    _, deployment = unknown_family
+    deployment.warm_up()
+    assert len(built) == 1
+    first = deployment.prompts()
+    assert len(built) == 1 and first is deployment.prompts()
+
+
+def test_warm_up_leaves_a_failure_to_the_first_reply(unknown_family, monkeypatch):
+    import app.deployments.triton_engine.deployment as module
+
+    def broken(**kwargs):
+        raise OSError("no tokenizer here")
+
+    monkeypatch.setattr(module, "PromptBuilder", broken)
+    _, deployment = unknown_family
+    deployment.warm_up()  # no exception on the app's start thread
+    with pytest.raises(OSError, match="no tokenizer here"):
+        deployment.prompts()
