@@ -11,6 +11,12 @@ request with "Stub process ... is not healthy". Two places do it:
 - the stub's own reference to a decoupled BLS response iterator (`response_iterator_map_`) is dropped on its service
   thread after the final response: `FinishedStreams` holds finished iterators so the model's drop is the last.
 
+And one lock-order cycle of the stub (seen once, a BLS under the CPU engine; docs/benchmarks.md): its single
+stub-to-parent thread keeps its queue lock for each message's round trip to tritonserver, and one kind of message
+(a finished stream's clean-up) takes the response-iterator map's lock under it, while a BLS thread that ends a stream
+queues its own clean-up with the GIL held. Every `is_cancelled()` is such a round trip, so asking it for every
+streamed token keeps that thread busy and the cycle near: `CancelPoll` asks at most once per CANCEL_POLL_SECONDS.
+
 Copied by the repository writer into the 1/ folder of each model that lists it (template.yaml `shared`).
 """
 
@@ -20,6 +26,7 @@ import time
 
 HOLD_SECONDS = 30.0
 HOLD_MOST = 256
+CANCEL_POLL_SECONDS = 0.1  # as the TensorRT-LLM backend's cancellation_check_period_ms default (100)
 
 
 def requested_only(request, outputs: dict) -> dict:
@@ -58,3 +65,23 @@ class FinishedStreams:
 
     def __len__(self) -> int:
         return len(self._held)
+
+
+class CancelPoll:
+    """`poll()`: whether a request's client cancelled, asked of its response sender at most once per `period` seconds
+    (False in between); True for good once it was."""
+
+    def __init__(self, sender, period: float = CANCEL_POLL_SECONDS, clock=time.monotonic):
+        self.sender, self.period, self._clock = sender, period, clock
+        self._due = float("-inf")
+        self.cancelled = False
+
+    def __call__(self) -> bool:
+        if self.cancelled or self.sender is None:
+            return self.cancelled
+        now = self._clock()
+        if now < self._due:
+            return False
+        self._due = now + self.period
+        self.cancelled = bool(self.sender.is_cancelled())
+        return self.cancelled

@@ -75,3 +75,31 @@ def test_only_the_outputs_the_client_asked_for_are_kept():
                                                                                           "cum_log_probs": 3}
     assert module.requested_only(_Request([]), outputs) == outputs  # none named: Triton sends them all
     assert module.requested_only({"a dict request": 1}, outputs) == outputs
+
+
+class Sender:
+    def __init__(self):
+        self.asked, self.gone = 0, False
+
+    def is_cancelled(self):
+        self.asked += 1
+        return self.gone
+
+
+def test_cancel_poll_asks_at_most_once_per_period_and_remembers_a_cancel():
+    module = load_shared_helper("gil_safe.py", _pb_utils())
+    clock, sender = Clock(), Sender()
+    poll = module.CancelPoll(sender, period=0.1, clock=clock)
+    assert not poll() and sender.asked == 1
+    sender.gone = True
+    clock.now = 0.05
+    assert not poll() and sender.asked == 1  # within the period: the client is not asked
+    clock.now = 0.1
+    assert poll() and sender.asked == 2
+    clock.now = 0.15
+    assert poll() and sender.asked == 2  # once cancelled, always: no more round trips
+
+
+def test_cancel_poll_without_a_sender_never_asks():
+    module = load_shared_helper("gil_safe.py", _pb_utils())
+    assert module.CancelPoll(None)() is False

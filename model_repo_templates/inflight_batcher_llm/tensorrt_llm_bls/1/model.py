@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
-from gil_safe import FinishedStreams, requested_only
+from gil_safe import CancelPoll, FinishedStreams, requested_only
 
 # ensemble-style input name -> tensorrt_llm input name (sampling and control tensors passed through)
 DIRECT = {
@@ -375,8 +375,9 @@ class TritonPythonModel:
     def _read_results(self, request, results, sender, streaming, request_id, prompt_chars, stop_words, count):
         """The engine's responses of one request, as text responses to the client (the last one returned)."""
         sequences, finished, stopped = {}, [], False
+        cancelled = CancelPoll(sender)  # asked at most every 0.1 s, not per token (gil_safe.py says why)
         for result in results:
-            if sender is not None and sender.is_cancelled():
+            if cancelled():
                 if not stopped:
                     self._stop_engine(request_id)
                     stopped = True
