@@ -176,11 +176,15 @@ def reply_body(text: str) -> str:
     return "\n".join(line for line in text.splitlines() if not FIGURES.match(line.strip())).strip()
 
 
+def files_listed(page, box: str, names: list[str]) -> bool:
+    """Whether the file box `box` (a selector) lists each of `names` as an uploaded file. Gradio's box shows a
+    name whole only while "Uploading..." and then as stem and extension in cells of their own (its text reads
+    "pictures\n.zip"), so the table cell's aria-label is what names a finished upload."""
+    return "Uploading" not in page.locator(box).inner_text() and all(
+        page.locator(f'{box} td.filename[aria-label="{name}"]').count() == 1 for name in names)
+
+
 def wait_for_uploads(page, box: str, names: list[str]) -> None:
-    """Wait until the file box `box` (a selector) lists each of `names` as an uploaded file. Gradio's box shows a
-    name whole only while "Uploading..." and then as stem and extension apart, so the table cell's aria-label is
-    what names a finished upload."""
-    def listed() -> bool:
-        return "Uploading" not in page.locator(box).inner_text() and all(
-            page.locator(f'{box} td.filename[aria-label="{name}"]').count() == 1 for name in names)
-    wait_until(listed, what=f"{', '.join(names)} to upload")
+    """Wait until the file box `box` lists each of `names` as uploaded (files_listed)."""
+    wait_until(lambda: files_listed(page, box, names), what=f"{', '.join(names)} to upload",
+               explain=lambda: f"the box shows {page.locator(box).inner_text()!r}")

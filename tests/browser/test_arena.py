@@ -11,7 +11,7 @@ import json
 import pytest
 
 from tests.arena_app import launch_app
-from tests.browser.chat_helpers import open_accordion, set_number, toasts, wait_until
+from tests.browser.chat_helpers import files_listed, open_accordion, set_number, toasts, wait_until
 from tests.browser_tabs import app_tab
 from tests.pictures import shape_picture
 
@@ -169,7 +169,11 @@ def test_a_prompt_set_of_five_is_walked_in_order_and_resumed_after_a_reload(brow
             open_accordion(page, "arena-sets")
             page.set_input_files("#arena-set-file input[type=file]", str(jsonl))
             page.set_input_files("#arena-set-zip input[type=file]", str(tmp_path / "pictures.zip"))
-            wait_until(lambda: page.locator("#arena-set-zip").inner_text().count("pictures.zip"), what="the zip")
+            # the finished uploads (the box's text shows a whole name only while uploading: CI once missed it)
+            wait_until(lambda: files_listed(page, "#arena-set-file", ["five.jsonl"])
+                       and files_listed(page, "#arena-set-zip", ["pictures.zip"]), what="both files uploaded",
+                       explain=lambda: f"the prompts box shows {page.locator('#arena-set-file').inner_text()!r}, "
+                                       f"the pictures box {page.locator('#arena-set-zip').inner_text()!r}")
             page.fill("#arena-set-name textarea", "five")
             page.click("#arena-set-upload")
             wait_until(lambda: page.locator("#arena-set input").input_value() == "five", what="the set picked")
