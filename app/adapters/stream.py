@@ -110,6 +110,8 @@ class AdapterStream(StreamDefaults):
             except ChatError as exc:
                 self._failed(exc)  # either raises or has started the retry
                 continue
+            if not delta:  # read on the loop and nothing has come yet (TokenStream gives "" only then)
+                return delta
             self._succeeded()
             if delta and self.first_token_at is None:
                 self.first_token_at = time.monotonic()
@@ -125,6 +127,14 @@ class AdapterStream(StreamDefaults):
     def cancel(self) -> None:
         if self._stream is not None:
             self._stream.cancel()
+
+    @property
+    def reads_on_loop(self) -> bool:
+        return self._stream is not None and self._stream.reads_on_loop
+
+    async def ready(self) -> None:
+        if self._stream is not None:  # the current attempt's (a retry reads in the same way as the first)
+            await self._stream.ready()
 
     @property
     def text(self) -> str:

@@ -13,7 +13,7 @@ import gradio as gr
 from gradio.data_classes import FileData
 
 from app.api.messages import MSG_API_CANNOT_DESCRIBE, MSG_API_NO_IMAGES, MSG_NO_REQUEST
-from app.api.stream_pump import DeltaPump
+from app.api.stream_pump import DeltaPump, loop_context
 from app.chat.adapter_names import adapter_named
 from app.chat.compare import DEFAULT_MAX_TOKENS, CompareRun, column_names
 from app.chat.reply_outputs import as_fields, parse_reply
@@ -77,7 +77,8 @@ def server_view(ctx: AppContext, server_id: str | None) -> AppContext:
 
 async def _open_or_cancel(opened):
     """`opened()` on a worker thread; a caller that leaves meanwhile still has the stream it opened cancelled."""
-    future = asyncio.get_running_loop().run_in_executor(None, opened)
+    loop = asyncio.get_running_loop()
+    future = loop.run_in_executor(None, loop_context(loop).run, opened)  # its Triton stream reads on this loop
     try:
         return await asyncio.shield(future)
     except asyncio.CancelledError:
@@ -127,7 +128,8 @@ def register(app_ctx: AppContext) -> None:
                                chosen)
 
         # Async, so Gradio steps it on its event loop: a sync generator costs a worker-thread hop per update. The
-        # reply is read on a reader thread (DeltaPump) whose chunks are spaced as the chat's throttle spaces updates.
+        # reply is read on the loop (or a reader thread, for kinds that cannot; DeltaPump), its chunks spaced as the
+        # chat's throttle spaces updates.
         stream = None
         try:
             stream = await _open_or_cancel(opened)

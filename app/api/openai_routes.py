@@ -4,8 +4,8 @@ Any OpenAI client (or curl) can chat with the deployment: `model` picks the base
 name) or a LoRA adapter by name, images go as `image_url` parts with data: URLs, `stream: true` gives
 server-sent events. It runs the chat panel's request path (prompt template, adapter registry with
 register-once and eviction retry, image checks) without Gradio's per-event machinery: each reply is
-read from Triton on a reader thread and handed to the event loop in batches (app.api.stream_pump), so
-many concurrent streams cost the app little. At most `concurrency` replies are read at once; more get
+read from Triton on the event loop with gRPC's asyncio API (other kinds on a reader thread) and handed on in
+batches (app.api.stream_pump), so many concurrent streams cost the app little. At most `concurrency` replies are read at once; more get
 429 with Retry-After (OpenAI clients retry). A client that disconnects cancels its request on the server.
 """
 
@@ -41,7 +41,7 @@ from app.api.openai_schema import (
     parse_json_body,
 )
 from app.api.reply_limit import reply_limit
-from app.api.stream_pump import DeltaPump
+from app.api.stream_pump import DeltaPump, open_on_loop
 from app.chat.reply_outputs import parse_reply
 from app.chat.turns import check_new_turn, open_stream, served_family, validate_user_text
 from app.context import AppContext
@@ -193,7 +193,7 @@ class OpenAIApi:
             return JSONResponse(error_body(MSG_API_BUSY.format(limit=self.concurrency), "rate_limit_error"),
                                 status_code=429, headers={"Retry-After": "1"})
         try:  # opening is short (it may send an adapter's weights once): the loop's default threads
-            stream = await loop.run_in_executor(None, self._open, chat, view)
+            stream = await open_on_loop(self._open, chat, view)  # a Triton stream then reads on this loop
         except Exception as exc:
             self._slots.release()
             if isinstance(exc, ChatError):

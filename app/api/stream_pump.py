@@ -1,6 +1,7 @@
-"""Hand a blocking text stream to asyncio code: a reader thread per stream, text passed in batches.
+"""Hand a reply's text stream to asyncio code in batches: read on the event loop itself when the stream can be
+(opened through `open_on_loop`, a Triton stream reads with gRPC's asyncio API), else on a reader thread of its own.
 
-The reader wakes the event loop only when its buffer goes from empty to non-empty, so when the loop is
+The reader wakes the consumer only when its buffer goes from empty to non-empty, so when the loop is
 busy several tokens travel as one chunk, and an async consumer (the OpenAI-compatible API) needs no
 thread hop per token. When many streams run at once, each stream's chunks are also spaced (chunk_gap):
 every chunk costs the app its trip through the HTTP stack, so past CHUNK_BUDGET chunks per second in all
@@ -11,14 +12,30 @@ from __future__ import annotations
 
 import _thread
 import asyncio
+import contextvars
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable
 
 from app.chat.throttle import LiveCount
+from app.triton.transport import LOOP_READS
 
 CHUNK_BUDGET = 1000  # chunks per second across every stream before each stream's chunks are spaced
 MAX_CHUNK_SECONDS = 0.05
 LIVE = LiveCount()  # the pumps reading a stream now
+_READING: set[asyncio.Task] = set()  # the loop's reading tasks, held until they end (asyncio keeps only weak ones)
+
+
+def loop_context(loop: asyncio.AbstractEventLoop) -> contextvars.Context:
+    """A copy of the current context in which the streams opened are read on `loop`."""
+    context = contextvars.copy_context()
+    context.run(LOOP_READS.set, loop)
+    return context
+
+
+async def open_on_loop(opener: Callable[..., object], *args):
+    """`opener(*args)` on one of the loop's worker threads, with the streams it opens read on this loop."""
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(None, loop_context(loop).run, opener, *args)
 
 
 def chunk_gap(live: int, budget: float = CHUNK_BUDGET, most: float = MAX_CHUNK_SECONDS) -> float:
@@ -43,15 +60,45 @@ class DeltaPump:
         self._holding = False  # the consumer is spacing its chunks: new text waits for the hold to end
         self.error: Exception | None = None
 
-    def start(self, stream: Iterable[str], on_end: Callable[[], None] | None = None) -> DeltaPump:
-        """Start the reader thread; `on_end()` runs on it once the stream has ended, whatever happened.
+    def start(self, stream, on_end: Callable[[], None] | None = None) -> DeltaPump:
+        """Start reading: a task on the loop for a stream that `reads_on_loop`, else a reader thread; `on_end()`
+        runs once the stream has ended, whatever happened.
 
-        A bare thread (_thread): threading.Thread.start() waits until the new thread has run, which on a busy
-        2-core machine held the event loop about 2 ms per reply, and 32 chats that start together wait for each
-        other's. Like a daemon thread it does not hold up the app's exit."""
+        The thread is a bare one (_thread): threading.Thread.start() waits until the new thread has run, which on
+        a busy 2-core machine held the event loop about 2 ms per reply, and 32 chats that start together wait for
+        each other's. Like a daemon thread it does not hold up the app's exit."""
         self._live.__enter__()
-        _thread.start_new_thread(self.run, (stream, on_end))
+        if stream.reads_on_loop:  # a retry the stream opens while read here must read on this loop too
+            task = self._loop.create_task(self.drive(stream, on_end), context=loop_context(self._loop))
+            _READING.add(task)
+            task.add_done_callback(_READING.discard)
+        else:
+            _thread.start_new_thread(self.run, (stream, on_end))
         return self
+
+    async def drive(self, stream, on_end: Callable[[], None] | None = None) -> None:
+        """Loop task: read a stream that reads on the loop to its end (or its error), then signal the end."""
+        try:
+            while True:
+                await stream.ready()
+                delta = next(stream)
+                if delta:
+                    with self._lock:
+                        self._parts.append(delta)
+                        wake = len(self._parts) == 1 and not self._holding
+                    if wake:
+                        self._ready.set()
+        except StopIteration:
+            pass
+        except Exception as exc:  # noqa: BLE001 - any failure ends the reply; the consumer reads `error`
+            self.error = exc
+        finally:
+            with self._lock:
+                self._done = True
+            self._live.__exit__()
+            self._ready.set()
+            if on_end is not None:
+                on_end()
 
     def run(self, stream: Iterable[str], on_end: Callable[[], None] | None = None) -> None:
         """Reader thread: iterate the stream to its end (or its error), then signal the end."""

@@ -18,10 +18,14 @@ class StreamDefaults:
     whole_reply: bool = False  # the reply streams (not sent at once)
     image_report: Callable[[], list[dict] | None] | None = None  # no encoder findings to show
     notes: tuple[str, ...] = ()  # the request was sent as asked
+    reads_on_loop: bool = False  # read by the thread that iterates it
 
     def details_line(self) -> str:
         """The kind's own figures line; none by default."""
         return ""
+
+    async def ready(self) -> None:
+        """Nothing to wait for: a stream that does not read on the loop waits inside next()."""
 
 
 class ForwardedStream:
@@ -74,5 +78,12 @@ class ForwardedStream:
     def notes(self) -> tuple[str, ...]:
         return self._inner().notes
 
+    @property
+    def reads_on_loop(self) -> bool:
+        return self._inner().reads_on_loop
+
     def details_line(self) -> str:
         return self._inner().details_line()
+
+    async def ready(self) -> None:
+        await self._inner().ready()

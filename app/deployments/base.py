@@ -153,9 +153,13 @@ class ReplyStream(Protocol):
     whole_reply: bool  # the server sent the reply at once (the runner topology): no token count to show
     image_report: Callable[[], list[dict] | None] | None  # what the image encoder found ("What the model saw")
     notes: tuple[str, ...]  # what the request sent differently from what was asked, and why (() when nothing)
+    reads_on_loop: bool  # read on an event loop: await ready() before each next(), which then never waits
 
     def details_line(self) -> str:
         """The kind's own figures line (the runner's finish and reply mode, llmapi's KV cache); "" when none."""
+
+    async def ready(self) -> None:
+        """For a stream that reads on the loop: return once next() can go on without waiting."""
 
 
 @dataclass(frozen=True)

@@ -140,7 +140,8 @@ def _tensor(name: str, value: object, data_type: str) -> grpcclient.InferInput:
 class TokenStream(StreamDefaults):
     """One streaming request: iterate for text deltas; `cancel()` stops it on the server.
 
-    Responses are read from gRPC by the iterating thread itself (app.triton.transport); a watchdog
+    Responses are read from gRPC by the iterating thread itself (app.triton.transport), or on the event loop
+    where transport.LOOP_READS names one (then `reads_on_loop`: await `ready()` before each next()); a watchdog
     cancels the call when nothing arrives for `stall_timeout` seconds, and iteration then raises
     StreamStalled. `outputs` names the outputs asked for (TritonChatClient.stream: those of READ_OUTPUTS the model
     declares); None asks for all, which subclasses that read outputs of their own keep.
@@ -176,7 +177,13 @@ class TokenStream(StreamDefaults):
         except grpc.RpcError as exc:
             self._close(cancel=True)
             raise self._error(exc) from None
+        self.reads_on_loop = isinstance(self._responses, grpc_stream.LoopResponses)
         grpc_stream.WATCHDOG.watch(self)
+
+    async def ready(self) -> None:
+        """Read on the loop (transport.LOOP_READS): return once next() can go on without waiting."""
+        if self.reads_on_loop and not self._closed:
+            await self._responses.ready()
 
     def __iter__(self) -> Iterator[str]:
         return self
@@ -189,6 +196,8 @@ class TokenStream(StreamDefaults):
                 raise StopIteration
             try:
                 response = next(self._responses)
+            except grpc_stream.NothingYet:  # read on the loop, and nothing has arrived: no text yet
+                return ""
             except StopIteration:  # the server ended the call without a final response
                 self._close(cancel=False)
                 raise

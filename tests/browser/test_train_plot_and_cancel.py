@@ -14,7 +14,7 @@ from app.adapters.training import TrainingJob
 from app.context import AppConfig, AppContext
 from app.web.style import APP_CSS
 from setup.paths import PROJECT_ROOT
-from tests.browser.chat_helpers import wait_for_uploads
+from tests.browser.chat_helpers import toasts, wait_for_uploads, wait_until
 from tests.browser.plot_helpers import x_labels_reach
 from tests.browser_tabs import served_page
 from tests.lora_training_helpers import PIRATE_PAIRS
@@ -126,7 +126,9 @@ def test_pairs_typed_into_the_table_reach_the_trainer_whole(adapters_page, delay
         type_into_cell(page, row, 1, response, delay_ms)
     page.fill("#train-steps input", "2")
     page.click("#train-start")
-    page.wait_for_selector(f"{CANCEL}:enabled")
+    wait_until(lambda: page.locator(CANCEL).is_enabled(), what="the training to start",
+               explain=lambda: f"toasts {toasts(page)}, the table reads {page.locator('#train-pairs').all_inner_texts()}, "
+                               f"the result {page.locator('#train-result').all_inner_texts()}")
     assert [(e.prompt[-1]["content"], e.response) for e in trainer.job_examples] == pairs
     cancel(page, 0)
 

@@ -245,6 +245,31 @@ def test_stalled_stream_is_cancelled_with_a_message(server):
         os.killpg(server.process.pid, signal.SIGCONT)
 
 
+def test_a_stalled_stream_read_on_the_loop_is_cancelled_with_a_message(server):
+    """The same, for a stream read on an event loop (as the APIs read): the watchdog's thread ends it there."""
+    from app.core.errors import StreamStalled
+    from app.core.sampling import SamplingParams
+    from app.triton.client import TritonChatClient
+    from tests.integration.test_stream import read_on_a_loop
+
+    server.start()
+    client = TritonChatClient(server.grpc_url, model="pacing", stall_timeout=1.0)
+    stopped = []
+
+    def opened():
+        stream = client.stream("hi", SamplingParams(max_tokens=100))
+        threading.Timer(0.3, lambda: stopped.append(time.monotonic()) or os.killpg(server.process.pid,
+                                                                                  signal.SIGSTOP)).start()
+        return stream
+
+    try:
+        with pytest.raises(StreamStalled, match="No reply from the server for 1 s"):
+            read_on_a_loop(opened)
+        assert stopped and time.monotonic() - stopped[0] < 3
+    finally:
+        os.killpg(server.process.pid, signal.SIGCONT)
+
+
 def test_killed_demo_server_comes_back_and_adapters_are_sent_again(tmp_path):
     """The CPU deployment with LoRA, killed and started again on the same ports: the app's next message
     with an adapter works (the server's LoRA cache is empty now: the weights travel again by themselves)."""

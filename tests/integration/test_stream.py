@@ -1,6 +1,9 @@
-"""Real tritonserver + CPU engine: streamed text, cancellation that frees the engine, interleaving."""
+"""Real tritonserver + CPU engine: streamed text, cancellation that frees the engine, interleaving; the same read on
+an event loop (gRPC's asyncio API, as the APIs read their replies)."""
 
+import asyncio
 import re
+import threading
 import time
 
 import numpy as np
@@ -12,6 +15,7 @@ from app.core.conversation import Conversation
 from app.core.errors import InputTooLong, ModelNotReady, ServerUnreachable
 from app.core.sampling import SamplingParams
 from app.triton.client import TritonChatClient
+from app.triton.transport import LOOP_READS
 from tests.servers import free_port
 from tests.threads import run_in_threads
 
@@ -111,6 +115,52 @@ def test_continue_goes_on_with_a_cut_reply_inside_the_assistant_turn(app_served)
     assert not rest.text.startswith(cut.text)  # only the new text
 
 
+def read_on_a_loop(open_stream, cancel_after: int | None = None):
+    """open_stream() on an event loop of its own thread with LOOP_READS naming that loop, read there as the APIs read
+    (await ready(), then next()); cancelled there after `cancel_after` deltas. Returns (stream, deltas)."""
+    outcome = {}
+
+    async def main():
+        LOOP_READS.set(asyncio.get_running_loop())
+        stream = open_stream()
+        deltas = []
+        try:
+            while True:
+                await stream.ready()
+                delta = next(stream)
+                if delta:
+                    deltas.append(delta)
+                if cancel_after is not None and len(deltas) == cancel_after:
+                    stream.cancel()
+        except StopIteration:
+            pass
+        return stream, deltas
+
+    def work():
+        try:
+            outcome["value"] = asyncio.run(main())
+        except BaseException as exc:  # noqa: BLE001 - re-raised below
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join(120)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+@pytest.mark.parametrize("model", ["tensorrt_llm_bls", "ensemble"])
+def test_a_stream_read_on_the_loop_gives_the_threads_text_token_by_token(triton, model):
+    client = TritonChatClient(triton.grpc_url, model=model)
+    on_thread = client.stream(prompt(), SamplingParams(max_tokens=32))
+    expected = list(on_thread)
+    stream, deltas = read_on_a_loop(lambda: client.stream(prompt(), SamplingParams(max_tokens=32)))
+    assert stream.reads_on_loop and not on_thread.reads_on_loop
+    assert deltas == expected and stream.text == on_thread.text and "Paris" in stream.text  # greedy: the same
+    assert stream.finish_reason == on_thread.finish_reason
+
+
 def engine_log_lines(triton) -> list[str]:
     return [line for line in triton.process.log_path.read_text().splitlines() if "cpu engine: request" in line]
 
@@ -133,6 +183,21 @@ def test_cancel_stops_generation_on_the_server(triton, model):
     assert tokens < 40, line  # stopped long before its 400-token budget
     # the slot is free: a new request is served at once
     assert "Paris" in client.generate(prompt(), SamplingParams(max_tokens=16))
+
+
+@pytest.mark.parametrize("model", ["tensorrt_llm_bls", "ensemble"])
+def test_cancel_of_a_stream_read_on_the_loop_stops_generation_on_the_server(triton, model):
+    client = TritonChatClient(triton.grpc_url, model=model)
+    before = len(engine_log_lines(triton))
+    stream, deltas = read_on_a_loop(lambda: client.stream(
+        prompt(Conversation.asking("Write a very long story about a dragon.")), SamplingParams(max_tokens=400)),
+        cancel_after=3)
+    assert stream.cancelled and len(deltas) == 3
+    deadline = time.monotonic() + 10
+    while len(engine_log_lines(triton)) == before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    line = engine_log_lines(triton)[-1]
+    assert int(re.search(r"ended after (\d+) tokens", line).group(1)) < 40, line
 
 
 def test_concurrent_requests_progress_together(triton):

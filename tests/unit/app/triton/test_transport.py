@@ -1,9 +1,11 @@
 """app/triton/transport.py without tritonserver: one shared channel per address, gRPC errors in
 tritonclient's words, a ModelStreamInfer call against an in-process gRPC server on loopback (the request
-it sends, the request side held open until `done`), and the stall watchdog on a real thread."""
+it sends, the request side held open until `done`; read on an event loop where LOOP_READS names one), and the
+stall watchdog on a real thread."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import threading
 import time
@@ -17,9 +19,13 @@ import tritonclient.grpc as grpcclient
 from tritonclient.grpc import service_pb2, service_pb2_grpc
 
 from app.triton.transport import (
+    LOOP_READS,
     WATCH_INTERVAL,
+    LoopResponses,
+    NothingYet,
     StallWatchdog,
     drop_channel,
+    is_final,
     open_stream,
     rpc_error_text,
     stub_for,
@@ -123,6 +129,118 @@ def test_cancel_ends_the_call(grpc_server):
     with pytest.raises(grpc.RpcError) as raised:
         next(responses)
     assert raised.value.code() == grpc.StatusCode.CANCELLED
+
+
+class FinalServicer(service_pb2_grpc.GRPCInferenceServiceServicer):
+    """Answers the first request with a final response, then (once the client closed its request side) with an
+    error message saying so; `hold` keeps it from answering at all until set."""
+
+    def __init__(self):
+        self.hold = threading.Event()
+        self.hold.set()
+
+    def ModelStreamInfer(self, request_iterator, context):  # noqa: N802 - the gRPC method name
+        request = next(request_iterator)
+        self.hold.wait()
+        response = service_pb2.ModelInferResponse(model_name=request.model_name, id=request.id)
+        response.parameters["triton_final_response"].bool_param = True
+        yield service_pb2.ModelStreamInferResponse(infer_response=response)
+        for _ in request_iterator:  # blocks while the client keeps its side open
+            pass
+        yield service_pb2.ModelStreamInferResponse(error_message="request side closed")
+
+
+@pytest.fixture
+def final_server():
+    servicer = FinalServicer()
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(servicer, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    yield f"127.0.0.1:{port}", servicer
+    servicer.hold.set()
+    server.stop(grace=None)
+    drop_channel(f"127.0.0.1:{port}")
+
+
+def on_new_loop(coro_of_loop):
+    """asyncio.run(coro_of_loop(loop)) on a thread of its own (the browser tests' Playwright keeps a loop in this
+    one), with the streams it opens read on that loop."""
+    outcome = {}
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        LOOP_READS.set(loop)
+        return await coro_of_loop(loop)
+
+    def work():
+        try:
+            outcome["value"] = asyncio.run(main())
+        except BaseException as exc:  # noqa: BLE001 - re-raised below
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join(30)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def test_a_stream_opened_where_a_loop_reads_is_read_on_that_loop_and_closes_its_side_at_the_final(final_server):
+    url, _ = final_server
+
+    async def read(loop):
+        responses = open_stream(url, "ensemble", [], "req-9", threading.Event())
+        assert isinstance(responses, LoopResponses)
+        with pytest.raises(NothingYet):  # on the loop, next() never waits
+            next(responses)
+        await responses.ready()
+        first = next(responses)
+        await responses.ready()  # the request side closed at the final response: the server says so
+        second = next(responses)
+        await responses.ready()
+        with pytest.raises(StopIteration):
+            next(responses)
+        return first, second
+
+    first, second = on_new_loop(read)
+    assert first.infer_response.id == "req-9" and is_final(first)
+    assert second.error_message == "request side closed"
+
+
+def test_without_a_loop_the_stream_is_read_by_the_calling_thread(final_server):
+    url, _ = final_server
+    responses = open_stream(url, "ensemble", [], "req-10", threading.Event())
+    assert not isinstance(responses, LoopResponses) and is_final(next(responses))
+    responses.cancel()
+
+
+def test_a_thread_off_the_loop_may_iterate_a_loop_stream_and_cancel_it(final_server):
+    url, servicer = final_server
+    servicer.hold.clear()  # the server answers nothing yet
+    loop = asyncio.new_event_loop()
+    runner = threading.Thread(target=loop.run_forever)
+    runner.start()
+    try:
+        async def opened():
+            return open_stream(url, "ensemble", [], "req-11", threading.Event())
+
+        responses = asyncio.run_coroutine_threadsafe(_on(loop, opened), loop).result(5)
+        threading.Timer(0.2, responses.cancel).start()  # from a third thread
+        started = time.monotonic()
+        with pytest.raises(StopIteration):  # this thread waited while the loop read; the cancel ended the call
+            next(responses)
+        assert 0.15 <= time.monotonic() - started < 5
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        runner.join(5)
+        loop.close()
+
+
+async def _on(loop, opened):
+    LOOP_READS.set(loop)
+    return await opened()
 
 
 class Stream:
