@@ -2,8 +2,11 @@
 first printable key pressed over a selected cell, but focuses the editor a frame later, so that key (and any typed
 before the editor has focus) is lost: "Hello" becomes "ello". The page script here keeps those keys and puts them
 into the editor once it has focus, in the next frame or, when a key reaches the editor before that frame (a busy
-page), ahead of that key. A table opts in with the class KEEPS_FIRST_KEY; `keep_typed_keys()` adds the
-script to the page (an empty HTML element whose only job is to run it once)."""
+page), ahead of that key. A key or click that ends the edit (Tab, Enter, a click anywhere) before the editor has
+focus puts them into the editor first: the table saves what the editor holds when its edit ends, and a busy page
+ended it holding nothing (the pairs test, 2 of 14 loaded runs: a pair shown whole reached the app half empty). A
+table opts in with the class KEEPS_FIRST_KEY; `keep_typed_keys()` adds the script to the page (an empty HTML
+element whose only job is to run it once)."""
 
 from __future__ import annotations
 
@@ -36,9 +39,18 @@ if (!window.keepsFirstKey) {
             kept = "";
         }
     };
+    const flushOnLeaving = () => {  // the edit is about to end: the kept keys go into its editor, focused or not
+        const editor = kept && table && table.querySelector("textarea");
+        if (editor) {
+            flush(editor);
+        }
+    };
+    document.addEventListener("mousedown", flushOnLeaving, true);
     document.addEventListener("keydown", (event) => {
         if (ready(event.target)) {  // the editor had focus before the frame that puts the kept keys in: they go first
             flush(event.target);
+        } else if (event.key === "Tab" || event.key === "Enter") {
+            flushOnLeaving();
         }
         const owner = event.target.closest && event.target.closest(".KEEPS_FIRST_KEY");
         if (!owner || editing(event.target) || event.key.length !== 1 || event.ctrlKey || event.metaKey ||
