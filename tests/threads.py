@@ -1,10 +1,11 @@
-"""Running one function in several threads at once (the concurrency tests).
+"""Running one function in several threads at once (the concurrency tests), and a coroutine on a thread of its own.
 
 Only the test suite imports this module; it imports nothing of the app.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 
 
@@ -27,3 +28,24 @@ def run_in_threads(fn, count: int) -> list:
     if errors:
         raise errors[0]
     return results
+
+
+def run_async(coroutine, timeout: float | None = None):
+    """asyncio.run(coroutine) on a thread of its own (a browser session's Playwright keeps an event loop on the main
+    thread); its value, or its exception raised here. AssertionError when it has not ended after `timeout` seconds."""
+    outcome: list = []
+
+    def target():
+        try:
+            outcome.append((True, asyncio.run(coroutine)))
+        except BaseException as exc:  # noqa: BLE001 - re-raised on the caller's thread
+            outcome.append((False, exc))
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    assert outcome, f"the coroutine had not ended after {timeout} s"
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value

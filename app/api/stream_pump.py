@@ -81,44 +81,40 @@ class DeltaPump:
         try:
             while True:
                 await stream.ready()
-                delta = next(stream)
-                if delta:
-                    with self._lock:
-                        self._parts.append(delta)
-                        wake = len(self._parts) == 1 and not self._holding
-                    if wake:
-                        self._ready.set()
+                self._take(next(stream), self._ready.set)
         except StopIteration:
             pass
         except Exception as exc:  # noqa: BLE001 - any failure ends the reply; the consumer reads `error`
             self.error = exc
         finally:
-            with self._lock:
-                self._done = True
-            self._live.__exit__()
-            self._ready.set()
-            if on_end is not None:
-                on_end()
+            self._end(self._ready.set, on_end)
 
     def run(self, stream: Iterable[str], on_end: Callable[[], None] | None = None) -> None:
         """Reader thread: iterate the stream to its end (or its error), then signal the end."""
         try:
             for delta in stream:
-                if delta:
-                    with self._lock:
-                        self._parts.append(delta)
-                        wake = len(self._parts) == 1 and not self._holding
-                    if wake:
-                        self._wake()
+                self._take(delta, self._wake)
         except Exception as exc:  # noqa: BLE001 - any failure ends the reply; the consumer reads `error`
             self.error = exc
         finally:
+            self._end(self._wake, on_end)
+
+    def _take(self, delta: str, wake: Callable[[], None]) -> None:
+        """Keep a delta; `wake` the consumer when it is the first waiting (and the consumer is not holding)."""
+        if delta:
             with self._lock:
-                self._done = True
-            self._live.__exit__()
-            self._wake()
-            if on_end is not None:
-                on_end()
+                self._parts.append(delta)
+                first = len(self._parts) == 1 and not self._holding
+            if first:
+                wake()
+
+    def _end(self, wake: Callable[[], None], on_end: Callable[[], None] | None) -> None:
+        with self._lock:
+            self._done = True
+        self._live.__exit__()
+        wake()
+        if on_end is not None:
+            on_end()
 
     def _wake(self) -> None:
         try:

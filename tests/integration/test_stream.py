@@ -3,7 +3,6 @@ an event loop (gRPC's asyncio API, as the APIs read their replies)."""
 
 import asyncio
 import re
-import threading
 import time
 
 import numpy as np
@@ -17,7 +16,7 @@ from app.core.sampling import SamplingParams
 from app.triton.client import TritonChatClient
 from app.triton.transport import LOOP_READS
 from tests.servers import free_port
-from tests.threads import run_in_threads
+from tests.threads import run_async, run_in_threads
 
 QUESTION = Conversation.asking("What is the capital of France?")
 
@@ -118,8 +117,6 @@ def test_continue_goes_on_with_a_cut_reply_inside_the_assistant_turn(app_served)
 def read_on_a_loop(open_stream, cancel_after: int | None = None):
     """open_stream() on an event loop of its own thread with LOOP_READS naming that loop, read there as the APIs read
     (await ready(), then next()); cancelled there after `cancel_after` deltas. Returns (stream, deltas)."""
-    outcome = {}
-
     async def main():
         LOOP_READS.set(asyncio.get_running_loop())
         stream = open_stream()
@@ -136,18 +133,7 @@ def read_on_a_loop(open_stream, cancel_after: int | None = None):
             pass
         return stream, deltas
 
-    def work():
-        try:
-            outcome["value"] = asyncio.run(main())
-        except BaseException as exc:  # noqa: BLE001 - re-raised below
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=work)
-    thread.start()
-    thread.join(120)
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
+    return run_async(main(), timeout=120)
 
 
 @pytest.mark.parametrize("model", ["tensorrt_llm_bls", "ensemble"])

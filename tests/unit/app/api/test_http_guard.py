@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import threading
 
 import pytest
 
@@ -21,27 +20,9 @@ from app.api.http_guard import (
     origin_name,
     wrap_outermost,
 )
+from tests.threads import run_async
 
 PORT = 7860
-
-
-def run_async(coroutine):
-    """asyncio.run on a thread of its own: the session's Playwright keeps an event loop on the main thread."""
-    result: list = []
-
-    def target():
-        try:
-            result.append((True, asyncio.run(coroutine)))
-        except BaseException as exc:  # noqa: BLE001 - re-raised on the caller's thread
-            result.append((False, exc))
-
-    thread = threading.Thread(target=target)
-    thread.start()
-    thread.join()
-    ok, value = result[0]
-    if not ok:
-        raise value
-    return value
 
 
 class ClientDisconnect(Exception):

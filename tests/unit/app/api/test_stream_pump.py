@@ -10,24 +10,7 @@ import pytest
 from app.api.stream_pump import DeltaPump
 from app.core.errors import ServerUnreachable
 from app.core.streams import StreamDefaults
-
-
-def run(coro):
-    """asyncio.run on a thread of its own: the browser tests' Playwright keeps a loop running in this one."""
-    outcome = {}
-
-    def work():
-        try:
-            outcome["value"] = asyncio.run(coro)
-        except BaseException as exc:  # noqa: BLE001 - re-raised below
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=work)
-    thread.start()
-    thread.join()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
+from tests.threads import run_async as run
 
 
 class Words(StreamDefaults):

@@ -30,6 +30,7 @@ from app.triton.transport import (
     rpc_error_text,
     stub_for,
 )
+from tests.threads import run_async
 
 
 def closed_port() -> int:
@@ -71,27 +72,34 @@ def test_rpc_errors_read_like_tritonclients():
 
 
 class EchoServicer(service_pb2_grpc.GRPCInferenceServiceServicer):
-    """Answers the first request with its id, model and empty-final flag; a second response once the
-    client closed its request side."""
+    """Answers the first request with its id, model and empty-final flag (and, with `final`, as the request's last
+    response); a second response once the client closed its request side. `hold` keeps it from answering at all
+    until set."""
+
+    final = False
 
     def __init__(self):
         self.requests: list = []
+        self.hold = threading.Event()
+        self.hold.set()
 
     def ModelStreamInfer(self, request_iterator, context):  # noqa: N802 - the gRPC method name
         request = next(request_iterator)
         self.requests.append(request)
+        self.hold.wait()
         flag = request.parameters["triton_enable_empty_final_response"].bool_param
         response = service_pb2.ModelInferResponse(model_name=request.model_name, id=request.id)
         response.parameters["empty_final"].bool_param = flag
+        if self.final:
+            response.parameters["triton_final_response"].bool_param = True
         yield service_pb2.ModelStreamInferResponse(infer_response=response)
         for _ in request_iterator:  # blocks while the client keeps its side open
             pass
         yield service_pb2.ModelStreamInferResponse(error_message="request side closed")
 
 
-@pytest.fixture
-def grpc_server():
-    servicer = EchoServicer()
+def serving(servicer):
+    """`servicer` on an in-process gRPC server on a free loopback port: yields (address, servicer), then stops it."""
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
     service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(servicer, server)
     port = server.add_insecure_port("127.0.0.1:0")
@@ -99,6 +107,11 @@ def grpc_server():
     yield f"127.0.0.1:{port}", servicer
     server.stop(grace=None)
     drop_channel(f"127.0.0.1:{port}")
+
+
+@pytest.fixture
+def grpc_server():
+    yield from serving(EchoServicer())
 
 
 def test_open_stream_sends_one_request_and_holds_the_request_side_until_done(grpc_server):
@@ -131,60 +144,29 @@ def test_cancel_ends_the_call(grpc_server):
     assert raised.value.code() == grpc.StatusCode.CANCELLED
 
 
-class FinalServicer(service_pb2_grpc.GRPCInferenceServiceServicer):
-    """Answers the first request with a final response, then (once the client closed its request side) with an
-    error message saying so; `hold` keeps it from answering at all until set."""
+class FinalServicer(EchoServicer):
+    """Its first response is the request's last (Triton's triton_final_response)."""
 
-    def __init__(self):
-        self.hold = threading.Event()
-        self.hold.set()
-
-    def ModelStreamInfer(self, request_iterator, context):  # noqa: N802 - the gRPC method name
-        request = next(request_iterator)
-        self.hold.wait()
-        response = service_pb2.ModelInferResponse(model_name=request.model_name, id=request.id)
-        response.parameters["triton_final_response"].bool_param = True
-        yield service_pb2.ModelStreamInferResponse(infer_response=response)
-        for _ in request_iterator:  # blocks while the client keeps its side open
-            pass
-        yield service_pb2.ModelStreamInferResponse(error_message="request side closed")
+    final = True
 
 
 @pytest.fixture
 def final_server():
     servicer = FinalServicer()
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(servicer, server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    yield f"127.0.0.1:{port}", servicer
-    servicer.hold.set()
-    server.stop(grace=None)
-    drop_channel(f"127.0.0.1:{port}")
+    try:
+        yield from serving(servicer)
+    finally:
+        servicer.hold.set()  # before the server stops: a handler still held would hold up its stop
 
 
 def on_new_loop(coro_of_loop):
-    """asyncio.run(coro_of_loop(loop)) on a thread of its own (the browser tests' Playwright keeps a loop in this
-    one), with the streams it opens read on that loop."""
-    outcome = {}
-
+    """coro_of_loop(loop) run on a new loop on a thread of its own, with the streams it opens read on that loop."""
     async def main():
         loop = asyncio.get_running_loop()
         LOOP_READS.set(loop)
         return await coro_of_loop(loop)
 
-    def work():
-        try:
-            outcome["value"] = asyncio.run(main())
-        except BaseException as exc:  # noqa: BLE001 - re-raised below
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=work)
-    thread.start()
-    thread.join(30)
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
+    return run_async(main(), timeout=30)
 
 
 def test_a_stream_opened_where_a_loop_reads_is_read_on_that_loop_and_closes_its_side_at_the_final(final_server):

@@ -4,26 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 
-
-def run_async(coroutine):
-    """asyncio.run on a thread of its own (a browser session may keep a loop on the main thread)."""
-    outcome: list = []
-
-    def target():
-        try:
-            outcome.append((True, asyncio.run(coroutine)))
-        except BaseException as exc:  # noqa: BLE001 - re-raised on the caller's thread
-            outcome.append((False, exc))
-
-    thread = threading.Thread(target=target)
-    thread.start()
-    thread.join()
-    ok, value = outcome[0]
-    if not ok:
-        raise value
-    return value
+from tests.threads import run_async  # noqa: F401 - the tests of this folder take it from here
 
 
 def http_scope(method: str = "GET", path: str = "/", host: str | None = "127.0.0.1:7860",
