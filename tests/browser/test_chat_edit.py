@@ -1,6 +1,8 @@
 """Editing an earlier message in the browser: the edit is answered as a new version of the message, and the
 stepper goes back and forth between the branches, each with its own later turns (also after a reload)."""
 
+import time
+
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.browser.chat_helpers import (
@@ -21,6 +23,18 @@ def branch(page) -> str:
     """The edited message's stepper as shown ("" when it is hidden)."""
     label = page.locator("#branch-version")
     return label.inner_text().strip() if label.is_visible() else ""
+
+
+def wait_for_storage_to_settle(page, before: str, quiet: float = 2.0) -> None:
+    """Wait until the browser's storage differs from `before` and has then stayed the same for `quiet` seconds."""
+    last = {"value": None, "since": time.monotonic()}
+
+    def settled() -> bool:
+        value = page.evaluate(STORED_JS)
+        if value != last["value"]:
+            last["value"], last["since"] = value, time.monotonic()
+        return value != before and time.monotonic() - last["since"] >= quiet
+    wait_until(settled, step=0.2, what="the step saved in the browser")
 
 
 def edit_message(page, number: int, text: str, tries: int = 3) -> None:
@@ -61,10 +75,14 @@ def test_editing_the_first_message_branches_and_the_stepper_shows_each_branch(pa
                what="the first branch with its later turns")
     assert bot_texts(page) == first_replies
     # the step's save reaches the browser's storage after the step is shown: a reload before it lands shows the
-    # conversation as it was saved before the step (a loaded run reloaded in between)
-    wait_until(lambda: page.evaluate(STORED_JS) != saved, what="the step saved in the browser")
+    # conversation as it was saved before the step (a loaded run reloaded in between). The storage is encrypted, so
+    # what tells the step's save is that it changed and then stayed as it is. Waiting for a change alone, a
+    # fresh-clone run beside a busy core reloaded and the branches did not come back; most likely the change it saw
+    # was the edited reply's own late save, not the step's
+    wait_for_storage_to_settle(page, saved)
     page.reload()  # the branches are kept with the conversation in the browser
-    wait_until(lambda: branch(page) == "Message 1: 1/2", what="the branches to come back")
+    wait_until(lambda: branch(page) == "Message 1: 1/2", what="the branches to come back",
+               explain=lambda: f"the stepper shows {branch(page)!r}, the messages {user_texts(page)}")
     page.click("#newer-branch")
     wait_until(lambda: user_texts(page) == ["Name an animal."] and branch(page) == "Message 1: 2/2",
                what="the edited branch again")
