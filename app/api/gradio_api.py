@@ -13,7 +13,7 @@ import gradio as gr
 from gradio.data_classes import FileData
 
 from app.api.messages import MSG_API_CANNOT_DESCRIBE, MSG_API_NO_IMAGES, MSG_NO_REQUEST
-from app.api.stream_pump import DeltaPump, loop_context
+from app.api.stream_pump import DeltaPump, open_on_loop
 from app.chat.adapter_names import adapter_named
 from app.chat.compare import DEFAULT_MAX_TOKENS, CompareRun, column_names
 from app.chat.reply_outputs import as_fields, parse_reply
@@ -77,8 +77,7 @@ def server_view(ctx: AppContext, server_id: str | None) -> AppContext:
 
 async def _open_or_cancel(opened):
     """`opened()` on a worker thread; a caller that leaves meanwhile still has the stream it opened cancelled."""
-    loop = asyncio.get_running_loop()
-    future = loop.run_in_executor(None, loop_context(loop).run, opened)  # its Triton stream reads on this loop
+    future = open_on_loop(opened)  # its Triton stream reads on this loop
     try:
         return await asyncio.shield(future)
     except asyncio.CancelledError:

@@ -32,10 +32,11 @@ def loop_context(loop: asyncio.AbstractEventLoop) -> contextvars.Context:
     return context
 
 
-async def open_on_loop(opener: Callable[..., object], *args):
-    """`opener(*args)` on one of the loop's worker threads, with the streams it opens read on this loop."""
+def open_on_loop(opener: Callable[..., object], *args) -> asyncio.Future:
+    """`opener(*args)` on one of the running loop's worker threads, with the streams it opens read on that loop;
+    await the future for its result."""
     loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(None, loop_context(loop).run, opener, *args)
+    return loop.run_in_executor(None, loop_context(loop).run, opener, *args)
 
 
 def chunk_gap(live: int, budget: float = CHUNK_BUDGET, most: float = MAX_CHUNK_SECONDS) -> float:

@@ -218,7 +218,6 @@ class TokenStream(StreamDefaults):
             result = InferResult(response.infer_response)
             self._observe(result)
             self.logprob_trace += self._logprobs(result)
-            final = response.infer_response.parameters.get("triton_final_response")
             chunk = result.as_numpy("text_output")
             raw = ""
             if chunk is not None and chunk.size:
@@ -229,7 +228,7 @@ class TokenStream(StreamDefaults):
                 if self.first_token_at is None:
                     self.first_token_at = time.monotonic()
             delta = self._trim.feed(raw)
-            if final is not None and final.bool_param:
+            if grpc_stream.is_final(response):
                 delta += self._trim.feed(self._assembler.finish()) + self._trim.finish()
                 self.text = self._trim.text
                 self._finish_reason = self._ended_by()
