@@ -68,7 +68,7 @@ class FinishedStreams:
 
 
 class CancelPoll:
-    """`poll()`: whether a request's client cancelled, asked of its response sender at most once per `period` seconds
+    """Called: whether a request's client cancelled, asked of its response sender at most once per `period` seconds
     (False in between); True for good once it was."""
 
     def __init__(self, sender, period: float = CANCEL_POLL_SECONDS, clock=time.monotonic):
